@@ -1,0 +1,198 @@
+package playbook
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/internal/suggest"
+	"github.com/openplaybook/openplaybook/syntax"
+)
+
+// Rule ids of the reader's model checks; docs/rules.md documents each.
+const (
+	RuleType          = "type"
+	RuleUnknownMember = "unknown-member"
+	RuleMemberCase    = "member-case"
+)
+
+// ReadOptions configures [Read]. A nil *ReadOptions means defaults.
+type ReadOptions struct {
+	// Limits bound size, depth, string and array length; zero fields take
+	// the defaults of [syntax.Limits].
+	Limits syntax.Limits
+}
+
+// Read parses src as an OpenPlaybook document named file and decodes it
+// into the model. It reports, as diagnostics with rule ids, every reader
+// hazard of package [syntax], every member of the wrong JSON type
+// ([RuleType]), every unknown member ([RuleUnknownMember]) and every member
+// whose name differs from a known one only by case or Unicode case folding
+// ([RuleMemberCase], for example "AllowedTools" or "mcpServer\u017f").
+//
+// Read always returns a non-nil Document holding whatever could be read,
+// so later checks still run after errors. It never panics.
+func Read(file string, src []byte, opts *ReadOptions) (*Document, []diag.Diagnostic) {
+	if opts == nil {
+		opts = &ReadOptions{}
+	}
+	doc := &Document{File: file, Lines: syntax.NewLines(src)}
+	r := &reader{doc: doc}
+	root, errs := syntax.Parse(src, opts.Limits)
+	for _, e := range errs {
+		r.at(e.Offset, e.Pointer, e.Rule, "%s", e.Message)
+	}
+	doc.Root = root
+	if root != nil {
+		r.document(root)
+	}
+	return doc, r.diags
+}
+
+type reader struct {
+	doc   *Document
+	diags []diag.Diagnostic
+}
+
+// At builds a diagnostic of severity sev at byte offset off of the
+// document, with the given JSON Pointer.
+func (d *Document) At(off int, pointer string, sev diag.Severity, rule, format string, args ...any) diag.Diagnostic {
+	line, col := d.Lines.Position(off)
+	return diag.Diagnostic{File: d.File, Line: line, Column: col, Pointer: pointer, Severity: sev, Rule: rule, Message: fmt.Sprintf(format, args...)}
+}
+
+// Diag builds a diagnostic located at node n (its first byte and its JSON
+// Pointer). A nil n locates the diagnostic at the document root.
+func (d *Document) Diag(n *syntax.Node, sev diag.Severity, rule, format string, args ...any) diag.Diagnostic {
+	if n == nil {
+		return d.At(0, "", sev, rule, format, args...)
+	}
+	return d.At(n.Offset, n.Pointer(), sev, rule, format, args...)
+}
+
+func (r *reader) at(off int, ptr, rule, format string, args ...any) {
+	r.diags = append(r.diags, r.doc.At(off, ptr, diag.Error, rule, format, args...))
+}
+
+func (r *reader) errorf(n *syntax.Node, rule, format string, args ...any) {
+	r.diags = append(r.diags, r.doc.Diag(n, diag.Error, rule, format, args...))
+}
+
+// object checks that n is an object, reports unknown members, and calls
+// set for each known member (first occurrence only; duplicates are already
+// reported by the syntax reader). what names the object in messages.
+// Unknown members are not reported when open is true.
+func (r *reader) object(n *syntax.Node, what string, fields []string, open bool, set func(name string, v *syntax.Node)) bool {
+	if n.Kind != syntax.Object {
+		r.errorf(n, RuleType, "%s must be an object, got %s", what, n.Kind)
+		return false
+	}
+	seen := make(map[string]bool, len(n.Members))
+	for _, m := range n.Members {
+		if seen[m.Name] {
+			continue
+		}
+		seen[m.Name] = true
+		if contains(fields, m.Name) {
+			set(m.Name, m.Value)
+			continue
+		}
+		if open {
+			continue
+		}
+		ptr := m.Value.Pointer()
+		if known, ok := foldMatch(fields, m.Name); ok {
+			r.at(m.NameOffset, ptr, RuleMemberCase,
+				"member %q of %s differs from %q only by case or Unicode case folding; member names are case-sensitive, write %q", m.Name, what, known, known)
+			continue
+		}
+		r.at(m.NameOffset, ptr, RuleUnknownMember, "unknown member %q in %s%s; valid members are %s",
+			m.Name, what, suggest.Phrase(m.Name, fields), quoteList(fields))
+	}
+	return true
+}
+
+func foldMatch(fields []string, name string) (string, bool) {
+	for _, f := range fields {
+		if strings.EqualFold(f, name) {
+			return f, true
+		}
+	}
+	return "", false
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteList(list []string) string {
+	q := make([]string, len(list))
+	for i, s := range list {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
+
+func (r *reader) str(v *syntax.Node, name string) *String {
+	if v.Kind != syntax.String {
+		r.errorf(v, RuleType, "%q must be a string, got %s", name, v.Kind)
+		return nil
+	}
+	return &String{Value: v.Text, Node: v}
+}
+
+func (r *reader) boolean(v *syntax.Node, name string) *Bool {
+	if v.Kind != syntax.Bool {
+		r.errorf(v, RuleType, "%q must be true or false, got %s", name, v.Kind)
+		return nil
+	}
+	return &Bool{Value: v.Bool(), Node: v}
+}
+
+// strs reads an array of strings. Non-string elements are reported unless
+// quiet is set (allowedTools leaves them to the allowed-tools-form rule).
+func (r *reader) strs(v *syntax.Node, name string, quiet bool) *StringList {
+	if v.Kind != syntax.Array {
+		r.errorf(v, RuleType, "%q must be an array of strings, got %s", name, v.Kind)
+		return nil
+	}
+	l := &StringList{Node: v, Items: make([]*String, 0, len(v.Elems))}
+	for _, e := range v.Elems {
+		if e.Kind != syntax.String {
+			if !quiet {
+				r.errorf(e, RuleType, "elements of %q must be strings, got %s", name, e.Kind)
+			}
+			continue
+		}
+		l.Items = append(l.Items, &String{Value: e.Text, Node: e})
+	}
+	return l
+}
+
+// objects calls each for every object element of the array v.
+func (r *reader) objects(v *syntax.Node, name string, each func(*syntax.Node)) {
+	if v.Kind != syntax.Array {
+		r.errorf(v, RuleType, "%q must be an array of objects, got %s", name, v.Kind)
+		return
+	}
+	for _, e := range v.Elems {
+		if e.Kind != syntax.Object {
+			r.errorf(e, RuleType, "elements of %q must be objects, got %s", name, e.Kind)
+			continue
+		}
+		each(e)
+	}
+}
+
+func (r *reader) schemaObject(v *syntax.Node, name string) *syntax.Node {
+	if v.Kind != syntax.Object && v.Kind != syntax.Bool {
+		r.errorf(v, RuleType, "%q must be a JSON Schema (an object), got %s", name, v.Kind)
+		return nil
+	}
+	return v
+}

@@ -1,0 +1,181 @@
+// Package syntax reads JSON text strictly into a tree of [Node] values, each
+// carrying its byte offset so that every later check can point at the exact
+// token with a line, a byte column and an RFC 6901 JSON Pointer.
+//
+// The reader accepts RFC 8259 JSON as restricted by RFC 7493 (I-JSON): UTF-8
+// only, unique member names. It reports, each as its own [Error] with a rule
+// id, what a lenient parser would silently accept or silently reinterpret:
+// duplicate member names (compared after unescaping, so "a" and "\u0061"
+// collide), invalid UTF-8, a byte order mark, comments, trailing commas,
+// trailing data after the document, NaN and Infinity, and documents past the
+// [Limits]. After an error it still returns the tree it could build, so one
+// run reports as many problems as possible.
+//
+// Tokenising is done by github.com/go-json-experiment/json/jsontext.
+package syntax
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Kind is the JSON type of a [Node].
+type Kind uint8
+
+// The JSON types, RFC 8259 section 3.
+const (
+	Null Kind = iota
+	Bool
+	Number
+	String
+	Object
+	Array
+)
+
+// String returns the JSON name of the kind as used in messages: "null",
+// "boolean", "number", "string", "object" or "array".
+func (k Kind) String() string {
+	switch k {
+	case Null:
+		return "null"
+	case Bool:
+		return "boolean"
+	case Number:
+		return "number"
+	case String:
+		return "string"
+	case Object:
+		return "object"
+	case Array:
+		return "array"
+	}
+	return "invalid"
+}
+
+// Node is one JSON value with its place in the source.
+//
+// For a String node Text is the unescaped value; for a Number node it is the
+// number's literal text (so no precision is lost); for a Bool node it is
+// "true" or "false". Members holds an object's members in source order,
+// duplicates included; Elems holds an array's elements.
+type Node struct {
+	Kind    Kind
+	Text    string
+	Members []Member
+	Elems   []*Node
+
+	// Offset is the byte offset of the value's first byte; End is the
+	// offset just past its last byte (End == Offset for a value cut off by
+	// an error).
+	Offset, End int
+
+	parent *Node
+	key    string // member name in parent object
+	index  int    // element index in parent array; -1 for members
+}
+
+// Member is one name/value pair of an object.
+type Member struct {
+	// Name is the unescaped member name.
+	Name string
+	// NameOffset is the byte offset of the name's opening quote.
+	NameOffset int
+	Value      *Node
+}
+
+// Bool reports the value of a Bool node (false for any other kind).
+func (n *Node) Bool() bool { return n != nil && n.Kind == Bool && n.Text == "true" }
+
+// Member returns the value of the first member called name, or nil. Names
+// are compared byte for byte.
+func (n *Node) Member(name string) *Node {
+	if n == nil || n.Kind != Object {
+		return nil
+	}
+	for i := range n.Members {
+		if n.Members[i].Name == name {
+			return n.Members[i].Value
+		}
+	}
+	return nil
+}
+
+// Parent returns the object or array holding n, or nil for the root.
+func (n *Node) Parent() *Node { return n.parent }
+
+// Key returns the member name under which n sits in its parent object, and
+// false when the parent is an array or n is the root.
+func (n *Node) Key() (string, bool) {
+	return n.key, n.parent != nil && n.index < 0
+}
+
+// Pointer returns the RFC 6901 JSON Pointer of n from the document root:
+// "" for the root, "/steps/0/allowedTools/2" for a nested value, with "~"
+// and "/" in member names escaped as "~0" and "~1".
+func (n *Node) Pointer() string {
+	var parts []string
+	for c := n; c != nil && c.parent != nil; c = c.parent {
+		if c.index >= 0 {
+			parts = append(parts, strconv.Itoa(c.index))
+		} else {
+			parts = append(parts, EscapePointerToken(c.key))
+		}
+	}
+	var b strings.Builder
+	for i := len(parts) - 1; i >= 0; i-- {
+		b.WriteByte('/')
+		b.WriteString(parts[i])
+	}
+	return b.String()
+}
+
+// EscapePointerToken escapes one reference token of a JSON Pointer
+// (RFC 6901 section 3): "~" becomes "~0" and "/" becomes "~1".
+func EscapePointerToken(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
+
+// Walk calls fn for n and every value below it, depth first in source
+// order, until fn returns false for a node (its children are then skipped).
+func Walk(n *Node, fn func(*Node) bool) {
+	if n == nil || !fn(n) {
+		return
+	}
+	for _, m := range n.Members {
+		Walk(m.Value, fn)
+	}
+	for _, e := range n.Elems {
+		Walk(e, fn)
+	}
+}
+
+// Lines maps byte offsets of one source text to 1-based lines and byte
+// columns.
+type Lines struct {
+	starts []int // byte offset of the first byte of each line
+}
+
+// NewLines indexes the line starts of src. Lines end at "\n"; a "\r"
+// before it counts as part of the line.
+func NewLines(src []byte) *Lines {
+	starts := make([]int, 1, 1+len(src)/32)
+	for i, c := range src {
+		if c == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return &Lines{starts: starts}
+}
+
+// Position returns the 1-based line and 1-based byte column of offset.
+func (l *Lines) Position(offset int) (line, col int) {
+	i := sort.Search(len(l.starts), func(i int) bool { return l.starts[i] > offset }) - 1
+	if i < 0 {
+		i = 0
+	}
+	return i + 1, offset - l.starts[i] + 1
+}

@@ -1,0 +1,240 @@
+package syntax
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Limits bound what the reader accepts, so that a hostile document costs a
+// bounded amount of time and memory. A zero field takes its default.
+type Limits struct {
+	// MaxSize is the largest document in bytes. Default 16 MiB.
+	MaxSize int
+	// MaxDepth is the deepest nesting of objects and arrays. Default 128.
+	MaxDepth int
+	// MaxString is the longest string (or member name) in bytes, after
+	// unescaping. Default 1 MiB.
+	MaxString int
+	// MaxArray is the most elements one array may hold. Default 100,000.
+	MaxArray int
+}
+
+// Default limits; see [Limits].
+const (
+	DefaultMaxSize   = 16 << 20
+	DefaultMaxDepth  = 128
+	DefaultMaxString = 1 << 20
+	DefaultMaxArray  = 100_000
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxSize <= 0 {
+		l.MaxSize = DefaultMaxSize
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	if l.MaxString <= 0 {
+		l.MaxString = DefaultMaxString
+	}
+	if l.MaxArray <= 0 {
+		l.MaxArray = DefaultMaxArray
+	}
+	return l
+}
+
+// Error is one problem the reader found. Offset is a byte offset into the
+// source; Pointer is the JSON Pointer of the value concerned, as far as the
+// reader got. Rule is a stable kebab-case id documented in docs/rules.md.
+type Error struct {
+	Offset  int
+	Pointer string
+	Rule    string
+	Message string
+}
+
+// Rule ids of the reader's errors; docs/rules.md documents each.
+const (
+	RuleSyntax          = "syntax"
+	RuleDuplicateMember = "duplicate-member"
+	RuleInvalidUTF8     = "invalid-utf8"
+	RuleByteOrderMark   = "byte-order-mark"
+	RuleComment         = "comment"
+	RuleTrailingComma   = "trailing-comma"
+	RuleTrailingData    = "trailing-data"
+	RuleNonFinite       = "non-finite-number"
+	RuleLimit           = "limit"
+)
+
+// Parse reads one JSON document from src. It returns the root value (nil
+// when not even the first token could be read) and every problem found, in
+// source order. Parse never panics on any input and runs in time linear in
+// len(src).
+//
+// A byte order mark, comments, trailing commas and NaN/Infinity are
+// reported and then read past (as if blanked out, or as 0), so the rest of
+// the document is still checked. Any other syntax error ends the read: the
+// tree holds everything before it, and values cut off there are left out.
+func Parse(src []byte, lim Limits) (*Node, []Error) {
+	lim = lim.withDefaults()
+	if len(src) > lim.MaxSize {
+		return nil, []Error{{Rule: RuleLimit, Message: fmt.Sprintf(
+			"document is %d bytes; the limit is %d bytes", len(src), lim.MaxSize)}}
+	}
+	p := &parser{lim: lim}
+	src = p.repair(src)
+	p.src = src
+	p.dec = jsontext.NewDecoder(bytes.NewReader(src),
+		jsontext.AllowDuplicateNames(true), // reported by us, with both places
+		jsontext.AllowInvalidUTF8(true),    // reported by us, then read on
+	)
+	root := p.value(nil, "", -1, 0)
+	if root != nil && !p.stopped {
+		if off := p.skipSpace(int(p.dec.InputOffset())); off < len(src) {
+			p.errorf(off, "", RuleTrailingData, "unexpected data after the end of the document; a file holds exactly one JSON value")
+		}
+	}
+	sortErrors(p.errs)
+	return root, p.errs
+}
+
+type parser struct {
+	lim     Limits
+	dec     *jsontext.Decoder
+	errs    []Error
+	stopped bool // a fatal syntax error ended the read
+	unq     []byte
+	src     []byte
+	lineIdx *Lines
+}
+
+func (p *parser) lines() *Lines {
+	if p.lineIdx == nil {
+		p.lineIdx = NewLines(p.src)
+	}
+	return p.lineIdx
+}
+
+func (p *parser) errorf(off int, ptr, rule, format string, args ...any) {
+	p.errs = append(p.errs, Error{Offset: off, Pointer: ptr, Rule: rule, Message: fmt.Sprintf(format, args...)})
+}
+
+// value reads the next value. depth counts the enclosing containers.
+func (p *parser) value(parent *Node, key string, index, depth int) *Node {
+	if p.stopped {
+		return nil
+	}
+	n := &Node{parent: parent, key: key, index: index}
+	switch k := p.dec.PeekKind(); k {
+	case '{', '[':
+		if depth >= p.lim.MaxDepth {
+			off := int(p.dec.InputOffset())
+			p.errorf(p.skipSpace(off), n.Pointer(), RuleLimit,
+				"nesting is deeper than %d levels; the limit is %d", depth, p.lim.MaxDepth)
+			if err := p.dec.SkipValue(); err != nil {
+				p.syntaxError(err)
+				return nil
+			}
+			n.Kind = Null
+			n.End = int(p.dec.InputOffset())
+			n.Offset = n.End
+			return n
+		}
+		if _, err := p.dec.ReadToken(); err != nil {
+			p.syntaxError(err)
+			return nil
+		}
+		n.Offset = int(p.dec.InputOffset()) - 1
+		if k == '{' {
+			n.Kind = Object
+			p.object(n, depth+1)
+		} else {
+			n.Kind = Array
+			p.array(n, depth+1)
+		}
+		if p.stopped {
+			return n
+		}
+		if _, err := p.dec.ReadToken(); err != nil {
+			p.syntaxError(err)
+			return n
+		}
+		n.End = int(p.dec.InputOffset())
+		return n
+	case jsontext.KindInvalid:
+		_, err := p.dec.ReadToken()
+		p.syntaxError(err)
+		return nil
+	}
+	raw, err := p.dec.ReadValue()
+	if err != nil {
+		p.syntaxError(err)
+		return nil
+	}
+	n.End = int(p.dec.InputOffset())
+	n.Offset = n.End - len(raw)
+	switch raw.Kind() {
+	case 'n':
+		n.Kind = Null
+	case 't', 'f':
+		n.Kind = Bool
+		n.Text = string(raw)
+	case '0':
+		n.Kind = Number
+		n.Text = string(raw)
+	case '"':
+		n.Kind = String
+		n.Text = p.unquote(raw, n.Offset, n)
+	}
+	return n
+}
+
+func (p *parser) object(n *Node, depth int) {
+	var seen map[string]int // name -> offset of first occurrence
+	for !p.stopped && p.dec.PeekKind() != '}' {
+		raw, err := p.dec.ReadValue()
+		if err != nil {
+			p.syntaxError(err)
+			return
+		}
+		nameOff := int(p.dec.InputOffset()) - len(raw)
+		name := p.unquote(raw, nameOff, n)
+		if seen == nil {
+			seen = make(map[string]int)
+		}
+		if first, dup := seen[name]; dup {
+			line, col := p.lines().Position(first)
+			p.errorf(nameOff, n.Pointer()+"/"+EscapePointerToken(name), RuleDuplicateMember,
+				"duplicate member name %q (first at line %d, column %d); each name may appear once in an object", name, line, col)
+		} else {
+			seen[name] = nameOff
+		}
+		v := p.value(n, name, -1, depth)
+		if v == nil {
+			return
+		}
+		n.Members = append(n.Members, Member{Name: name, NameOffset: nameOff, Value: v})
+	}
+}
+
+func (p *parser) array(n *Node, depth int) {
+	for i := 0; !p.stopped && p.dec.PeekKind() != ']'; i++ {
+		if i == p.lim.MaxArray {
+			p.errorf(int(p.dec.InputOffset()), n.Pointer(), RuleLimit,
+				"array has more than %d elements; the limit is %d", p.lim.MaxArray, p.lim.MaxArray)
+			for !p.stopped && p.dec.PeekKind() != ']' {
+				if err := p.dec.SkipValue(); err != nil {
+					p.syntaxError(err)
+				}
+			}
+			return
+		}
+		v := p.value(n, "", i, depth)
+		if v == nil {
+			return
+		}
+		n.Elems = append(n.Elems, v)
+	}
+}

@@ -1,0 +1,45 @@
+package validate
+
+import (
+	"github.com/openplaybook/openplaybook/internal/suggest"
+)
+
+// ruleAllowedToolsResolve reports allowedTools entries that name no
+// embedded tool definition (and, when a registry is given, no registry
+// tool). Spec "The allowedTools list": "A name resolves against the
+// document's own embedded tools array and the runtime's tool registry".
+// Matching is byte for byte.
+type ruleAllowedToolsResolve struct{}
+
+func (ruleAllowedToolsResolve) Name() string { return "allowed-tools-resolve" }
+func (ruleAllowedToolsResolve) Description() string {
+	return "every allowedTools entry names an embedded tool definition (or a registry tool)"
+}
+
+func (ruleAllowedToolsResolve) Check(c *Context) {
+	var names []string
+	for _, t := range c.Doc.Tools {
+		if t.Name != nil {
+			names = append(names, t.Name.Value)
+		}
+	}
+	for _, s := range c.Doc.Steps {
+		if s.AllowedTools == nil {
+			continue
+		}
+		for _, a := range s.AllowedTools.Items {
+			if isReferenceForm(a.Value) || contains(names, a.Value) {
+				continue
+			}
+			if c.Opts.Registry != nil && c.Opts.Registry(a.Value) {
+				continue
+			}
+			where := "the document's tools"
+			if c.Opts.Registry != nil {
+				where += " or the registry"
+			}
+			c.Errorf(a.Node, "tool %q in %s is not defined in %s%s; embed its definition in \"tools\"",
+				a.Value, stepLabel(s), where, suggest.Phrase(a.Value, names))
+		}
+	}
+}

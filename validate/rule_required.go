@@ -1,0 +1,85 @@
+package validate
+
+import (
+	"fmt"
+
+	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/syntax"
+)
+
+// ruleRequired reports required members that are missing (docs/format.md,
+// "Envelope", "Steps"; spec "Embedded tool definitions" and "The requires
+// declaration"). requires.mcpServers and requires.secrets are required from
+// format 1.6 on; earlier documents read them as [].
+type ruleRequired struct{}
+
+func (ruleRequired) Name() string { return "required" }
+func (ruleRequired) Description() string {
+	return "every member the format requires is present"
+}
+
+func (ruleRequired) Check(c *Context) {
+	d := c.Doc
+	need := func(obj *syntax.Node, what string, names ...string) {
+		if obj == nil || obj.Kind != syntax.Object {
+			return
+		}
+		for _, n := range names {
+			if obj.Member(n) == nil {
+				c.Errorf(obj, "%s is missing required member %q", what, n)
+			}
+		}
+	}
+	need(d.Root, "the document", "openplaybook", "manifest", "requires", "tools", "steps")
+	if d.Manifest != nil {
+		need(d.Manifest.Node, `"manifest"`, playbook.ManifestMembers...)
+	}
+	if d.Requires != nil {
+		need(d.Requires.Node, `"requires"`, "connections")
+		if v, ok := formatVersion(d); !ok || v.minor >= 6 {
+			for _, n := range []string{"mcpServers", "secrets"} {
+				if d.Requires.Node.Member(n) == nil {
+					c.Errorf(d.Requires.Node, "%q is missing required member %q (required from format 1.6 on; write %q: [] when there are none)", "requires", n, n)
+				}
+			}
+		}
+		for _, x := range d.Requires.Connections {
+			need(x.Node, "connection", "provider", "authKind")
+		}
+		for _, x := range d.Requires.MCPServers {
+			need(x.Node, "MCP server", "name")
+		}
+		for _, x := range d.Requires.Secrets {
+			need(x.Node, "secret", "name", "purpose")
+		}
+	}
+	for _, t := range d.Tools {
+		need(t.Node, toolLabel(t), "name", "source", "description", "permissions", "inputSchema", "outputSchema")
+	}
+	if steps := d.Root.Member("steps"); steps != nil && steps.Kind == syntax.Array && len(steps.Elems) == 0 {
+		c.Errorf(steps, "%q is empty; a playbook has at least one step (the first is the entry step)", "steps")
+	}
+	for _, s := range d.Steps {
+		what := stepLabel(s)
+		need(s.Node, what, "id", "kind", "purpose")
+		if playbook.Str(s.Kind) == "agent" {
+			need(s.Node, what, "agent", "allowedTools")
+		}
+	}
+}
+
+// toolLabel names a tool definition in messages.
+func toolLabel(t *playbook.Tool) string {
+	if t.Name != nil {
+		return fmt.Sprintf("tool %q", t.Name.Value)
+	}
+	return "tool definition"
+}
+
+// stepLabel names a step in messages.
+func stepLabel(s *playbook.Step) string {
+	if s.ID != nil {
+		return fmt.Sprintf("step %q", s.ID.Value)
+	}
+	return "step"
+}
