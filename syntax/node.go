@@ -15,6 +15,7 @@
 package syntax
 
 import (
+	"encoding/json"
 	"sort"
 	"strconv"
 	"strings"
@@ -178,4 +179,37 @@ func (l *Lines) Position(offset int) (line, col int) {
 		i = 0
 	}
 	return i + 1, offset - l.starts[i] + 1
+}
+
+// Value converts n to plain Go values: nil, bool, json.Number (the literal
+// text, so no precision is lost), string, map[string]any (first occurrence
+// of a duplicate name wins) and []any. This is the shape JSON Schema
+// libraries take.
+func (n *Node) Value() any {
+	if n == nil {
+		return nil
+	}
+	switch n.Kind {
+	case Bool:
+		return n.Bool()
+	case Number:
+		return json.Number(n.Text)
+	case String:
+		return n.Text
+	case Object:
+		m := make(map[string]any, len(n.Members))
+		for _, mem := range n.Members {
+			if _, dup := m[mem.Name]; !dup {
+				m[mem.Name] = mem.Value.Value()
+			}
+		}
+		return m
+	case Array:
+		a := make([]any, len(n.Elems))
+		for i, e := range n.Elems {
+			a[i] = e.Value()
+		}
+		return a
+	}
+	return nil
 }

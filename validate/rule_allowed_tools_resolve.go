@@ -8,7 +8,8 @@ import (
 // embedded tool definition (and, when a registry is given, no registry
 // tool). Spec "The allowedTools list": "A name resolves against the
 // document's own embedded tools array and the runtime's tool registry".
-// Matching is byte for byte.
+// Matching is byte for byte. Malformed names are left to the tool-name
+// rule and patterns to allowed-tools-form.
 type ruleAllowedToolsResolve struct{}
 
 func (ruleAllowedToolsResolve) Name() string { return "allowed-tools-resolve" }
@@ -28,7 +29,7 @@ func (ruleAllowedToolsResolve) Check(c *Context) {
 			continue
 		}
 		for _, a := range s.AllowedTools.Items {
-			if isReferenceForm(a.Value) || contains(names, a.Value) {
+			if isReferenceForm(a.Value) || toolNameProblem(a.Value) != "" || contains(names, a.Value) {
 				continue
 			}
 			if c.Opts.Registry != nil && c.Opts.Registry(a.Value) {
