@@ -190,7 +190,7 @@ func (r *reader) objects(v *syntax.Node, name string, each func(*syntax.Node)) {
 }
 
 func (r *reader) schemaObject(v *syntax.Node, name string) *syntax.Node {
-	if v.Kind != syntax.Object && v.Kind != syntax.Bool {
+	if v.Kind != syntax.Object {
 		r.errorf(v, RuleType, "%q must be a JSON Schema (an object), got %s", name, v.Kind)
 		return nil
 	}
