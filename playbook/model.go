@@ -13,7 +13,11 @@
 // runtime packages.
 package playbook
 
-import "github.com/openplaybook/openplaybook/syntax"
+import (
+	"sync"
+
+	"github.com/openplaybook/openplaybook/syntax"
+)
 
 // String is a JSON string value and where it was read.
 type String struct {
@@ -80,6 +84,12 @@ type Document struct {
 	Tools []*Tool
 	// Steps are the steps in document order; the first is the entry step.
 	Steps []*Step
+
+	// Indexes for ToolNamed and StepWithID, built on first use. Tools and
+	// Steps must not change after that.
+	indexOnce sync.Once
+	toolIndex map[string]*Tool
+	stepIndex map[string]*Step
 }
 
 // Manifest identifies the playbook.
@@ -168,24 +178,37 @@ type Step struct {
 	OnReject     *String
 }
 
-// ToolNamed returns the first embedded tool called name, or nil.
+// ToolNamed returns the first embedded tool called name (compared byte for
+// byte), or nil. The first call indexes the tools; later calls are O(1).
 func (d *Document) ToolNamed(name string) *Tool {
-	for _, t := range d.Tools {
-		if t.Name != nil && t.Name.Value == name {
-			return t
-		}
-	}
-	return nil
+	d.indexOnce.Do(d.index)
+	return d.toolIndex[name]
 }
 
-// StepWithID returns the first step with the given id, or nil.
+// StepWithID returns the first step with the given id, or nil. The first
+// call indexes the steps; later calls are O(1).
 func (d *Document) StepWithID(id string) *Step {
-	for _, s := range d.Steps {
-		if s.ID != nil && s.ID.Value == id {
-			return s
+	d.indexOnce.Do(d.index)
+	return d.stepIndex[id]
+}
+
+func (d *Document) index() {
+	d.toolIndex = make(map[string]*Tool, len(d.Tools))
+	for _, t := range d.Tools {
+		if t.Name != nil {
+			if _, dup := d.toolIndex[t.Name.Value]; !dup {
+				d.toolIndex[t.Name.Value] = t
+			}
 		}
 	}
-	return nil
+	d.stepIndex = make(map[string]*Step, len(d.Steps))
+	for _, s := range d.Steps {
+		if s.ID != nil {
+			if _, dup := d.stepIndex[s.ID.Value]; !dup {
+				d.stepIndex[s.ID.Value] = s
+			}
+		}
+	}
 }
 
 // Str returns the value of s, or "" when s is nil.

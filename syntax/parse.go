@@ -3,6 +3,7 @@ package syntax
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -108,6 +109,9 @@ type parser struct {
 	unq     []byte
 	src     []byte
 	lineIdx *Lines
+	slab    []Node
+	members []Member // scratch stack of the members of open objects
+	elems   []*Node  // scratch stack of the elements of open arrays
 }
 
 func (p *parser) lines() *Lines {
@@ -126,7 +130,8 @@ func (p *parser) value(parent *Node, key string, index, depth int) *Node {
 	if p.stopped {
 		return nil
 	}
-	n := &Node{parent: parent, key: key, index: index}
+	n := p.node()
+	n.parent, n.key, n.index = parent, key, index
 	switch k := p.dec.PeekKind(); k {
 	case '{', '[':
 		if depth >= p.lim.MaxDepth {
@@ -192,7 +197,14 @@ func (p *parser) value(parent *Node, key string, index, depth int) *Node {
 }
 
 func (p *parser) object(n *Node, depth int) {
-	var seen map[string]int // name -> offset of first occurrence
+	base := len(p.members)
+	defer func() {
+		if len(p.members) > base {
+			n.Members = slices.Clone(p.members[base:])
+		}
+		p.members = p.members[:base]
+	}()
+	var seen map[string]int // name -> offset of first occurrence, for large objects
 	for !p.stopped && p.dec.PeekKind() != '}' {
 		raw, err := p.dec.ReadValue()
 		if err != nil {
@@ -201,25 +213,50 @@ func (p *parser) object(n *Node, depth int) {
 		}
 		nameOff := int(p.dec.InputOffset()) - len(raw)
 		name := p.unquote(raw, nameOff, n)
-		if seen == nil {
-			seen = make(map[string]int)
+		first := -1
+		if sib := p.members[base:]; len(sib) < 16 {
+			for _, m := range sib {
+				if m.Name == name {
+					first = m.NameOffset
+					break
+				}
+			}
+		} else {
+			if seen == nil {
+				seen = make(map[string]int, 2*len(sib))
+				for _, m := range sib {
+					if _, ok := seen[m.Name]; !ok {
+						seen[m.Name] = m.NameOffset
+					}
+				}
+			}
+			if off, ok := seen[name]; ok {
+				first = off
+			} else {
+				seen[name] = nameOff
+			}
 		}
-		if first, dup := seen[name]; dup {
+		if first >= 0 {
 			line, col := p.lines().Position(first)
 			p.errorf(nameOff, n.Pointer()+"/"+EscapePointerToken(name), RuleDuplicateMember,
 				"duplicate member name %q (first at line %d, column %d); each name may appear once in an object", name, line, col)
-		} else {
-			seen[name] = nameOff
 		}
 		v := p.value(n, name, -1, depth)
 		if v == nil {
 			return
 		}
-		n.Members = append(n.Members, Member{Name: name, NameOffset: nameOff, Value: v})
+		p.members = append(p.members, Member{Name: name, NameOffset: nameOff, Value: v})
 	}
 }
 
 func (p *parser) array(n *Node, depth int) {
+	base := len(p.elems)
+	defer func() {
+		if len(p.elems) > base {
+			n.Elems = slices.Clone(p.elems[base:])
+		}
+		p.elems = p.elems[:base]
+	}()
 	for i := 0; !p.stopped && p.dec.PeekKind() != ']'; i++ {
 		if i == p.lim.MaxArray {
 			p.errorf(int(p.dec.InputOffset()), n.Pointer(), RuleLimit,
@@ -235,6 +272,17 @@ func (p *parser) array(n *Node, depth int) {
 		if v == nil {
 			return
 		}
-		n.Elems = append(n.Elems, v)
+		p.elems = append(p.elems, v)
 	}
+}
+
+// node returns a fresh node from the parser's slab, so that a large
+// document costs a few large allocations rather than one per value.
+func (p *parser) node() *Node {
+	if len(p.slab) == 0 {
+		p.slab = make([]Node, 1024)
+	}
+	n := &p.slab[0]
+	p.slab = p.slab[1:]
+	return n
 }

@@ -1,6 +1,7 @@
 package syntax
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"slices"
@@ -49,7 +50,7 @@ func (p *parser) repair(src []byte) []byte {
 				if j := slices.Index(src[i:], '\n'); j >= 0 {
 					end = i + j
 				}
-			} else if j := strings.Index(string(src[i+2:]), "*/"); j >= 0 {
+			} else if j := bytes.Index(src[i+2:], []byte("*/")); j >= 0 {
 				end = i + 2 + j + 2
 			}
 			p.errorf(i, "", RuleComment, "comments are not allowed in JSON; remove it or move the note into a \"description\" or \"purpose\"")
@@ -65,10 +66,12 @@ func (p *parser) repair(src []byte) []byte {
 			}
 			lastComma = -1
 		case isSpace(c):
+		case c != 'N' && c != 'I' && c != '-' && c != '+':
+			lastComma = -1
 		default:
 			lastComma = -1
 			for _, word := range nonFinite {
-				if strings.HasPrefix(string(src[i:min(len(src), i+len(word))]), word) && !isWordByte(src, i+len(word)) && !isWordByte(src, i-1) {
+				if bytes.HasPrefix(src[i:], []byte(word)) && !isWordByte(src, i+len(word)) && !isWordByte(src, i-1) {
 					p.errorf(i, "", RuleNonFinite, "%s is not a JSON number; JSON has no NaN or Infinity, use a finite number or null", word)
 					blank(i, i+len(word))
 					zero := i

@@ -29,7 +29,7 @@ func (ruleAllowedToolsResolve) Check(c *Context) {
 			continue
 		}
 		for _, a := range s.AllowedTools.Items {
-			if isReferenceForm(a.Value) || toolNameProblem(a.Value) != "" || contains(names, a.Value) {
+			if isReferenceForm(a.Value) || toolNameProblem(a.Value) != "" || c.Doc.ToolNamed(a.Value) != nil {
 				continue
 			}
 			if c.Opts.Registry != nil && c.Opts.Registry(a.Value) {
