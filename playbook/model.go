@@ -68,6 +68,8 @@ func (l *StringList) Has(value string) bool {
 type Document struct {
 	// File is the name diagnostics use for the document ("-" for stdin).
 	File string
+	// Source is the text the document was read from.
+	Source []byte
 	// Lines maps byte offsets of the source to lines and columns.
 	Lines *syntax.Lines
 	// Root is the whole parsed JSON tree; nil when nothing could be read.

@@ -36,7 +36,7 @@ func Read(file string, src []byte, opts *ReadOptions) (*Document, []diag.Diagnos
 	if opts == nil {
 		opts = &ReadOptions{}
 	}
-	doc := &Document{File: file, Lines: syntax.NewLines(src)}
+	doc := &Document{File: file, Source: src, Lines: syntax.NewLines(src)}
 	r := &reader{doc: doc}
 	root, errs := syntax.Parse(src, opts.Limits)
 	for _, e := range errs {
