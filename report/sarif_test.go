@@ -1,0 +1,222 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/openplaybook/openplaybook/diag"
+)
+
+// sarifSchemaFile is the SARIF 2.1.0 JSON Schema (see testdata/README.md).
+const sarifSchemaFile = "testdata/sarif-2.1.0-rtm.5.json"
+
+func compileSARIFSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	f, err := os.Open(sarifSchemaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	const url = "mem:///sarif-2.1.0.json"
+	if err := c.AddResource(url, doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestSARIFSchema: the sarif output, clean and with every kind of
+// diagnostic, is valid against the SARIF 2.1.0 schema.
+func TestSARIFSchema(t *testing.T) {
+	s := compileSARIFSchema(t)
+	ds := append([]diag.Diagnostic{
+		{File: "/abs/dir with space/x.json", Line: 1, Column: 1, Severity: diag.Error, Rule: "internal", Message: "not in the catalog"},
+		{File: "dir/sub:colon.json", Line: 1, Column: 1, Pointer: "/a~1b", Severity: diag.Warning, Rule: "unused-tool", Message: "m"},
+	}, sample...)
+	for name, ds := range map[string][]diag.Diagnostic{"clean": nil, "problems": ds} {
+		t.Run(name, func(t *testing.T) {
+			out := render(t, "sarif", sampleFiles, ds)
+			v, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(out)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Validate(v); err != nil {
+				t.Errorf("sarif output is not valid SARIF 2.1.0:\n%v\n%s", err, out)
+			}
+		})
+	}
+	// The schema does catch what code scanning rejects.
+	bad, _ := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(`{"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "x"}},
+		"results": [{"message": {"text": "m"}, "locations": [{"physicalLocation": {"region": {"startLine": 1, "startColumn": 0}}}]}]}]}`)))
+	if err := s.Validate(bad); err == nil {
+		t.Error("the SARIF schema accepted startColumn 0")
+	}
+}
+
+// sarifOut is the part of a SARIF log the tests look at.
+type sarifOut struct {
+	Schema  string `json:"$schema"`
+	Version string `json:"version"`
+	Runs    []struct {
+		ColumnKind string `json:"columnKind"`
+		Tool       struct {
+			Driver struct {
+				Name, InformationURI, Version string
+				Rules                         []struct {
+					ID               string `json:"id"`
+					ShortDescription struct{ Text string }
+					HelpURI          string `json:"helpUri"`
+				}
+			}
+		}
+		Results []struct {
+			RuleID    string `json:"ruleId"`
+			RuleIndex int    `json:"ruleIndex"`
+			Level     string
+			Message   struct{ Text string }
+			Locations []struct {
+				PhysicalLocation struct {
+					ArtifactLocation struct {
+						URI       string `json:"uri"`
+						URIBaseID string `json:"uriBaseId"`
+					}
+					Region *struct{ StartLine, StartColumn int }
+				}
+				LogicalLocations []struct{ FullyQualifiedName string }
+			}
+		} `json:"results"`
+	}
+}
+
+func decodeSARIF(t *testing.T, out string) sarifOut {
+	t.Helper()
+	var l sarifOut
+	if err := json.Unmarshal([]byte(out), &l); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Runs) != 1 {
+		t.Fatalf("got %d runs, want 1", len(l.Runs))
+	}
+	return l
+}
+
+func TestSARIFContent(t *testing.T) {
+	ds := append([]diag.Diagnostic{
+		{File: "x.json", Line: 1, Column: 1, Severity: diag.Error, Rule: "internal", Message: "panic"},
+	}, sample...)
+	l := decodeSARIF(t, render(t, "sarif", sampleFiles, ds))
+	run := l.Runs[0]
+	if l.Version != "2.1.0" || l.Schema == "" || run.ColumnKind != "utf16CodeUnits" {
+		t.Errorf("version %q, $schema %q, columnKind %q", l.Version, l.Schema, run.ColumnKind)
+	}
+	d := run.Tool.Driver
+	if d.Name != "openplaybook" || d.InformationURI == "" || d.Version != "v0.0.0-test" {
+		t.Errorf("driver = %+v", d)
+	}
+	cat := Catalog()
+	if len(d.Rules) != len(cat)+1 {
+		t.Errorf("driver has %d rules, want the %d of the catalog and \"internal\"", len(d.Rules), len(cat))
+	}
+	for i, r := range d.Rules {
+		if r.ShortDescription.Text == "" || r.HelpURI != rulesHelpURI+"#"+r.ID {
+			t.Errorf("rule %d = %+v", i, r)
+		}
+	}
+	if len(run.Results) != len(ds) {
+		t.Fatalf("got %d results, want %d", len(run.Results), len(ds))
+	}
+	for i, r := range run.Results {
+		if d.Rules[r.RuleIndex].ID != r.RuleID || r.RuleID != ds[i].Rule {
+			t.Errorf("result %d: ruleId %q ruleIndex %d (rule %q)", i, r.RuleID, r.RuleIndex, d.Rules[r.RuleIndex].ID)
+		}
+		if r.Message.Text != ds[i].Message || len(r.Locations) != 1 {
+			t.Errorf("result %d = %+v", i, r)
+		}
+	}
+	levels := []string{"error", "error", "warning", "note"}
+	for i, want := range levels {
+		if run.Results[i].Level != want {
+			t.Errorf("result %d level %q, want %q", i, run.Results[i].Level, want)
+		}
+	}
+	loc := run.Results[1].Locations[0]
+	if a := loc.PhysicalLocation.ArtifactLocation; a.URI != "a.json" || a.URIBaseID != "%SRCROOT%" {
+		t.Errorf("artifactLocation = %+v", a)
+	}
+	if r := loc.PhysicalLocation.Region; r == nil || r.StartLine != 2 || r.StartColumn != 2 {
+		t.Errorf("region = %+v", r)
+	}
+	if len(loc.LogicalLocations) != 1 || loc.LogicalLocations[0].FullyQualifiedName != "/openplaybook" {
+		t.Errorf("logicalLocations = %+v", loc.LogicalLocations)
+	}
+	// a.json line 3 has "é" (2 bytes, 1 UTF-16 unit) before byte column 17.
+	if r := run.Results[2].Locations[0].PhysicalLocation.Region; r == nil || r.StartColumn != 16 {
+		t.Errorf("column after a two-byte character = %+v, want 16", r)
+	}
+	if loc := run.Results[3].Locations[0]; loc.PhysicalLocation.Region != nil || loc.LogicalLocations != nil {
+		t.Errorf("a diagnostic without a place has location %+v", loc)
+	}
+	// Clean: results is [] (not null), so code scanning closes old alerts.
+	var raw struct {
+		Runs []map[string]json.RawMessage `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(render(t, "sarif", nil, nil)), &raw); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(raw.Runs[0]["results"]); got != "[]" {
+		t.Errorf("clean results = %s, want []", got)
+	}
+}
+
+func TestUTF16Column(t *testing.T) {
+	tests := []struct {
+		line string
+		col  int
+		want int
+	}{
+		{"abc", 1, 1},
+		{"abc", 3, 3},
+		{"\u00e9x", 3, 2},        // é: 2 bytes, 1 unit
+		{"\u20acx", 4, 2},        // €: 3 bytes, 1 unit
+		{"\U0001F600x", 5, 3},    // 😀: 4 bytes, 2 units
+		{"a\xffb", 3, 3},         // an invalid byte counts as one unit
+		{"ab", 5, 5},             // past the end: one unit a byte
+		{"\U0001F600", 3, 3},     // inside a character: counts it whole
+		{"\t\U0001F600\t", 7, 5}, // tabs are one unit
+	}
+	for _, tt := range tests {
+		if got := utf16Column([]byte(tt.line), tt.col); got != tt.want {
+			t.Errorf("utf16Column(%q, %d) = %d, want %d", tt.line, tt.col, got, tt.want)
+		}
+	}
+}
+
+func TestArtifactURI(t *testing.T) {
+	tests := []struct{ name, uri, base string }{
+		{"a.json", "a.json", "%SRCROOT%"},
+		{"./dir/../examples/a.json", "examples/a.json", "%SRCROOT%"},
+		{"my docs/a b.json", "my%20docs/a%20b.json", "%SRCROOT%"},
+		{"c:x.json", "c%3Ax.json", "%SRCROOT%"},
+		{"/tmp/a.json", "file:///tmp/a.json", ""},
+		{"<stdin>", "%3Cstdin%3E", "%SRCROOT%"},
+	}
+	for _, tt := range tests {
+		uri, base := artifactURI(tt.name)
+		if uri != tt.uri || base != tt.base {
+			t.Errorf("artifactURI(%q) = %q, %q; want %q, %q", tt.name, uri, base, tt.uri, tt.base)
+		}
+	}
+}
