@@ -25,7 +25,7 @@ var structural = map[string]bool{
 // partial are rules the schema encodes only in part (a pattern, but not
 // uniqueness or the cross-field half): a schema rejection may be explained
 // by one of them.
-var partial = map[string]bool{"mcp-server-name": true}
+var partial = map[string]bool{"mcp-server-name": true, "step-ref": true}
 
 // reader rules concern bytes the schema's JSON parser cannot even see the
 // same way (duplicates, comments, encodings, limits); cases with them are
