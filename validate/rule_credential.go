@@ -1,8 +1,69 @@
 package validate
 
-// ruleCredential is not written yet (TODO: helper fills it in).
+import (
+	"fmt"
+
+	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/syntax"
+)
+
+// ruleCredential reports anything in the document that looks like a
+// credential: every string value and every member name, anywhere,
+// including inside inputSchema and outputSchema (defaults, examples,
+// enums). Spec "The requires declaration": "Names and purposes only; never
+// credentials"; docs/format.md, "Consistency the validator enforces": "Anything in
+// the document that looks like a credential (API keys and tokens of the
+// listed providers, bearer headers, private-key blocks, URLs with user
+// info) is an error that names where it is without echoing the value".
+//
+// The kinds recognised are in credential_patterns.go. The message names
+// the kind, and the diagnostic's pointer names the place; no part of the
+// value is ever shown.
 type ruleCredential struct{}
 
-func (ruleCredential) Name() string        { return "credential" }
-func (ruleCredential) Description() string { return "TODO" }
-func (ruleCredential) Check(c *Context)    {}
+func (ruleCredential) Name() string { return "credential" }
+func (ruleCredential) Description() string {
+	return "the document holds no credential (API keys, tokens, bearer headers, private keys, URLs with passwords)"
+}
+
+// credentialFix is the advice every credential message ends with.
+const credentialFix = "a document never holds credentials: remove it, and name the secret in \"requires.secrets\" for the harness to supply"
+
+func (ruleCredential) Check(c *Context) { credentialWalk(c, c.Doc.Root) }
+
+// credentialWalk checks n and everything below it. It is a plain
+// recursion rather than [syntax.Walk] because it runs over every value of
+// the document and the callback's cost shows.
+func credentialWalk(c *Context, n *syntax.Node) {
+	switch n.Kind {
+	case syntax.String:
+		if len(n.Text) >= minCredentialLen {
+			if kind := credentialIn(n.Text); kind != "" {
+				c.Errorf(n, "%s looks like %s; %s", credentialSubject(n), kind, credentialFix)
+			}
+		}
+	case syntax.Object:
+		for _, m := range n.Members {
+			if len(m.Name) >= minCredentialLen {
+				if kind := credentialIn(m.Name); kind != "" {
+					c.diags = append(c.diags, c.Doc.At(m.NameOffset, m.Value.Pointer(), diag.Error, c.rule,
+						"a member name looks like %s; %s", kind, credentialFix))
+				}
+			}
+			credentialWalk(c, m.Value)
+		}
+	case syntax.Array:
+		for _, e := range n.Elems {
+			credentialWalk(c, e)
+		}
+	}
+}
+
+// credentialSubject names a string value in a message by the member
+// holding it, unless that member's name is itself credential-like.
+func credentialSubject(n *syntax.Node) string {
+	if key, ok := n.Key(); ok && credentialIn(key) == "" {
+		return fmt.Sprintf("the value of %q", key)
+	}
+	return "a string"
+}

@@ -1,0 +1,199 @@
+package validate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/internal/testgen"
+	"github.com/openplaybook/openplaybook/playbook"
+)
+
+// The fake credentials below are built from pieces so that secret scanners
+// do not mistake this file for a leak; none of them is real.
+var (
+	fakeStripeLive   = "sk_" + "live_" + "51HqLyjWDarjtT1zdp7dcXq"
+	fakeStripeTest   = "sk_" + "test_" + "4eC39HqLyjWDarjtT1zdp7dc"
+	fakeStripeRK     = "rk_" + "live_" + "51HqLyjWDarjtT1zdp7dcRk"
+	fakeWebhook      = "whsec_" + "5WbX5kEWLlfzsGNjH64I8lOOqUB6e8FH"
+	fakeGitHubPAT    = "ghp_" + "R2d2C3p0BB8aLuKeSkYwAlKeR0123456789"
+	fakeGitHubOAuth  = "gho_" + "16C7e42F292c6912E7710c838347Ae178B4a"
+	fakeGitHubApp    = "ghs_" + "16C7e42F292c6912E7710c838347Ae178B4a"
+	fakeGitHubFine   = "github_" + "pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGH"
+	fakeSlack        = "xoxb-" + "2048123456-4096123456789-AbCdEfGhIjKlMnOpQrStUvWx"
+	fakeAWS          = "AKIA" + "Z3MNQ7RT5XK2PL4W"
+	fakeBearerHeader = "Bearer " + "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJl"
+	fakePEM          = "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\n-----END RSA PRIVATE KEY-----"
+	fakeURLPass      = "postgres://app:" + "Tr0ub4dor3@db.internal.example:5432/app"
+	fakeURLToken     = "https://" + "x9TqLm2VbR7cWd4Kz8Hn" + "@git.example.com/acme/repo.git"
+)
+
+func TestCredentialIn(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want string
+	}{
+		{fakeStripeLive, "a Stripe secret key"},
+		{"key=" + fakeStripeTest, "a Stripe secret key"},
+		{fakeStripeRK, "a Stripe restricted key"},
+		{fakeWebhook, "a Stripe webhook signing secret"},
+		{fakeGitHubPAT, "a GitHub token"},
+		{"token " + fakeGitHubOAuth, "a GitHub token"},
+		{fakeGitHubApp, "a GitHub token"},
+		{fakeGitHubFine, "a GitHub fine-grained personal access token"},
+		{fakeSlack, "a Slack token"},
+		{fakeAWS, "an AWS access key id"},
+		{fakeBearerHeader, "a bearer token (an Authorization header value)"},
+		{"authorization: BEARER " + "AbCdEf0123456789xyzXYZ", "a bearer token (an Authorization header value)"},
+		{fakePEM, "a PEM private key block"},
+		{fakeURLPass, "a URL with credentials in its user info"},
+		{fakeURLToken, "a URL with credentials in its user info"},
+
+		// Prose and placeholders are not credentials.
+		{"Stripe secret keys start with sk_live_ and restricted keys with rk_live_.", ""},
+		{"Use a test key (sk_test_...) while developing.", ""},
+		{"sk_live_XXXXXXXXXXXXXXXX", ""},
+		{"sk_live_your_key_here", ""},
+		{"GitHub personal access tokens look like ghp_ followed by 36 characters.", ""},
+		{"xoxb-your-bot-token-here", ""},
+		{"Send the Bearer token-based-authentication header.", ""},
+		{"Authorization: Bearer <token>", ""},
+		{"Authorization: Bearer ${ACME_MCP_TOKEN}", ""},
+		{"Paste the block that starts with -----BEGIN PRIVATE KEY----- into the harness.", ""},
+		{"ssh://git@github.com/acme/repo.git", ""},
+		{"postgres://${DB_USER}:${DB_PASSWORD}@db:5432/app", ""},
+		{"https://user:****@host.example", ""},
+		{"Email ops@example.com or see https://example.com/docs", ""},
+		{"https://example.com/users/a@b", ""},
+		{"AKIA is the prefix of an AWS access key id", ""},
+		{"desk_live_0123456789abcdefABCDEF", ""},
+		{"", ""},
+	} {
+		if got := credentialIn(tc.s); got != tc.want {
+			t.Errorf("credentialIn(%q) = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}
+
+// TestCredentialNeverEchoed validates documents holding each fake
+// credential in a string value, in a member name and inside an
+// inputSchema default, and checks that the credential rule reports each
+// and that no message of any rule contains any part of the secret.
+func TestCredentialNeverEchoed(t *testing.T) {
+	secrets := []string{fakeStripeLive, fakeStripeTest, fakeStripeRK, fakeWebhook, fakeGitHubPAT, fakeGitHubOAuth,
+		fakeGitHubApp, fakeGitHubFine, fakeSlack, fakeAWS, fakeBearerHeader, fakePEM, fakeURLPass, fakeURLToken}
+	for _, secret := range secrets {
+		q := jsonQuote(secret)
+		places := map[string]string{
+			"description": `"description": ` + q,
+			"member name": `"inputSchema": {"type": "object", "properties": {` + q + `: {"type": "string"}}}`,
+			"default":     `"inputSchema": {"type": "object", "properties": {"auth": {"type": "string", "default": ` + q + `}}}`,
+			"example":     `"inputSchema": {"type": "object", "properties": {"auth": {"type": "string", "examples": [` + q + `]}}}`,
+		}
+		for place, member := range places {
+			src := strings.Replace(r2MinimalDoc, `"inputSchema": {"type": "object"}`, member, 1)
+			if place == "description" {
+				src = strings.Replace(r2MinimalDoc, `"description": "Does nothing."`, member, 1)
+			}
+			ds := r2Validate(t, src)
+			n := 0
+			for _, d := range ds {
+				if d.Rule == "credential" {
+					n++
+				}
+				for _, part := range secretParts(secret) {
+					if strings.Contains(d.Message, part) {
+						t.Errorf("%s in %s: message of [%s] contains %q: %s", secret[:6], place, d.Rule, part, d.Message)
+					}
+				}
+			}
+			if n != 1 {
+				t.Errorf("%.8s… in %s: got %d credential diagnostics, want 1:\n%s", secret, place, n, golden(ds))
+			}
+		}
+	}
+}
+
+// secretParts returns the pieces of a secret that must never appear in a
+// message: the whole and every 8-byte window of its token part.
+func secretParts(s string) []string {
+	parts := []string{s}
+	for i := 0; i+8 <= len(s); i++ {
+		w := s[i : i+8]
+		// Windows made only of a well-known prefix or of PEM framing are
+		// not secret.
+		if strings.ContainsAny(w, " \n") || strings.Contains("-----BEGIN RSA PRIVATE KEY-----github_pat_postgres://https://", w) {
+			continue
+		}
+		parts = append(parts, w)
+	}
+	return parts
+}
+
+func jsonQuote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
+}
+
+// r2MinimalDoc is a valid 1.6 document with one primitive tool.
+const r2MinimalDoc = `{
+  "openplaybook": "1.6",
+  "manifest": {"id": "minimal", "name": "Minimal", "version": "1.0.0", "description": "One step.", "requiredConnectors": []},
+  "requires": {"connections": [], "mcpServers": [], "secrets": []},
+  "tools": [{"name": "note.add", "source": "primitive", "description": "Does nothing.", "permissions": [],
+    "riskClass": "internal", "sideEffecting": true, "dataScopeWrites": ["notes"],
+    "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}],
+  "steps": [{"id": "only", "kind": "agent", "agent": "lou", "purpose": "Add a note.", "allowedTools": ["note.add"]}]
+}`
+
+// r2Validate reads and validates src and returns every diagnostic.
+func r2Validate(t testing.TB, src string) []diag.Diagnostic {
+	t.Helper()
+	doc, ds := playbook.Read("test.json", []byte(src), nil)
+	ds = append(ds, Document(doc, nil)...)
+	diag.Sort(ds)
+	return ds
+}
+
+func TestR2MinimalDocIsValid(t *testing.T) {
+	if ds := r2Validate(t, r2MinimalDoc); len(ds) > 0 {
+		t.Errorf("want no diagnostics, got:\n%s", golden(ds))
+	}
+}
+
+// BenchmarkCredential runs the credential rule alone over the generated
+// 5 MB, 5,000-tool document. Target: well under 10 ms.
+func BenchmarkCredential(b *testing.B) {
+	src := testgen.Large(1000, 5000)
+	doc, _ := playbook.Read("large.json", src, nil)
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		c := &Context{Doc: doc, Opts: &Options{}, rule: "credential"}
+		ruleCredential{}.Check(c)
+		if len(c.diags) > 0 {
+			b.Fatal(c.diags[0].Message)
+		}
+	}
+}
+
+// BenchmarkCredentialProse runs credentialIn over 5 MB of prose-like
+// strings that trip the cheap triggers (underscores, "gh", "bearer",
+// "://" and "@") without holding a credential: the slow path.
+func BenchmarkCredentialProse(b *testing.B) {
+	line := "Bearer tokens through the high gateway: see https://example.com/a@b for sk_live_ docs and ghp_ prefixes. "
+	var ss []string
+	total := 0
+	for total < 5<<20 {
+		ss = append(ss, line)
+		total += len(line)
+	}
+	b.SetBytes(int64(total))
+	for b.Loop() {
+		for _, s := range ss {
+			if credentialIn(s) != "" {
+				b.Fatal(s)
+			}
+		}
+	}
+}
