@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/report"
+	"github.com/openplaybook/openplaybook/syntax"
+	"github.com/openplaybook/openplaybook/validate"
+)
+
+func (c *CLI) validateCommand() *cobra.Command {
+	format := newChoice("text", report.Formats)
+	var strict bool
+	cmd := &cobra.Command{
+		Use:   "validate [--format text|json|sarif|github] [--strict] PATH...",
+		Short: "Check documents against the format and its consistency rules",
+		Long: `Validate reads each document strictly and checks it against every rule of
+OpenPlaybook 1.6 (see 'openplaybook rules'), then reports what it found.
+
+A PATH is a file, a directory (the *.json files directly in it, not its
+subdirectories) or - for standard input (named <stdin> in the report).
+Documents are checked in parallel; the report is sorted by file, then by
+position.
+
+Formats: text (for people; a source snippet under each problem and a count
+at the end), json (an array of {file, line, column, pointer, severity,
+rule, message}), sarif (SARIF 2.1.0 for GitHub code scanning), github
+(GitHub Actions annotations).
+
+Exit status: 0 no errors (warnings allowed, unless --strict), 1 errors
+found (or warnings under --strict), 2 bad usage or a path that cannot be
+read (nothing is reported then).`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("validate needs at least one PATH: a file, a directory (its *.json files) or - for standard input")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			inputs, err := expand(args)
+			if err != nil {
+				return ioError(err)
+			}
+			files, diags, err := c.checkAll(inputs)
+			if err != nil {
+				return ioError(err)
+			}
+			if err := report.Write(c.stdout(), format.value, files, diags, &report.Options{ToolVersion: c.version()}); err != nil {
+				return ioError(fmt.Errorf("writing the report: %w", err))
+			}
+			if diag.Count(diags, diag.Error) > 0 || strict && diag.Count(diags, diag.Warning) > 0 {
+				return failed
+			}
+			return nil
+		},
+	}
+	cmd.Flags().VarP(format, "format", "f", "output format: text, json, sarif or github")
+	cmd.Flags().BoolVar(&strict, "strict", false, "fail (exit 1) on warnings too")
+	return cmd
+}
+
+// checked is the outcome of reading and checking one input.
+type checked struct {
+	src   []byte
+	diags []diag.Diagnostic
+	err   error
+}
+
+// checkAll reads and checks every input, in parallel on at most
+// GOMAXPROCS workers. It returns the files read and all diagnostics,
+// sorted with [diag.Sort]; or, when any input cannot be read, every such
+// error joined (in input order) and nothing else, so that a report never
+// silently leaves a file out.
+func (c *CLI) checkAll(inputs []input) ([]report.File, []diag.Diagnostic, error) {
+	results := make([]checked, len(inputs))
+	// Standard input is read here, before the workers start.
+	for i, in := range inputs {
+		if in.stdin {
+			src, err := readLimited(c.stdin())
+			if err != nil && !errors.As(err, new(errTooLarge)) {
+				err = fmt.Errorf("read standard input: %w", err)
+			}
+			results[i] = checked{src: src, err: err}
+		}
+	}
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(inputs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				results[i] = checkOne(inputs[i], results[i])
+			}
+		}()
+	}
+	for i := range inputs {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+
+	var (
+		files []report.File
+		diags []diag.Diagnostic
+		errs  []error
+	)
+	for i, r := range results {
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		files = append(files, report.File{Name: inputs[i].name, Src: r.src})
+		diags = append(diags, r.diags...)
+	}
+	if len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
+	}
+	diag.Sort(diags)
+	return files, diags, nil
+}
+
+// checkOne reads one input (unless r already holds standard input) and
+// checks it: the reader's diagnostics, then the validator's. A document
+// over the size limit is one "limit" error, not an I/O error. A panic is
+// turned into an "internal" error diagnostic on the file.
+func checkOne(in input, r checked) (out checked) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = checked{src: r.src, diags: []diag.Diagnostic{{
+				File: in.name, Line: 1, Column: 1, Severity: diag.Error, Rule: "internal",
+				Message: fmt.Sprintf("checking this file failed: %v; this is a bug in openplaybook, please report it", p),
+			}}}
+		}
+	}()
+	if !in.stdin {
+		r.src, r.err = readFile(in.path)
+	}
+	var tooLarge errTooLarge
+	if errors.As(r.err, &tooLarge) {
+		return checked{diags: []diag.Diagnostic{{
+			File: in.name, Line: 1, Column: 1, Severity: diag.Error, Rule: syntax.RuleLimit, Message: tooLarge.Error(),
+		}}}
+	}
+	if r.err != nil {
+		return r
+	}
+	doc, ds := playbook.Read(in.name, r.src, nil)
+	ds = append(ds, validate.Document(doc, nil)...)
+	return checked{src: r.src, diags: ds}
+}
