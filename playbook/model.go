@@ -74,6 +74,10 @@ type Document struct {
 	Lines *syntax.Lines
 	// Root is the whole parsed JSON tree; nil when nothing could be read.
 	Root *syntax.Node
+	// Truncated is true when a syntax error (or the size limit) ended the
+	// read early: members, tools and steps may then be missing only
+	// because they were never read, so checks for absence stay silent.
+	Truncated bool
 
 	// OpenPlaybook is the format version, "MAJOR.MINOR" (member
 	// "openplaybook").

@@ -43,6 +43,7 @@ func Read(file string, src []byte, opts *ReadOptions) (*Document, []diag.Diagnos
 		r.at(e.Offset, e.Pointer, e.Rule, "%s", e.Message)
 	}
 	doc.Root = root
+	doc.Truncated = syntax.Truncated(errs)
 	if root != nil {
 		r.document(root)
 	}

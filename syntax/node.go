@@ -67,8 +67,8 @@ type Node struct {
 	Elems   []*Node
 
 	// Offset is the byte offset of the value's first byte; End is the
-	// offset just past its last byte (End == Offset for a value cut off by
-	// an error).
+	// offset just past its last byte. End == Offset for an object or array
+	// cut off by a syntax error (its closing delimiter was never read).
 	Offset, End int
 
 	parent *Node

@@ -97,8 +97,57 @@ func Parse(src []byte, lim Limits) (*Node, []Error) {
 			p.errorf(off, "", RuleTrailingData, "unexpected data after the end of the document; a file holds exactly one JSON value")
 		}
 	}
+	for i := range p.errs {
+		if e := &p.errs[i]; e.Pointer == "" && root != nil {
+			e.Pointer = innermost(root, e.Offset).Pointer()
+		}
+	}
 	sortErrors(p.errs)
 	return root, p.errs
+}
+
+// Truncated reports whether errs holds an error that ended the read early
+// (a syntax error, or a document over the size limit): the tree then lacks
+// whatever came after it.
+func Truncated(errs []Error) bool {
+	for _, e := range errs {
+		if e.Rule == RuleSyntax || e.Rule == RuleLimit && e.Pointer == "" && e.Offset == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// innermost returns the deepest value of the tree whose text holds off
+// (containers still open at a fatal error hold everything after their
+// start).
+func innermost(n *Node, off int) *Node {
+	for {
+		var next *Node
+		for _, m := range n.Members {
+			if contains(m.Value, off) {
+				next = m.Value
+				break
+			}
+		}
+		for _, e := range n.Elems {
+			if next == nil && contains(e, off) {
+				next = e
+				break
+			}
+		}
+		if next == nil {
+			return n
+		}
+		n = next
+	}
+}
+
+func contains(n *Node, off int) bool {
+	if n.Kind != Object && n.Kind != Array {
+		return false
+	}
+	return off >= n.Offset && (off < n.End || n.End == n.Offset)
 }
 
 type parser struct {
@@ -152,6 +201,7 @@ func (p *parser) value(parent *Node, key string, index, depth int) *Node {
 			return nil
 		}
 		n.Offset = int(p.dec.InputOffset()) - 1
+		n.End = n.Offset // until the closing delimiter is read
 		if k == '{' {
 			n.Kind = Object
 			p.object(n, depth+1)

@@ -138,8 +138,12 @@ func (p *parser) unquote(raw []byte, off int, holder *Node) string {
 		if j := firstInvalid(raw); j >= 0 {
 			bad = off + j
 		}
+		what := "holds bytes that are not UTF-8"
+		if strings.Contains(err.Error(), "surrogate") {
+			what = "has an escape that encodes a lone UTF-16 surrogate"
+		}
 		p.errorf(bad, holder.Pointer(), RuleInvalidUTF8,
-			"string is not valid UTF-8 (%s); JSON text must be UTF-8 and escapes must not encode lone surrogates", strings.TrimPrefix(err.Error(), "jsontext: "))
+			"string %s; JSON text must be valid UTF-8 (RFC 8259 section 8.1), read here as U+FFFD", what)
 	}
 	if len(p.unq) > p.lim.MaxString {
 		p.errorf(off, holder.Pointer(), RuleLimit, "string is %d bytes long; the limit is %d bytes", len(p.unq), p.lim.MaxString)

@@ -2,6 +2,9 @@ package validate
 
 import (
 	"fmt"
+	"strings"
+
+	"github.com/openplaybook/openplaybook/internal/suggest"
 
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/syntax"
@@ -20,12 +23,15 @@ func (ruleRequired) Description() string {
 
 func (ruleRequired) Check(c *Context) {
 	d := c.Doc
+	if d.Truncated {
+		return // what is missing may only be unread
+	}
 	need := func(obj *syntax.Node, what string, names ...string) {
 		if obj == nil || obj.Kind != syntax.Object {
 			return
 		}
 		for _, n := range names {
-			if obj.Member(n) == nil {
+			if obj.Member(n) == nil && !misspelt(obj, n) {
 				c.Errorf(obj, "%s is missing required member %q", what, n)
 			}
 		}
@@ -66,6 +72,21 @@ func (ruleRequired) Check(c *Context) {
 			need(s.Node, what, "agent", "allowedTools")
 		}
 	}
+}
+
+// misspelt reports whether obj has a member that is a case variant or a
+// close misspelling of name: unknown-member or member-case reports that
+// one, with the fix, so "missing" would say the same thing twice.
+func misspelt(obj *syntax.Node, name string) bool {
+	for _, m := range obj.Members {
+		if strings.EqualFold(m.Name, name) {
+			return true
+		}
+		if c, ok := suggest.Closest(m.Name, []string{name}); ok && c == name {
+			return true
+		}
+	}
+	return false
 }
 
 // toolLabel names a tool definition in messages.

@@ -42,7 +42,7 @@ func (ruleStepRef) Check(c *Context) {
 			ids = append(ids, s.ID.Value)
 		}
 	}
-	truncated := cutOff(d)
+	truncated := d.Truncated
 	check := func(s *playbook.Step, member string, ref *playbook.String) {
 		if ref == nil || truncated || d.StepWithID(ref.Value) != nil {
 			return

@@ -29,7 +29,7 @@ func (ruleUnreachableStep) Description() string {
 func (ruleUnreachableStep) Check(c *Context) {
 	d := c.Doc
 	arr := d.Root.Member("steps")
-	if cutOff(d) || arr == nil || arr.Kind != syntax.Array || len(arr.Elems) == 0 || len(d.Steps) == 0 || d.Steps[0].Node != arr.Elems[0] {
+	if d.Truncated || arr == nil || arr.Kind != syntax.Array || len(arr.Elems) == 0 || len(d.Steps) == 0 || d.Steps[0].Node != arr.Elems[0] {
 		return // no entry step to start from
 	}
 	var ids []string
@@ -73,13 +73,4 @@ func (ruleUnreachableStep) Check(c *Context) {
 		}
 		c.Warnf(s.Node, "step %q is never reached: no \"next\" or \"onReject\" leads to it from %s; link it from another step or remove it", s.ID.Value, from)
 	}
-}
-
-// cutOff reports whether a syntax error ended the read before the end of
-// the document. Members, tools and steps may then be missing only because
-// they were never read, so checks that something is absent or unused stay
-// silent. A container cut off by an error has no End.
-func cutOff(d *playbook.Document) bool {
-	r := d.Root
-	return r != nil && (r.Kind == syntax.Object || r.Kind == syntax.Array) && r.End <= r.Offset
 }

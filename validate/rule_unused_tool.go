@@ -29,7 +29,7 @@ func (ruleUnusedTool) Description() string {
 func (ruleUnusedTool) Check(c *Context) {
 	d := c.Doc
 	steps := d.Root.Member("steps")
-	if cutOff(d) || steps == nil || steps.Kind != syntax.Array || len(d.Steps) != len(steps.Elems) {
+	if d.Truncated || steps == nil || steps.Kind != syntax.Array || len(d.Steps) != len(steps.Elems) {
 		return // some steps could not be read
 	}
 	var names []string
