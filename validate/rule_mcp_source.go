@@ -1,8 +1,94 @@
 package validate
 
-// ruleMCPSource is not written yet (TODO: helper fills it in).
+import (
+	"github.com/openplaybook/openplaybook/internal/suggest"
+	"github.com/openplaybook/openplaybook/playbook"
+)
+
+// ruleMCPSource checks embedded definitions against the MCP family
+// (docs/format.md, "tools: embedded tool definitions": "source: "mcp"
+// exactly when the name is in the MCP family; its server is declared in
+// requires.mcpServers and the name is in that server's toolNames"; spec
+// "The allowedTools list": "MCP tools, composed as mcp.<server>.<tool>
+// where <server> is a logical name the document declares in
+// requires.mcpServers").
+//
+// Malformed names are the tool-name rule's, unknown sources the enum
+// rule's. allowedTools entries without an embedded definition are
+// allowed-tools-resolve's; this rule looks at embedded definitions only.
 type ruleMCPSource struct{}
 
-func (ruleMCPSource) Name() string        { return "mcp-source" }
-func (ruleMCPSource) Description() string { return "TODO" }
-func (ruleMCPSource) Check(c *Context)    {}
+func (ruleMCPSource) Name() string { return "mcp-source" }
+func (ruleMCPSource) Description() string {
+	return `source is "mcp" exactly for mcp.<server>.<tool> names, whose server is declared and lists the name in toolNames`
+}
+
+func (ruleMCPSource) Check(c *Context) {
+	d := c.Doc
+	var servers []*playbook.MCPServer
+	var serverNames []string
+	if d.Requires != nil {
+		for _, s := range d.Requires.MCPServers {
+			if s.Name != nil {
+				servers = append(servers, s)
+				serverNames = append(serverNames, s.Name.Value)
+			}
+		}
+	}
+	serverNamed := func(name string) *playbook.MCPServer {
+		for _, s := range servers {
+			if s.Name.Value == name {
+				return s
+			}
+		}
+		return nil
+	}
+	for _, t := range d.Tools {
+		if t.Name == nil || toolNameProblem(t.Name.Value) != "" {
+			continue
+		}
+		name := t.Name.Value
+		server, _, isMCP := mcpParts(name)
+		if t.Source != nil && contains(playbook.Sources, t.Source.Value) {
+			switch {
+			case isMCP && t.Source.Value != "mcp":
+				c.Errorf(t.Source.Node, "tool %q is named in the MCP family (mcp.<server>.<tool>), so its source must be %q, not %q; a %s tool needs a name outside that family",
+					name, "mcp", t.Source.Value, t.Source.Value)
+			case !isMCP && t.Source.Value == "mcp":
+				c.Errorf(t.Source.Node, "tool %q has source %q but its name is not of the form mcp.<server>.<tool>; name it after its server's logical name in requires.mcpServers and the tool's name on that server, or give it source %q or %q",
+					name, "mcp", "primitive", "connector")
+			}
+		}
+		if !isMCP {
+			continue
+		}
+		s := serverNamed(server)
+		if s == nil && (d.Requires == nil || !wholeMember(d.Requires.Node, "mcpServers")) {
+			continue // requires is missing (reported by required) or cut off
+		}
+		if s == nil {
+			c.Errorf(t.Name.Node, "MCP server %q of tool %q is not declared in requires.mcpServers%s; add {\"name\": %q, \"toolNames\": [%q]} to requires.mcpServers",
+				server, name, suggest.Phrase(server, serverNames), server, name)
+			continue
+		}
+		if !s.ToolNames.Has(name) && wholeMember(s.Node, "toolNames") && !typoListed(d, s, name) {
+			c.Errorf(t.Name.Node, "tool %q is not listed in %q of MCP server %q; add it there (a document lists every MCP tool it embeds under its server)",
+				name, "toolNames", server)
+		}
+	}
+}
+
+// typoListed reports whether server s lists, instead of name, a close
+// name that has no embedded definition: a typo on one side, which the
+// mcp-tool-names rule reports (with a "did you mean") at the toolNames
+// entry.
+func typoListed(d *playbook.Document, s *playbook.MCPServer, name string) bool {
+	var unembedded []string
+	for _, v := range s.ToolNames.Values() {
+		if d.ToolNamed(v) == nil {
+			unembedded = append(unembedded, v)
+		}
+	}
+	_, ok := suggest.Closest(name, unembedded)
+	return ok
+}
