@@ -1,0 +1,115 @@
+// Package audit defines the tamper-evident audit log of a run: an
+// append-only list of records, each carrying the SHA-256 of the record
+// before it and of its own canonical content, so that changing, removing
+// or reordering any record breaks the chain at a place [Verify] names.
+//
+// Canonical content is the RFC 8785 (JSON Canonicalization Scheme) form of
+// the record's JSON without its "hash" member. The hash of record n is
+// SHA-256 over the bytes of that canonical form, which includes "prev",
+// the hex hash of record n-1 (64 zeros for the first record of a run).
+package audit
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Genesis is the "prev" of a run's first record.
+var Genesis = strings.Repeat("0", 64)
+
+// Record is one audit log entry. Seq counts from 1 within a run. Time is
+// RFC 3339 with nanoseconds, UTC. Kind is a dotted event name (for example
+// "call.refused"); Step and Tool name what it concerns ("" when nothing);
+// Tool is the tool name exactly as the agent sent it. Data holds the
+// event's details as a JSON object; it never holds a secret value.
+type Record struct {
+	Run  string         `json:"run"`
+	Seq  int64          `json:"seq"`
+	Time string         `json:"time"`
+	Kind string         `json:"kind"`
+	Step string         `json:"step,omitempty"`
+	Tool string         `json:"tool,omitempty"`
+	Data jsontext.Value `json:"data,omitempty"`
+	Prev string         `json:"prev"`
+	Hash string         `json:"hash,omitempty"`
+}
+
+// Canonical returns the RFC 8785 canonical JSON of r without its hash.
+func (r Record) Canonical() ([]byte, error) {
+	r.Hash = ""
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("audit: encoding record %d: %w", r.Seq, err)
+	}
+	v := jsontext.Value(b)
+	if err := v.Canonicalize(); err != nil {
+		return nil, fmt.Errorf("audit: canonicalizing record %d: %w", r.Seq, err)
+	}
+	return v, nil
+}
+
+// Seal sets r.Prev to prev and r.Hash to the hash of r's canonical
+// content, and returns the sealed record.
+func Seal(r Record, prev string) (Record, error) {
+	r.Prev = prev
+	c, err := r.Canonical()
+	if err != nil {
+		return r, err
+	}
+	sum := sha256.Sum256(c)
+	r.Hash = hex.EncodeToString(sum[:])
+	return r, nil
+}
+
+// Problem is a break in the chain found by [Verify].
+type Problem struct {
+	Seq     int64
+	Message string
+}
+
+// Verify checks a run's records in order: sequence numbers 1, 2, 3, ...
+// without gaps, each prev equal to the hash before it, and each hash equal
+// to the SHA-256 of the record's canonical content. When lastSeq and
+// lastHash are given (the run's head as recorded apart from the log; 0 and
+// "" to skip), the log must end there, so truncation is found too. It
+// returns every problem found; none means the chain verifies.
+func Verify(records []Record, lastSeq int64, lastHash string) []Problem {
+	var probs []Problem
+	prev := Genesis
+	for i, r := range records {
+		want := int64(i + 1)
+		if r.Seq != want {
+			probs = append(probs, Problem{r.Seq, fmt.Sprintf("record %d is out of sequence: expected record %d here (a record was removed or reordered)", r.Seq, want)})
+		}
+		if r.Prev != prev {
+			probs = append(probs, Problem{r.Seq, fmt.Sprintf("record %d does not follow the record before it: its prev is %s, the hash before it is %s", r.Seq, short(r.Prev), short(prev))})
+		}
+		sealed, err := Seal(r, r.Prev)
+		switch {
+		case err != nil:
+			probs = append(probs, Problem{r.Seq, fmt.Sprintf("record %d cannot be hashed: %v", r.Seq, err)})
+		case sealed.Hash != r.Hash:
+			probs = append(probs, Problem{r.Seq, fmt.Sprintf("record %d was altered: its content hashes to %s but it says %s", r.Seq, short(sealed.Hash), short(r.Hash))})
+		}
+		prev = r.Hash
+	}
+	if lastSeq > 0 {
+		n := int64(len(records))
+		if n != lastSeq || prev != lastHash {
+			probs = append(probs, Problem{n, fmt.Sprintf("the log ends at record %d (%s) but the run's head is record %d (%s): records were removed from the end", n, short(prev), lastSeq, short(lastHash))})
+		}
+	}
+	return probs
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
