@@ -127,6 +127,7 @@ Exit codes: 0 no problems, 1 problems found, 2 bad usage or unreadable input,
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return err })
 	root.AddCommand(
 		c.validateCommand(),
+		c.explainCommand(),
 		c.schemaCommand(),
 		c.rulesCommand(),
 		c.versionCommand(),

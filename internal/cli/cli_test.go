@@ -450,3 +450,45 @@ func TestNilStreams(t *testing.T) {
 		t.Errorf("empty stdin: exit %d, want 1 (a syntax error)", code)
 	}
 }
+
+func TestExplain(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := writeFile(t, dir, "bad.json", withUnknownMember(t, "nxt"))
+	for _, f := range []string{"text", "markdown", "html", "mermaid", "json"} {
+		code, out, errs := run(t, nil, "explain", "--format", f, "../../examples/release-notes.json")
+		if code != ExitOK || out == "" || errs != "" {
+			t.Errorf("explain --format %s: exit %d, %d bytes out, stderr %q", f, code, len(out), errs)
+		}
+	}
+	// Problems do not fail explain; they are part of the explanation.
+	code, out, _ := run(t, nil, "explain", "-f", "json", bad)
+	var e struct {
+		Problems []struct{ Rule string } `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(out), &e); err != nil {
+		t.Fatal(err)
+	}
+	if code != ExitOK || len(e.Problems) == 0 || e.Problems[0].Rule == "" {
+		t.Errorf("explain of an invalid document: exit %d, problems %+v", code, e.Problems)
+	}
+	src, _ := os.ReadFile(bad)
+	code, out, _ = run(t, bytes.NewReader(src), "explain", "-f", "json", "-")
+	var se struct {
+		Problems []struct{ File string } `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(out), &se); err != nil || code != ExitOK || len(se.Problems) == 0 || se.Problems[0].File != StdinName {
+		t.Errorf("explain -: exit %d, err %v\n%s", code, err, out)
+	}
+	for _, args := range [][]string{
+		{"explain"},
+		{"explain", bad, bad},
+		{"explain", filepath.Join(dir, "missing.json")},
+		{"explain", dir},
+		{"explain", "-f", "pdf", bad},
+	} {
+		if code, out, errs := run(t, nil, args...); code != ExitUsage || out != "" || errs == "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and a message", args, code, out, errs)
+		}
+	}
+}

@@ -132,6 +132,15 @@ func readFile(path string) ([]byte, error) {
 	return src, err
 }
 
+// readStdin reads a document from standard input, or errTooLarge.
+func (c *CLI) readStdin() ([]byte, error) {
+	src, err := readLimited(c.stdin())
+	if err != nil && !errors.As(err, new(errTooLarge)) {
+		return nil, fmt.Errorf("read standard input: %w", err)
+	}
+	return src, err
+}
+
 // readLimited reads r to its end, or errTooLarge past the size limit.
 func readLimited(r io.Reader) ([]byte, error) {
 	src, err := io.ReadAll(io.LimitReader(r, syntax.DefaultMaxSize+1))

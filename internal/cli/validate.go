@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -19,7 +20,7 @@ func (c *CLI) validateCommand() *cobra.Command {
 	format := newChoice("text", report.Formats)
 	var strict bool
 	cmd := &cobra.Command{
-		Use:   "validate [--format text|json|sarif|github] [--strict] PATH...",
+		Use:   "validate [--format " + strings.Join(report.Formats, "|") + "] [--strict] PATH...",
 		Short: "Check documents against the format and its consistency rules",
 		Long: `Validate reads each document strictly and checks it against every rule of
 OpenPlaybook 1.6 (see 'openplaybook rules'), then reports what it found.
@@ -61,7 +62,7 @@ read (nothing is reported then).`,
 			return nil
 		},
 	}
-	cmd.Flags().VarP(format, "format", "f", "output format: text, json, sarif or github")
+	cmd.Flags().VarP(format, "format", "f", "output format: "+strings.Join(report.Formats, ", "))
 	cmd.Flags().BoolVar(&strict, "strict", false, "fail (exit 1) on warnings too")
 	return cmd
 }
@@ -83,10 +84,7 @@ func (c *CLI) checkAll(inputs []input) ([]report.File, []diag.Diagnostic, error)
 	// Standard input is read here, before the workers start.
 	for i, in := range inputs {
 		if in.stdin {
-			src, err := readLimited(c.stdin())
-			if err != nil && !errors.As(err, new(errTooLarge)) {
-				err = fmt.Errorf("read standard input: %w", err)
-			}
+			src, err := c.readStdin()
 			results[i] = checked{src: src, err: err}
 		}
 	}
@@ -128,9 +126,8 @@ func (c *CLI) checkAll(inputs []input) ([]report.File, []diag.Diagnostic, error)
 }
 
 // checkOne reads one input (unless r already holds standard input) and
-// checks it: the reader's diagnostics, then the validator's. A document
-// over the size limit is one "limit" error, not an I/O error. A panic is
-// turned into an "internal" error diagnostic on the file.
+// checks it with [check]. A panic is turned into an "internal" error
+// diagnostic on the file.
 func checkOne(in input, r checked) (out checked) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -143,16 +140,26 @@ func checkOne(in input, r checked) (out checked) {
 	if !in.stdin {
 		r.src, r.err = readFile(in.path)
 	}
+	_, ds, err := check(in.name, r.src, r.err)
+	return checked{src: r.src, diags: ds, err: err}
+}
+
+// check reads and validates one document the way every command does: the
+// reader's diagnostics, then the validator's, sorted. readErr is the error
+// of reading src: an [errTooLarge] becomes one "limit" error diagnostic
+// (and a nil document); any other is returned as is.
+func check(name string, src []byte, readErr error) (*playbook.Document, []diag.Diagnostic, error) {
 	var tooLarge errTooLarge
-	if errors.As(r.err, &tooLarge) {
-		return checked{diags: []diag.Diagnostic{{
-			File: in.name, Line: 1, Column: 1, Severity: diag.Error, Rule: syntax.RuleLimit, Message: tooLarge.Error(),
-		}}}
+	if errors.As(readErr, &tooLarge) {
+		return nil, []diag.Diagnostic{{
+			File: name, Line: 1, Column: 1, Severity: diag.Error, Rule: syntax.RuleLimit, Message: tooLarge.Error(),
+		}}, nil
 	}
-	if r.err != nil {
-		return r
+	if readErr != nil {
+		return nil, nil, readErr
 	}
-	doc, ds := playbook.Read(in.name, r.src, nil)
+	doc, ds := playbook.Read(name, src, nil)
 	ds = append(ds, validate.Document(doc, nil)...)
-	return checked{src: r.src, diags: ds}
+	diag.Sort(ds)
+	return doc, ds, nil
 }
