@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openplaybook/openplaybook/report"
 	"github.com/openplaybook/openplaybook/schema"
 	"github.com/openplaybook/openplaybook/syntax"
 	"github.com/openplaybook/openplaybook/validate"
@@ -489,6 +490,34 @@ func TestExplain(t *testing.T) {
 	} {
 		if code, out, errs := run(t, nil, args...); code != ExitUsage || out != "" || errs == "" {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and a message", args, code, out, errs)
+		}
+	}
+}
+
+// TestDocs: docs/cli.md has a section for every command and every
+// validate format, and documents every exit code.
+func TestDocs(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	for _, cmd := range (&CLI{}).root().Commands() {
+		if cmd.Hidden || cmd.Name() == "help" {
+			continue
+		}
+		if !strings.Contains(text, "\n## "+cmd.Name()+"\n") {
+			t.Errorf("docs/cli.md has no section \"## %s\"", cmd.Name())
+		}
+	}
+	for _, f := range report.Formats {
+		if !strings.Contains(text, "\n### `--format "+f+"`") {
+			t.Errorf("docs/cli.md has no section for --format %s", f)
+		}
+	}
+	for _, code := range []int{ExitOK, ExitProblems, ExitUsage, ExitInternal} {
+		if !strings.Contains(text, fmt.Sprintf("\n| %d | ", code)) {
+			t.Errorf("docs/cli.md does not document exit code %d", code)
 		}
 	}
 }
