@@ -1,0 +1,580 @@
+// Package explain tells a person what an OpenPlaybook document does, from
+// the document alone (no registry), so they can decide whether to trust it:
+// which steps can move money or contact customers, which data they write,
+// which MCP servers they call, which tool calls need approval, which gates a
+// person must pass, and what a harness must provide.
+//
+// [Build] computes an [Explanation] once from a document that may be partly
+// invalid; [Render] writes it in any of [Formats]. The JSON encoding of
+// Explanation is the output of `openplaybook explain --format json` and a
+// public contract, documented in docs/explain.md.
+//
+// Explain never guesses: a riskClass, sideEffecting or requiresApproval the
+// document does not declare is "unknown" (JSON null for the booleans), never
+// "read" or false, and a tool named in allowedTools without an embedded
+// definition is marked undefined.
+package explain
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/playbook"
+)
+
+// Values of [Tool.Family].
+const (
+	FamilyBuiltIn   = "built-in"
+	FamilyConnector = "connector"
+	FamilyMCP       = "mcp"
+	FamilyUnknown   = "unknown"
+)
+
+// Risk values beyond [playbook.RiskClasses] used by [Step.RiskClass],
+// [Tool.RiskClass] and [Summary.RiskClass].
+const (
+	// RiskUnknown: a tool's riskClass is absent or not one of
+	// [playbook.RiskClasses], or the tool has no definition; for a step, at
+	// least one of its tools is unknown and none is "money".
+	RiskUnknown = "unknown"
+	// RiskNone: a step that can call no tool (a gate, or an agent with an
+	// empty allowedTools).
+	RiskNone = "none"
+)
+
+// UndefinedNote is what every format shows for a tool named in allowedTools
+// that has no embedded definition.
+const UndefinedNote = "undefined — the runtime will refuse it / not explainable"
+
+// Explanation is what a playbook does, computed by [Build]. Slices are never
+// nil (they encode as []) except where a field's comment says null means
+// "not declared".
+type Explanation struct {
+	// Problems are the diagnostics passed to Build, sorted by position.
+	Problems      []Problem     `json:"problems"`
+	ProblemCounts ProblemCounts `json:"problemCounts"`
+	// OpenPlaybook is the document's format version ("" when absent).
+	OpenPlaybook string   `json:"openplaybook"`
+	Manifest     Manifest `json:"manifest"`
+	// EntryStep names the first step (see [Step.Ref]); "" when there are
+	// no steps.
+	EntryStep string  `json:"entryStep"`
+	Summary   Summary `json:"summary"`
+	// Steps are all steps in document order.
+	Steps    []Step   `json:"steps"`
+	Requires Requires `json:"requires"`
+}
+
+// Problem is one validation diagnostic.
+type Problem struct {
+	File     string `json:"file"`
+	Line     int    `json:"line"`   // 1-based; 0 when the problem has no place
+	Column   int    `json:"column"` // 1-based byte column; 0 likewise
+	Pointer  string `json:"pointer"`
+	Severity string `json:"severity"` // "error", "warning" or "info"
+	Rule     string `json:"rule"`
+	Message  string `json:"message"`
+}
+
+// ProblemCounts counts [Explanation.Problems] by severity.
+type ProblemCounts struct {
+	Errors   int `json:"errors"`
+	Warnings int `json:"warnings"`
+	Infos    int `json:"infos"`
+}
+
+// Manifest is the document's manifest; absent members are "".
+type Manifest struct {
+	ID                 string   `json:"id"`
+	Name               string   `json:"name"`
+	Version            string   `json:"version"`
+	Description        string   `json:"description"`
+	RequiredConnectors []string `json:"requiredConnectors"`
+}
+
+// Summary is the capability summary: what the playbook can do, step by
+// step, as its embedded tool definitions declare it. Steps are named by
+// [Step.Ref]. Every list is in document order (steps, then allowedTools).
+type Summary struct {
+	// RiskClass is the highest [Step.RiskClass] of all steps: one of
+	// [playbook.RiskClasses], "unknown" or "none".
+	RiskClass string `json:"riskClass"`
+	// Money lists the steps that can call a tool of riskClass "money".
+	Money []StepTools `json:"money"`
+	// CustomerComms lists the steps that can call a tool of riskClass
+	// "customer_comms".
+	CustomerComms []StepTools `json:"customerComms"`
+	// DataScopeWrites lists, per step, the union of the dataScopeWrites of
+	// its tools (steps writing nothing declared are left out).
+	DataScopeWrites []StepScopes `json:"dataScopeWrites"`
+	// MCPServers lists, per step, the MCP servers its mcp.<server>.<tool>
+	// names call.
+	MCPServers []StepServers `json:"mcpServers"`
+	// RequiresApproval lists the tools declaring requiresApproval true and
+	// the steps that may call them.
+	RequiresApproval []ToolSteps `json:"requiresApproval"`
+	// Gates lists the gate steps a person must pass.
+	Gates []Gate `json:"gates"`
+	// UndefinedTools lists names in allowedTools with no embedded
+	// definition (see [UndefinedNote]).
+	UndefinedTools []ToolSteps `json:"undefinedTools"`
+	// UnknownRisk lists defined tools whose riskClass is absent or not a
+	// known class.
+	UnknownRisk []ToolSteps `json:"unknownRisk"`
+}
+
+// StepTools names a step and the tools that give it a capability.
+type StepTools struct {
+	Step  string   `json:"step"`
+	Tools []string `json:"tools"`
+}
+
+// StepScopes names a step and the data scopes its tools write.
+type StepScopes struct {
+	Step            string   `json:"step"`
+	DataScopeWrites []string `json:"dataScopeWrites"`
+}
+
+// StepServers names a step, the MCP servers it calls and the MCP tools it
+// calls them through.
+type StepServers struct {
+	Step    string   `json:"step"`
+	Servers []string `json:"servers"`
+	Tools   []string `json:"tools"`
+}
+
+// ToolSteps names a tool, its riskClass and the steps allowed to call it.
+type ToolSteps struct {
+	Tool      string   `json:"tool"`
+	RiskClass string   `json:"riskClass"`
+	Steps     []string `json:"steps"`
+}
+
+// Gate is a decision a person must take.
+type Gate struct {
+	Step    string `json:"step"`
+	Purpose string `json:"purpose"`
+	// Next is the step run on approval; "" ends the run.
+	Next        string `json:"next"`
+	NextMissing bool   `json:"nextMissing,omitempty"` // Next names no step
+	// OnReject is the step run on rejection; "" ends the run as rejected.
+	OnReject        string `json:"onReject"`
+	OnRejectMissing bool   `json:"onRejectMissing,omitempty"` // OnReject names no step
+}
+
+// Step is one step of the playbook.
+type Step struct {
+	// Index is the 0-based position in the document.
+	Index int `json:"index"`
+	// ID is the step's id, "" when absent.
+	ID string `json:"id"`
+	// Ref is how the summary and the graph name the step: its id, or
+	// "#<n>" (1-based position) when the id is absent.
+	Ref     string `json:"ref"`
+	Kind    string `json:"kind"` // "agent", "gate", or whatever the document says
+	Purpose string `json:"purpose"`
+	Agent   string `json:"agent,omitempty"`
+	// Next is the id of the step that follows (for a gate: on approval);
+	// "" means the run ends.
+	Next string `json:"next,omitempty"`
+	// NextMissing is true when Next names no step of the document.
+	NextMissing bool `json:"nextMissing,omitempty"`
+	// OnReject is a gate's step on rejection; "" on a gate means the run
+	// ends rejected.
+	OnReject        string `json:"onReject,omitempty"`
+	OnRejectMissing bool   `json:"onRejectMissing,omitempty"`
+	// RiskClass is the highest riskClass of the step's tools: one of
+	// [playbook.RiskClasses], [RiskUnknown] or [RiskNone].
+	RiskClass string `json:"riskClass"`
+	// AllowedTools are the step's allowed tools in document order, each
+	// explained from its embedded definition.
+	AllowedTools []Tool `json:"allowedTools"`
+}
+
+// Tool is one allowed tool as its embedded definition declares it.
+type Tool struct {
+	Name string `json:"name"`
+	// Defined is false when the document embeds no definition of Name;
+	// every other member but Family and Server is then empty or null.
+	Defined bool `json:"defined"`
+	// Family is "built-in", "connector", "mcp" or "unknown": "mcp" for a
+	// name mcp.<server>.<tool>, otherwise from source (primitive: built-in,
+	// connector: connector).
+	Family        string `json:"family"`
+	Source        string `json:"source,omitempty"`
+	ConnectorType string `json:"connectorType,omitempty"`
+	// Server is the <server> of an mcp.<server>.<tool> name.
+	Server      string `json:"server,omitempty"`
+	Description string `json:"description,omitempty"`
+	// RiskClass is one of [playbook.RiskClasses] or "unknown".
+	RiskClass string `json:"riskClass"`
+	// DeclaredRiskClass is the document's riskClass when it is present but
+	// not a known class (RiskClass is then "unknown").
+	DeclaredRiskClass string `json:"declaredRiskClass,omitempty"`
+	// SideEffecting and RequiresApproval are null when not declared.
+	SideEffecting    *bool  `json:"sideEffecting"`
+	RequiresApproval *bool  `json:"requiresApproval"`
+	Scope            string `json:"scope,omitempty"`
+	// Permissions, DataScopeResources and DataScopeWrites are null when not
+	// declared, [] when declared empty.
+	Permissions        []string `json:"permissions"`
+	DataScopeResources []string `json:"dataScopeResources"`
+	DataScopeWrites    []string `json:"dataScopeWrites"`
+}
+
+// Requires is what a harness must provide: names and purposes, never
+// credentials.
+type Requires struct {
+	Connections []Connection `json:"connections"`
+	MCPServers  []MCPServer  `json:"mcpServers"`
+	Secrets     []Secret     `json:"secrets"`
+}
+
+// Connection is one provider connection.
+type Connection struct {
+	Provider     string   `json:"provider"`
+	AuthKind     string   `json:"authKind"`
+	Scopes       []string `json:"scopes"`
+	Capabilities []string `json:"capabilities"`
+}
+
+// MCPServer is one MCP server by logical name.
+type MCPServer struct {
+	Name      string   `json:"name"`
+	ToolNames []string `json:"toolNames"`
+}
+
+// Secret is one named secret: its name and purpose, never a value.
+type Secret struct {
+	Name    string `json:"name"`
+	Purpose string `json:"purpose"`
+}
+
+// Build computes the explanation of doc. doc may be partly invalid or nil:
+// every field may be absent, and Build explains what it can without
+// panicking. problems are the document's diagnostics (from reading and
+// validating it); Build sorts a copy of them.
+func Build(doc *playbook.Document, problems []diag.Diagnostic) *Explanation {
+	e := &Explanation{
+		Problems: []Problem{},
+		Manifest: Manifest{RequiredConnectors: []string{}},
+		Summary: Summary{
+			Money:            []StepTools{},
+			CustomerComms:    []StepTools{},
+			DataScopeWrites:  []StepScopes{},
+			MCPServers:       []StepServers{},
+			RequiresApproval: []ToolSteps{},
+			Gates:            []Gate{},
+			UndefinedTools:   []ToolSteps{},
+			UnknownRisk:      []ToolSteps{},
+		},
+		Steps: []Step{},
+		Requires: Requires{
+			Connections: []Connection{},
+			MCPServers:  []MCPServer{},
+			Secrets:     []Secret{},
+		},
+	}
+	ds := slices.Clone(problems)
+	diag.Sort(ds)
+	for _, d := range ds {
+		e.Problems = append(e.Problems, Problem{
+			File: d.File, Line: d.Line, Column: d.Column, Pointer: d.Pointer,
+			Severity: d.Severity.String(), Rule: d.Rule, Message: d.Message,
+		})
+		switch d.Severity {
+		case diag.Error:
+			e.ProblemCounts.Errors++
+		case diag.Warning:
+			e.ProblemCounts.Warnings++
+		default:
+			e.ProblemCounts.Infos++
+		}
+	}
+	if doc == nil {
+		e.Summary.RiskClass = RiskNone
+		return e
+	}
+	e.OpenPlaybook = playbook.Str(doc.OpenPlaybook)
+	if m := doc.Manifest; m != nil {
+		e.Manifest = Manifest{
+			ID:                 playbook.Str(m.ID),
+			Name:               playbook.Str(m.Name),
+			Version:            playbook.Str(m.Version),
+			Description:        playbook.Str(m.Description),
+			RequiredConnectors: values(m.RequiredConnectors),
+		}
+	}
+	buildSteps(e, doc)
+	buildSummary(e)
+	buildRequires(e, doc)
+	return e
+}
+
+func buildSteps(e *Explanation, doc *playbook.Document) {
+	defs := map[string]*playbook.Tool{}
+	for _, t := range doc.Tools {
+		if t == nil || t.Name == nil {
+			continue
+		}
+		if _, dup := defs[t.Name.Value]; !dup {
+			defs[t.Name.Value] = t
+		}
+	}
+	ids := map[string]bool{}
+	for _, s := range doc.Steps {
+		if s != nil && s.ID != nil {
+			ids[s.ID.Value] = true
+		}
+	}
+	for _, s := range doc.Steps {
+		if s == nil {
+			continue
+		}
+		i := len(e.Steps)
+		st := Step{
+			Index:        i,
+			ID:           playbook.Str(s.ID),
+			Kind:         playbook.Str(s.Kind),
+			Purpose:      playbook.Str(s.Purpose),
+			Agent:        playbook.Str(s.Agent),
+			Next:         playbook.Str(s.Next),
+			OnReject:     playbook.Str(s.OnReject),
+			AllowedTools: []Tool{},
+		}
+		st.Ref = st.ID
+		if s.ID == nil {
+			st.Ref = "#" + strconv.Itoa(i+1)
+		}
+		st.NextMissing = s.Next != nil && !ids[st.Next]
+		st.OnRejectMissing = s.OnReject != nil && !ids[st.OnReject]
+		for _, name := range s.AllowedTools.Values() {
+			st.AllowedTools = append(st.AllowedTools, explainTool(name, defs[name]))
+		}
+		risks := make([]string, len(st.AllowedTools))
+		for j, t := range st.AllowedTools {
+			risks[j] = t.RiskClass
+		}
+		st.RiskClass = highest(risks)
+		e.Steps = append(e.Steps, st)
+	}
+	if len(e.Steps) > 0 {
+		e.EntryStep = e.Steps[0].Ref
+	}
+}
+
+// explainTool explains the allowed tool name from its definition def (nil
+// when the document embeds none).
+func explainTool(name string, def *playbook.Tool) Tool {
+	t := Tool{Name: name, RiskClass: RiskUnknown, Family: FamilyUnknown}
+	server, isMCP := mcpServerOf(name)
+	if isMCP {
+		t.Family, t.Server = FamilyMCP, server
+	}
+	if def == nil {
+		return t
+	}
+	t.Defined = true
+	t.Source = playbook.Str(def.Source)
+	if !isMCP {
+		switch t.Source {
+		case "primitive":
+			t.Family = FamilyBuiltIn
+		case "connector":
+			t.Family = FamilyConnector
+		}
+	}
+	t.ConnectorType = playbook.Str(def.ConnectorType)
+	t.Description = playbook.Str(def.Description)
+	if rc := playbook.Str(def.RiskClass); playbook.RiskRank(rc) >= 0 {
+		t.RiskClass = rc
+	} else if def.RiskClass != nil {
+		t.DeclaredRiskClass = rc
+	}
+	t.SideEffecting = boolPtr(def.SideEffecting)
+	t.RequiresApproval = boolPtr(def.RequiresApproval)
+	t.Scope = playbook.Str(def.Scope)
+	t.Permissions = valuesOrNil(def.Permissions)
+	t.DataScopeResources = valuesOrNil(def.DataScopeResources)
+	t.DataScopeWrites = valuesOrNil(def.DataScopeWrites)
+	return t
+}
+
+// mcpServerOf returns the <server> of a tool name mcp.<server>.<tool>
+// (both parts non-empty; <tool> is everything after the second dot), and
+// whether name is in the MCP family at all.
+func mcpServerOf(name string) (server string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "mcp.")
+	if !ok {
+		return "", false
+	}
+	server, tool, ok := strings.Cut(rest, ".")
+	if !ok || server == "" || tool == "" {
+		return "", false
+	}
+	return server, true
+}
+
+// highest returns the highest of the risk values: "none" for no values,
+// "money" when any is money (nothing is riskier), otherwise "unknown" when
+// any is unknown or none, otherwise the highest known class. A "none"
+// value (a step without tools) does not raise the result.
+func highest(risks []string) string {
+	top, unknown, seen := -1, false, false
+	for _, r := range risks {
+		if r == RiskNone {
+			continue
+		}
+		seen = true
+		if k := playbook.RiskRank(r); k >= 0 {
+			top = max(top, k)
+		} else {
+			unknown = true
+		}
+	}
+	switch {
+	case !seen:
+		return RiskNone
+	case top == len(playbook.RiskClasses)-1:
+		return playbook.RiskClasses[top]
+	case unknown:
+		return RiskUnknown
+	}
+	return playbook.RiskClasses[top]
+}
+
+func buildSummary(e *Explanation) {
+	s := &e.Summary
+	risks := make([]string, len(e.Steps))
+	approvals := newToolIndex()
+	undefined := newToolIndex()
+	unknown := newToolIndex()
+	for i, st := range e.Steps {
+		risks[i] = st.RiskClass
+		if st.Kind == "gate" {
+			s.Gates = append(s.Gates, Gate{Step: st.Ref, Purpose: st.Purpose,
+				Next: st.Next, NextMissing: st.NextMissing, OnReject: st.OnReject, OnRejectMissing: st.OnRejectMissing})
+		}
+		var money, comms, writes, servers, mcpTools []string
+		for _, t := range st.AllowedTools {
+			switch t.RiskClass {
+			case "money":
+				money = appendNew(money, t.Name)
+			case "customer_comms":
+				comms = appendNew(comms, t.Name)
+			}
+			for _, w := range t.DataScopeWrites {
+				writes = appendNew(writes, w)
+			}
+			if t.Family == FamilyMCP && t.Server != "" {
+				servers = appendNew(servers, t.Server)
+				mcpTools = appendNew(mcpTools, t.Name)
+			}
+			if t.RequiresApproval != nil && *t.RequiresApproval {
+				approvals.add(t, st.Ref)
+			}
+			switch {
+			case !t.Defined:
+				undefined.add(t, st.Ref)
+			case t.RiskClass == RiskUnknown:
+				unknown.add(t, st.Ref)
+			}
+		}
+		if money != nil {
+			s.Money = append(s.Money, StepTools{Step: st.Ref, Tools: money})
+		}
+		if comms != nil {
+			s.CustomerComms = append(s.CustomerComms, StepTools{Step: st.Ref, Tools: comms})
+		}
+		if writes != nil {
+			slices.Sort(writes)
+			s.DataScopeWrites = append(s.DataScopeWrites, StepScopes{Step: st.Ref, DataScopeWrites: writes})
+		}
+		if servers != nil {
+			s.MCPServers = append(s.MCPServers, StepServers{Step: st.Ref, Servers: servers, Tools: mcpTools})
+		}
+	}
+	s.RiskClass = highest(risks)
+	s.RequiresApproval = approvals.list
+	s.UndefinedTools = undefined.list
+	s.UnknownRisk = unknown.list
+}
+
+// toolIndex collects tools and the steps using them, in first-use order.
+type toolIndex struct {
+	list []ToolSteps
+	at   map[string]int
+}
+
+func newToolIndex() *toolIndex { return &toolIndex{list: []ToolSteps{}, at: map[string]int{}} }
+
+func (x *toolIndex) add(t Tool, step string) {
+	i, ok := x.at[t.Name]
+	if !ok {
+		i = len(x.list)
+		x.at[t.Name] = i
+		x.list = append(x.list, ToolSteps{Tool: t.Name, RiskClass: t.RiskClass, Steps: []string{}})
+	}
+	x.list[i].Steps = appendNew(x.list[i].Steps, step)
+}
+
+func buildRequires(e *Explanation, doc *playbook.Document) {
+	q := doc.Requires
+	if q == nil {
+		return
+	}
+	for _, c := range q.Connections {
+		if c == nil {
+			continue
+		}
+		e.Requires.Connections = append(e.Requires.Connections, Connection{
+			Provider:     playbook.Str(c.Provider),
+			AuthKind:     playbook.Str(c.AuthKind),
+			Scopes:       values(c.Scopes),
+			Capabilities: values(c.Capabilities),
+		})
+	}
+	for _, m := range q.MCPServers {
+		if m == nil {
+			continue
+		}
+		e.Requires.MCPServers = append(e.Requires.MCPServers, MCPServer{Name: playbook.Str(m.Name), ToolNames: values(m.ToolNames)})
+	}
+	for _, s := range q.Secrets {
+		if s == nil {
+			continue
+		}
+		e.Requires.Secrets = append(e.Requires.Secrets, Secret{Name: playbook.Str(s.Name), Purpose: playbook.Str(s.Purpose)})
+	}
+}
+
+func values(l *playbook.StringList) []string {
+	if v := l.Values(); v != nil {
+		return v
+	}
+	return []string{}
+}
+
+func valuesOrNil(l *playbook.StringList) []string {
+	if l == nil {
+		return nil
+	}
+	return values(l)
+}
+
+func boolPtr(b *playbook.Bool) *bool {
+	if b == nil {
+		return nil
+	}
+	v := b.Value
+	return &v
+}
+
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}

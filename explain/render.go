@@ -1,0 +1,302 @@
+package explain
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Formats lists the accepted format names of [Render], in the order
+// documentation and usage messages list them.
+var Formats = []string{"text", "markdown", "html", "mermaid", "json"}
+
+// Render writes e to w in format, one of [Formats]. An unknown format is an
+// error naming the valid ones, and nothing is written. Every format escapes
+// document text for its medium, so a hostile document cannot inject
+// terminal control sequences, markup, script or diagram syntax.
+func Render(w io.Writer, e *Explanation, format string) error {
+	if e == nil {
+		return errors.New("explain: nil explanation")
+	}
+	switch format {
+	case "text":
+		return renderText(w, e)
+	case "markdown":
+		return renderMarkdown(w, e)
+	case "html":
+		return renderHTML(w, e)
+	case "mermaid":
+		_, err := io.WriteString(w, mermaid(e))
+		return err
+	case "json":
+		b, err := json.MarshalIndent(e, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
+	q := make([]string, len(Formats))
+	for i, f := range Formats {
+		q[i] = strconv.Quote(f)
+	}
+	return fmt.Errorf("unknown format %q; valid formats are %s", format, strings.Join(q, ", "))
+}
+
+// Terminals of the step graph.
+const (
+	toEnd      = -1 // the run ends
+	toRejected = -2 // the run ends rejected
+	toMissing  = -3 // the step named does not exist
+)
+
+// edge is one transition of the step graph.
+type edge struct {
+	from  int
+	to    int    // a step index, or toEnd, toRejected, toMissing
+	name  string // the step id named, for toMissing
+	label string // "", "approve" or "reject"
+}
+
+// isGate reports whether st is a gate step.
+func isGate(st *Step) bool { return st.Kind == "gate" }
+
+// edges returns the transitions of the step graph in step order: for each
+// step its next (or end of run), then, for a gate or a step that declares
+// one, its onReject (or run ends rejected).
+func edges(e *Explanation) []edge {
+	index := map[string]int{}
+	for i, st := range e.Steps {
+		if _, dup := index[st.ID]; !dup && st.ID != "" {
+			index[st.ID] = i
+		}
+	}
+	resolve := func(from int, name string, missing bool, label string, otherwise int) edge {
+		ed := edge{from: from, label: label, name: name}
+		switch {
+		case missing:
+			ed.to = toMissing
+		case name == "":
+			ed.to = otherwise
+		default:
+			j, ok := index[name]
+			if !ok {
+				ed.to = toMissing
+			} else {
+				ed.to = j
+			}
+		}
+		return ed
+	}
+	var out []edge
+	for i := range e.Steps {
+		st := &e.Steps[i]
+		label := ""
+		if isGate(st) {
+			label = "approve"
+		}
+		out = append(out, resolve(i, st.Next, st.NextMissing, label, toEnd))
+		if isGate(st) || st.OnReject != "" || st.OnRejectMissing {
+			out = append(out, resolve(i, st.OnReject, st.OnRejectMissing, "reject", toRejected))
+		}
+	}
+	return out
+}
+
+// riskStyles are the values a step's risk can take, for styling.
+var riskStyles = []string{"read", "internal", "customer_comms", "money", RiskUnknown, RiskNone}
+
+// riskStyle returns the style name of a risk value (unknown for anything
+// unexpected).
+func riskStyle(r string) string {
+	for _, s := range riskStyles {
+		if s == r {
+			return s
+		}
+	}
+	return RiskUnknown
+}
+
+// tristate renders a declared boolean: "yes", "no", or "unknown" when not
+// declared.
+func tristate(b *bool) string {
+	switch {
+	case b == nil:
+		return "unknown"
+	case *b:
+		return "yes"
+	}
+	return "no"
+}
+
+// orUnknown returns s, or "unknown" when s is empty.
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// riskText renders a tool's riskClass, showing an undeclared or invalid
+// value for what it is.
+func riskText(t *Tool) string {
+	if t.DeclaredRiskClass != "" {
+		return "unknown (" + strconv.Quote(t.DeclaredRiskClass) + ")"
+	}
+	return t.RiskClass
+}
+
+// via renders where a tool comes from beyond its family: the connector
+// type or the MCP server.
+func via(t *Tool) string {
+	if t.Server != "" {
+		return t.Server
+	}
+	return t.ConnectorType
+}
+
+// listOr joins list with ", ", or returns none when it is empty.
+func listOr(list []string, none string) string {
+	if len(list) == 0 {
+		return none
+	}
+	return strings.Join(list, ", ")
+}
+
+// declaredList renders a list that is nil when not declared.
+func declaredList(list []string) string {
+	if list == nil {
+		return "unknown"
+	}
+	return listOr(list, "none")
+}
+
+// writesNote says what an absent dataScopeWrites means for tl: "none"
+// for a tool declaring sideEffecting false, "not declared" for a
+// side-effecting one, "unknown" otherwise. It returns "" when
+// dataScopeWrites is present.
+func writesNote(tl *Tool) string {
+	switch {
+	case tl.DataScopeWrites != nil:
+		return ""
+	case tl.SideEffecting == nil:
+		return "unknown"
+	case *tl.SideEffecting:
+		return "not declared"
+	}
+	return "none"
+}
+
+// stepTarget renders a step reference for people: the id, with what an
+// absent or dangling one means.
+func stepTarget(id string, missing bool, absent string) string {
+	switch {
+	case missing:
+		return strconv.Quote(id) + " (no such step)"
+	case id == "":
+		return absent
+	}
+	return id
+}
+
+// nextText renders where a step goes next.
+func nextText(st *Step) string { return stepTarget(st.Next, st.NextMissing, "end of run") }
+
+// onRejectText renders where a gate goes on rejection.
+func onRejectText(st *Step) string {
+	return stepTarget(st.OnReject, st.OnRejectMissing, "run ends rejected")
+}
+
+func gateNext(g *Gate) string { return stepTarget(g.Next, g.NextMissing, "end of run") }
+
+func gateReject(g *Gate) string {
+	return stepTarget(g.OnReject, g.OnRejectMissing, "run ends rejected")
+}
+
+// title returns the playbook's display name.
+func title(e *Explanation) string {
+	switch {
+	case e.Manifest.Name != "":
+		return e.Manifest.Name
+	case e.Manifest.ID != "":
+		return e.Manifest.ID
+	}
+	return "Unnamed playbook"
+}
+
+// dangerous reports whether r must not reach an output medium as itself:
+// control characters and invisible formatting characters (bidirectional
+// overrides, zero-width characters) that can hide or reorder text.
+func dangerous(r rune) bool {
+	return r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) ||
+		r == '\u2028' || r == '\u2029'
+}
+
+// clean makes s safe and single-line for a terminal: whitespace runs
+// (newlines included) become one space, and other control or invisible
+// formatting characters are shown as Go escapes (\x1b, \u202e).
+func clean(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		if r == '\n' || r == '\r' || r == '\t' || r == '\u2028' || r == '\u2029' {
+			space = true
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		if dangerous(r) {
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	if space {
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+// truncate shortens s to at most n runes, ending with "…" when cut.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// wrap cleans s and breaks it into lines of at most width runes where it
+// can (a word longer than width stays whole on its own line).
+func wrap(s string, width int) []string {
+	words := strings.Fields(clean(s))
+	var lines []string
+	var cur strings.Builder
+	n := 0
+	for _, w := range words {
+		wn := utf8.RuneCountInString(w)
+		if n > 0 && n+1+wn > width {
+			lines = append(lines, cur.String())
+			cur.Reset()
+			n = 0
+		}
+		if n > 0 {
+			cur.WriteByte(' ')
+			n++
+		}
+		cur.WriteString(w)
+		n += wn
+	}
+	if n > 0 {
+		lines = append(lines, cur.String())
+	}
+	return lines
+}
