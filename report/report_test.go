@@ -222,3 +222,12 @@ func Example() {
 	//    |                   ^
 	// 1 error, 0 warnings
 }
+
+func TestTextHidesControlCharacters(t *testing.T) {
+	ds := []diag.Diagnostic{{File: "a\x1b[2J.json", Severity: diag.Error, Rule: "r", Message: "bad \"\x1b]0;x\x07\"\nnext\u202e \xff"}}
+	got := render(t, "text", nil, ds)
+	want := "a\uFFFD[2J.json: error: bad \"\uFFFD]0;x\uFFFD\"\uFFFDnext\uFFFD \uFFFD [r]\n1 error, 0 warnings\n"
+	if got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}

@@ -29,10 +29,11 @@ func writeText(b *bytes.Buffer, src *sources, diags []diag.Diagnostic) {
 		return
 	}
 	for _, d := range diags {
+		file, msg := shown(d.File), shown(d.Message)
 		if d.Line > 0 {
-			fmt.Fprintf(b, "%s:%d:%d: %s: %s [%s]\n", d.File, d.Line, d.Column, d.Severity, d.Message, d.Rule)
+			fmt.Fprintf(b, "%s:%d:%d: %s: %s [%s]\n", file, d.Line, d.Column, d.Severity, msg, d.Rule)
 		} else {
-			fmt.Fprintf(b, "%s: %s: %s [%s]\n", d.File, d.Severity, d.Message, d.Rule)
+			fmt.Fprintf(b, "%s: %s: %s [%s]\n", file, d.Severity, msg, d.Rule)
 			continue
 		}
 		line, ok := src.line(d.File, d.Line)
@@ -46,6 +47,28 @@ func writeText(b *bytes.Buffer, src *sources, diags []diag.Diagnostic) {
 	}
 	b.WriteString(summary(diags))
 	b.WriteByte('\n')
+}
+
+// hidden reports whether r is shown as U+FFFD in the text format: a
+// control character (tab aside), a line or paragraph separator, or a
+// bidirectional formatting character.
+func hidden(r rune) bool {
+	return r != '\t' && (unicode.IsControl(r) || unicode.In(r, unicode.Bidi_Control, unicode.Zl, unicode.Zp))
+}
+
+// shown returns s with every hidden character, and every byte that is not
+// UTF-8, replaced by U+FFFD, so a file name or message cannot drive the
+// terminal or span lines.
+func shown(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r == utf8.RuneError || hidden(r) }) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if hidden(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 // snippet returns the line as shown and the padding that puts a caret
@@ -67,7 +90,7 @@ func snippet(line []byte, col int) (text, pad string) {
 		s := string(r)
 		switch {
 		case r == '\t':
-		case r == utf8.RuneError && n == 1, unicode.IsControl(r), unicode.In(r, unicode.Bidi_Control, unicode.Zl, unicode.Zp):
+		case r == utf8.RuneError && n == 1, hidden(r):
 			s = "\uFFFD"
 		}
 		cells = append(cells, s)
