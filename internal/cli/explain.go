@@ -14,8 +14,9 @@ import (
 func (c *CLI) explainCommand() *cobra.Command {
 	format := newChoice("text", explain.Formats)
 	cmd := &cobra.Command{
-		Use:   "explain [--format " + strings.Join(explain.Formats, "|") + "] FILE",
-		Short: "Tell what a document does: risks, writes, approvals, gates, requirements",
+		Use:                   "explain [--format " + strings.Join(explain.Formats, "|") + "] FILE",
+		DisableFlagsInUseLine: true,
+		Short:                 "Tell what a document does: risks, writes, approvals, gates, requirements",
 		Long: `Explain reads one document (FILE, or - for standard input) and tells what it
 does from the document alone: which steps can move money or contact
 customers, what data they write, which MCP servers they call, which tool

@@ -20,8 +20,9 @@ func (c *CLI) validateCommand() *cobra.Command {
 	format := newChoice("text", report.Formats)
 	var strict bool
 	cmd := &cobra.Command{
-		Use:   "validate [--format " + strings.Join(report.Formats, "|") + "] [--strict] PATH...",
-		Short: "Check documents against the format and its consistency rules",
+		Use:                   "validate [--format " + strings.Join(report.Formats, "|") + "] [--strict] PATH...",
+		DisableFlagsInUseLine: true,
+		Short:                 "Check documents against the format and its consistency rules",
 		Long: `Validate reads each document strictly and checks it against every rule of
 OpenPlaybook 1.6 (see 'openplaybook rules'), then reports what it found.
 
