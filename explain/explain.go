@@ -158,10 +158,10 @@ type Gate struct {
 	Purpose string `json:"purpose"`
 	// Next is the step run on approval; "" ends the run.
 	Next        string `json:"next"`
-	NextMissing bool   `json:"nextMissing,omitempty"` // Next names no step
+	NextMissing bool   `json:"nextMissing"` // Next names no step
 	// OnReject is the step run on rejection; "" ends the run as rejected.
 	OnReject        string `json:"onReject"`
-	OnRejectMissing bool   `json:"onRejectMissing,omitempty"` // OnReject names no step
+	OnRejectMissing bool   `json:"onRejectMissing"` // OnReject names no step
 }
 
 // Step is one step of the playbook.
@@ -175,16 +175,16 @@ type Step struct {
 	Ref     string `json:"ref"`
 	Kind    string `json:"kind"` // "agent", "gate", or whatever the document says
 	Purpose string `json:"purpose"`
-	Agent   string `json:"agent,omitempty"`
+	Agent   string `json:"agent"`
 	// Next is the id of the step that follows (for a gate: on approval);
 	// "" means the run ends.
-	Next string `json:"next,omitempty"`
+	Next string `json:"next"`
 	// NextMissing is true when Next names no step of the document.
-	NextMissing bool `json:"nextMissing,omitempty"`
+	NextMissing bool `json:"nextMissing"`
 	// OnReject is a gate's step on rejection; "" on a gate means the run
 	// ends rejected.
-	OnReject        string `json:"onReject,omitempty"`
-	OnRejectMissing bool   `json:"onRejectMissing,omitempty"`
+	OnReject        string `json:"onReject"`
+	OnRejectMissing bool   `json:"onRejectMissing"`
 	// RiskClass is the highest riskClass of the step's tools: one of
 	// [playbook.RiskClasses], [RiskUnknown] or [RiskNone].
 	RiskClass string `json:"riskClass"`
@@ -203,20 +203,20 @@ type Tool struct {
 	// name mcp.<server>.<tool>, otherwise from source (primitive: built-in,
 	// connector: connector).
 	Family        string `json:"family"`
-	Source        string `json:"source,omitempty"`
-	ConnectorType string `json:"connectorType,omitempty"`
+	Source        string `json:"source"`
+	ConnectorType string `json:"connectorType"`
 	// Server is the <server> of an mcp.<server>.<tool> name.
-	Server      string `json:"server,omitempty"`
-	Description string `json:"description,omitempty"`
+	Server      string `json:"server"`
+	Description string `json:"description"`
 	// RiskClass is one of [playbook.RiskClasses] or "unknown".
 	RiskClass string `json:"riskClass"`
 	// DeclaredRiskClass is the document's riskClass when it is present but
 	// not a known class (RiskClass is then "unknown").
-	DeclaredRiskClass string `json:"declaredRiskClass,omitempty"`
+	DeclaredRiskClass string `json:"declaredRiskClass"`
 	// SideEffecting and RequiresApproval are null when not declared.
 	SideEffecting    *bool  `json:"sideEffecting"`
 	RequiresApproval *bool  `json:"requiresApproval"`
-	Scope            string `json:"scope,omitempty"`
+	Scope            string `json:"scope"`
 	// Permissions, DataScopeResources and DataScopeWrites are null when not
 	// declared, [] when declared empty.
 	Permissions        []string `json:"permissions"`

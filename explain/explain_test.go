@@ -486,3 +486,47 @@ func TestHighest(t *testing.T) {
 		}
 	}
 }
+
+// TestDocs: docs/explain.md shows the real text output and documents every
+// member of the JSON contract.
+func TestDocs(t *testing.T) {
+	doc, err := os.ReadFile("../docs/explain.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	golden, err := os.ReadFile("testdata/failed-charge-recovery.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "```\n"+string(golden)+"```") {
+		t.Errorf("docs/explain.md does not show the current text output of failed-charge-recovery.json (testdata/failed-charge-recovery.txt)")
+	}
+	if !strings.Contains(text, "```mermaid\n"+render(t, build(t, "../examples/release-notes.json"), "mermaid")+"```") {
+		t.Errorf("docs/explain.md does not show the current mermaid output of release-notes.json")
+	}
+	seen := map[reflect.Type]bool{}
+	var walk func(reflect.Type)
+	walk = func(ty reflect.Type) {
+		for ty.Kind() == reflect.Pointer || ty.Kind() == reflect.Slice {
+			ty = ty.Elem()
+		}
+		if ty.Kind() != reflect.Struct || seen[ty] {
+			return
+		}
+		seen[ty] = true
+		for f := range ty.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !strings.Contains(text, `"`+name+`"`) && !strings.Contains(text, "`"+name+"`") {
+				t.Errorf("docs/explain.md does not document member %q of %s", name, ty.Name())
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[Explanation]())
+	for _, f := range Formats {
+		if !strings.Contains(text, "| `"+f+"`") {
+			t.Errorf("docs/explain.md does not describe format %q", f)
+		}
+	}
+}
