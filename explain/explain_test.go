@@ -294,21 +294,31 @@ func TestTextGolden(t *testing.T) {
 
 func TestEmptyDocument(t *testing.T) {
 	doc, ds := playbook.Read("empty.json", []byte(`{}`), nil)
-	ds = append(ds, diag.Diagnostic{File: "empty.json", Line: 1, Column: 1, Severity: diag.Error, Rule: "required", Message: `missing member "manifest"`})
+	ds = append(ds,
+		diag.Diagnostic{File: "empty.json", Line: 1, Column: 1, Severity: diag.Error, Rule: "required", Message: `missing member "manifest"`},
+		diag.Diagnostic{File: "empty.json", Line: 1, Column: 2, Severity: diag.Warning, Rule: "long", Message: strings.Repeat("a long message ", 20)},
+	)
 	e := Build(doc, ds)
 	if e.Manifest.Name != "" || len(e.Steps) != 0 || e.Summary.RiskClass != RiskNone || e.EntryStep != "" {
 		t.Errorf("explanation of {} = %+v", e)
 	}
-	if e.ProblemCounts != (ProblemCounts{Errors: 1}) || len(e.Problems) != 1 {
+	if e.ProblemCounts != (ProblemCounts{Errors: 1, Warnings: 1}) || len(e.Problems) != 2 {
 		t.Errorf("problems = %+v %+v", e.ProblemCounts, e.Problems)
 	}
 	for _, f := range Formats {
 		out := render(t, e, f)
-		if f == "text" && !strings.HasPrefix(out, "PROBLEMS: 1 error, 0 warnings, 0 infos") {
+		if f == "text" && !strings.HasPrefix(out, "PROBLEMS: 1 error, 1 warning, 0 infos") {
 			t.Errorf("text does not open with the problems:\n%s", out)
 		}
-		if f == "text" && !strings.Contains(out, `1:1  error  missing member "manifest" [required]`) {
+		if f == "text" && !strings.Contains(out, `1:1  error    missing member "manifest" [required]`) {
 			t.Errorf("text lacks the problem line:\n%s", out)
+		}
+		if f == "text" {
+			for _, l := range strings.Split(out, "\n") {
+				if len(l) > textWidth {
+					t.Errorf("text line wider than %d: %q", textWidth, l)
+				}
+			}
 		}
 		if f == "html" {
 			checkInertHTML(t, out)
@@ -437,7 +447,7 @@ func TestHostileText(t *testing.T) {
 		}
 	}
 
-	for _, f := range []string{"text", "markdown", "mermaid"} {
+	for _, f := range []string{"text", "markdown", "mermaid", "html"} {
 		out := render(t, e, f)
 		if strings.ContainsAny(out, "\x1b\u202e") {
 			t.Errorf("%s passes a control or bidi character through", f)

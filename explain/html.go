@@ -2,9 +2,11 @@ package explain
 
 import (
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
+	"reflect"
 	"strings"
 )
 
@@ -46,6 +48,7 @@ type pageData struct {
 	Title        string
 	NoneDeclared string
 	Undefined    string
+	NotValid     string
 	Graph        svgGraph
 	Legend       []struct{ Risk, Text string }
 	RiskCSS      template.CSS
@@ -64,12 +67,53 @@ func riskCSS() template.CSS {
 	return template.CSS(b.String())
 }
 
+// cleanCopy returns a deep copy of e in which every string is cleaned
+// (see [clean]): html/template makes text inert, and this also keeps
+// control and invisible formatting characters, such as bidirectional
+// overrides that reorder what a reader sees, off the page.
+func cleanCopy(e *Explanation) (*Explanation, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	c := new(Explanation)
+	if err := json.Unmarshal(b, c); err != nil {
+		return nil, err
+	}
+	cleanStrings(reflect.ValueOf(c).Elem())
+	return c, nil
+}
+
+func cleanStrings(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(clean(v.String()))
+	case reflect.Pointer:
+		if !v.IsNil() {
+			cleanStrings(v.Elem())
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			cleanStrings(v.Index(i))
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			cleanStrings(v.Field(i))
+		}
+	}
+}
+
 func renderHTML(w io.Writer, e *Explanation) error {
+	e, err := cleanCopy(e)
+	if err != nil {
+		return err
+	}
 	d := pageData{
 		E:            e,
 		Title:        clean(title(e)),
 		NoneDeclared: "none declared",
 		Undefined:    UndefinedNote,
+		NotValid:     notValid,
 		Graph:        layout(e),
 		Legend:       svgLegend(),
 		RiskCSS:      riskCSS(),

@@ -91,8 +91,10 @@ func renderMarkdown(w io.Writer, e *Explanation) error {
 	man := &e.Manifest
 	m.f("# %s\n\n", mdText(title(e)))
 	if len(e.Problems) > 0 {
-		m.f("## Problems\n\n")
-		m.f("%s: the document is not valid; what follows is what could be read.\n\n", mdText(countsText(e.ProblemCounts)))
+		m.f("## Problems: %s\n\n", mdText(countsText(e.ProblemCounts)))
+		if e.ProblemCounts.Errors > 0 {
+			m.f("%s\n\n", notValid)
+		}
 		m.header("Line:col", "Severity", "Message", "Rule")
 		for i := range e.Problems {
 			p := &e.Problems[i]

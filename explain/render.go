@@ -48,6 +48,9 @@ func Render(w io.Writer, e *Explanation, format string) error {
 	return fmt.Errorf("unknown format %q; valid formats are %s", format, strings.Join(q, ", "))
 }
 
+// notValid is said under the problems when there are errors.
+const notValid = "The document is not valid; what follows is what could be read."
+
 // Terminals of the step graph.
 const (
 	toEnd      = -1 // the run ends

@@ -77,11 +77,24 @@ func textProblems(t *textWriter, e *Explanation) {
 	if len(e.Problems) == 0 {
 		return
 	}
-	t.line(0, "PROBLEMS: "+countsText(e.ProblemCounts)+" (the document is not valid; what follows is what could be read)")
+	t.line(0, "PROBLEMS: "+countsText(e.ProblemCounts))
+	if e.ProblemCounts.Errors > 0 {
+		t.line(2, notValid)
+	}
+	posWidth := 0
+	for i := range e.Problems {
+		posWidth = max(posWidth, len(position(&e.Problems[i])))
+	}
+	// 2 indent, position, 2, severity (at most 7), 2.
+	width := max(textWidth-2-posWidth-2-7-2, 40)
 	tw := t.table()
 	for i := range e.Problems {
 		p := &e.Problems[i]
-		cells(tw, 2, position(p), p.Severity, p.Message+" ["+p.Rule+"]")
+		lines := wrap(p.Message+" ["+p.Rule+"]", width)
+		cells(tw, 2, position(p), p.Severity, lines[0])
+		for _, l := range lines[1:] {
+			cells(tw, 2, "", "", l)
+		}
 	}
 	tw.Flush()
 	t.blank()
