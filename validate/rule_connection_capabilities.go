@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"github.com/openplaybook/openplaybook/internal/suggest"
 	"github.com/openplaybook/openplaybook/playbook"
 )
 
@@ -26,17 +25,19 @@ func (ruleConnectionCapabilities) Check(c *Context) {
 		return
 	}
 	toolsWhole := wholeMember(d.Root, "tools")
+	var sugg suggester
+	byProvider := map[string][]string{} // connector tool names by connectorType
+	for _, t := range d.Tools {
+		if t.Name != nil && playbook.Str(t.Source) == "connector" && t.ConnectorType != nil {
+			byProvider[t.ConnectorType.Value] = append(byProvider[t.ConnectorType.Value], t.Name.Value)
+		}
+	}
 	for _, x := range d.Requires.Connections {
 		if x.Provider == nil || x.Capabilities == nil || !contains(playbook.Providers, x.Provider.Value) {
 			continue
 		}
 		provider := x.Provider.Value
-		var candidates []string // connector tools of this provider
-		for _, t := range d.Tools {
-			if t.Name != nil && playbook.Str(t.Source) == "connector" && playbook.Str(t.ConnectorType) == provider {
-				candidates = append(candidates, t.Name.Value)
-			}
-		}
+		candidates := byProvider[provider]
 		for _, n := range x.Capabilities.Items {
 			name := n.Value
 			if toolNameProblem(name) != "" {
@@ -48,7 +49,7 @@ func (ruleConnectionCapabilities) Check(c *Context) {
 				// the tool may be defined after a syntax error
 			case t == nil:
 				c.Errorf(n.Node, "capability %q of the %q connection is not an embedded tool%s; capabilities lists the embedded tool names the playbook uses from %q: embed its definition in \"tools\" or remove it",
-					name, provider, suggest.Phrase(name, candidates), provider)
+					name, provider, sugg.phrase(name, candidates), provider)
 			case t.Source == nil || !contains(playbook.Sources, t.Source.Value):
 				// required or enum reports the source
 			case t.Source.Value != "connector":

@@ -47,12 +47,13 @@ func (ruleConnectionsMatch) Check(c *Context) {
 		return
 	}
 	required := d.Manifest.RequiredConnectors
+	requiredSet := stringSet(required)
 	// Extra entries: providers the manifest does not require.
 	for _, x := range d.Requires.Connections {
 		if x.Provider == nil || first[x.Provider.Value] != x || !contains(playbook.Providers, x.Provider.Value) {
 			continue
 		}
-		if !required.Has(x.Provider.Value) {
+		if !requiredSet[x.Provider.Value] {
 			c.Errorf(x.Provider.Node, "requires.connections has an entry for provider %q, which manifest.requiredConnectors does not list; add %q to manifest.requiredConnectors, or remove this entry",
 				x.Provider.Value, x.Provider.Value)
 		}

@@ -25,6 +25,27 @@ func (ruleConnectorType) Description() string {
 
 func (ruleConnectorType) Check(c *Context) {
 	d := c.Doc
+	firstConn := map[string]*playbook.Connection{}
+	if d.Requires != nil {
+		for _, x := range d.Requires.Connections {
+			if x.Provider != nil && firstConn[x.Provider.Value] == nil {
+				firstConn[x.Provider.Value] = x
+			}
+		}
+	}
+	var required map[string]bool
+	if d.Manifest != nil {
+		required = stringSet(d.Manifest.RequiredConnectors)
+	}
+	// listed holds every name some connection lists in its capabilities.
+	listed := map[string]bool{}
+	if d.Requires != nil {
+		for _, x := range d.Requires.Connections {
+			for _, v := range x.Capabilities.Values() {
+				listed[v] = true
+			}
+		}
+	}
 	for _, t := range d.Tools {
 		if t.Source == nil || t.Name == nil {
 			continue
@@ -55,46 +76,24 @@ func (ruleConnectorType) Check(c *Context) {
 		if !contains(playbook.Providers, provider) || toolNameProblem(name) != "" {
 			continue
 		}
-		conn := connectionFor(d, provider)
+		conn := firstConn[provider]
 		if conn == nil {
 			if d.Requires == nil || !wholeMember(d.Requires.Node, "connections") ||
 				d.Manifest == nil || !wholeMember(d.Manifest.Node, "requiredConnectors") ||
-				d.Manifest.RequiredConnectors.Has(provider) {
+				required[provider] {
 				continue
 			}
 			c.Errorf(t.ConnectorType.Node, "connector %s comes from %q, which has no entry in requires.connections; add %q to manifest.requiredConnectors and a requires.connections entry for it whose %q lists %q",
 				toolLabel(t), provider, provider, "capabilities", name)
 			continue
 		}
-		if conn.Capabilities.Has(name) || !wholeMember(conn.Node, "capabilities") || listedElsewhere(d, conn, name) {
+		if !wholeMember(conn.Node, "capabilities") || listed[name] {
+			// Listed under this connection, or under another one, which
+			// connection-capabilities reports; or unknown after a syntax
+			// error.
 			continue
 		}
 		c.Errorf(t.ConnectorType.Node, "connector %s is not listed in %q of the %q connection in requires.connections; add %q there",
 			toolLabel(t), "capabilities", provider, name)
 	}
-}
-
-// connectionFor returns the first requires.connections entry for
-// provider, or nil.
-func connectionFor(d *playbook.Document, provider string) *playbook.Connection {
-	if d.Requires == nil {
-		return nil
-	}
-	for _, x := range d.Requires.Connections {
-		if x.Provider != nil && x.Provider.Value == provider {
-			return x
-		}
-	}
-	return nil
-}
-
-// listedElsewhere reports whether a connection other than conn lists name
-// in its capabilities.
-func listedElsewhere(d *playbook.Document, conn *playbook.Connection, name string) bool {
-	for _, x := range d.Requires.Connections {
-		if x != conn && x.Capabilities.Has(name) {
-			return true
-		}
-	}
-	return false
 }

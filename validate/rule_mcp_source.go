@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"github.com/openplaybook/openplaybook/internal/suggest"
 	"github.com/openplaybook/openplaybook/playbook"
 )
 
@@ -25,24 +24,17 @@ func (ruleMCPSource) Description() string {
 
 func (ruleMCPSource) Check(c *Context) {
 	d := c.Doc
-	var servers []*playbook.MCPServer
+	servers := map[string]*mcpServerIndex{}
 	var serverNames []string
 	if d.Requires != nil {
 		for _, s := range d.Requires.MCPServers {
-			if s.Name != nil {
-				servers = append(servers, s)
+			if s.Name != nil && servers[s.Name.Value] == nil {
+				servers[s.Name.Value] = &mcpServerIndex{s: s}
 				serverNames = append(serverNames, s.Name.Value)
 			}
 		}
 	}
-	serverNamed := func(name string) *playbook.MCPServer {
-		for _, s := range servers {
-			if s.Name.Value == name {
-				return s
-			}
-		}
-		return nil
-	}
+	var sugg suggester
 	for _, t := range d.Tools {
 		if t.Name == nil || toolNameProblem(t.Name.Value) != "" {
 			continue
@@ -62,33 +54,54 @@ func (ruleMCPSource) Check(c *Context) {
 		if !isMCP {
 			continue
 		}
-		s := serverNamed(server)
-		if s == nil && (d.Requires == nil || !wholeMember(d.Requires.Node, "mcpServers")) {
+		x := servers[server]
+		if x == nil && (d.Requires == nil || !wholeMember(d.Requires.Node, "mcpServers")) {
 			continue // requires is missing (reported by required) or cut off
 		}
-		if s == nil {
+		if x == nil {
 			c.Errorf(t.Name.Node, "MCP server %q of tool %q is not declared in requires.mcpServers%s; add {\"name\": %q, \"toolNames\": [%q]} to requires.mcpServers",
-				server, name, suggest.Phrase(server, serverNames), server, name)
+				server, name, sugg.phrase(server, serverNames), server, name)
 			continue
 		}
-		if !s.ToolNames.Has(name) && wholeMember(s.Node, "toolNames") && !typoListed(d, s, name) {
-			c.Errorf(t.Name.Node, "tool %q is not listed in %q of MCP server %q; add it there (a document lists every MCP tool it embeds under its server)",
-				name, "toolNames", server)
+		if x.listed(name) || !wholeMember(x.s.Node, "toolNames") {
+			continue
 		}
+		if _, typo := sugg.closest(name, x.unembedded(d)); typo {
+			// A close toolNames entry has no definition: a typo on one
+			// side, which mcp-tool-names reports (with a "did you
+			// mean") at that entry.
+			continue
+		}
+		c.Errorf(t.Name.Node, "tool %q is not listed in %q of MCP server %q; add it there (a document lists every MCP tool it embeds under its server)",
+			name, "toolNames", server)
 	}
 }
 
-// typoListed reports whether server s lists, instead of name, a close
-// name that has no embedded definition: a typo on one side, which the
-// mcp-tool-names rule reports (with a "did you mean") at the toolNames
-// entry.
-func typoListed(d *playbook.Document, s *playbook.MCPServer, name string) bool {
-	var unembedded []string
-	for _, v := range s.ToolNames.Values() {
-		if d.ToolNamed(v) == nil {
-			unembedded = append(unembedded, v)
+// mcpServerIndex answers questions about one MCP server's toolNames in
+// constant time, building its indexes on first use.
+type mcpServerIndex struct {
+	s     *playbook.MCPServer
+	names map[string]bool
+	unemb []string
+	built bool
+}
+
+func (x *mcpServerIndex) listed(name string) bool {
+	if x.names == nil {
+		x.names = stringSet(x.s.ToolNames)
+	}
+	return x.names[name]
+}
+
+// unembedded returns the toolNames entries that name no embedded tool.
+func (x *mcpServerIndex) unembedded(d *playbook.Document) []string {
+	if !x.built {
+		x.built = true
+		for _, v := range x.s.ToolNames.Values() {
+			if d.ToolNamed(v) == nil {
+				x.unemb = append(x.unemb, v)
+			}
 		}
 	}
-	_, ok := suggest.Closest(name, unembedded)
-	return ok
+	return x.unemb
 }

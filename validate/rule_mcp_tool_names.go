@@ -1,9 +1,5 @@
 package validate
 
-import (
-	"github.com/openplaybook/openplaybook/internal/suggest"
-)
-
 // ruleMCPToolNames checks requires.mcpServers[].toolNames: every entry of
 // server S is named mcp.S.<tool>, and the document embeds a definition of
 // it (docs/format.md, "requires": "toolNames (the mcp.<name>.* tool names
@@ -34,6 +30,7 @@ func (ruleMCPToolNames) Check(c *Context) {
 			}
 		}
 	}
+	var sugg suggester
 	for _, s := range d.Requires.MCPServers {
 		if s.Name == nil || s.ToolNames == nil || !mcpServerNameRE.MatchString(s.Name.Value) {
 			// A missing or malformed server name is reported by the
@@ -61,7 +58,7 @@ func (ruleMCPToolNames) Check(c *Context) {
 			}
 			if d.ToolNamed(name) == nil && wholeMember(d.Root, "tools") {
 				c.Errorf(n.Node, "toolNames entry %q of MCP server %q has no embedded definition%s; embed its definition in \"tools\" (a document carries the definitions of the tools it names)",
-					name, server, suggest.Phrase(name, embeddedMCP))
+					name, server, sugg.phrase(name, embeddedMCP))
 			}
 		}
 	}
