@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -537,6 +539,39 @@ func TestDocs(t *testing.T) {
 	for _, f := range Formats {
 		if !strings.Contains(text, "| `"+f+"`") {
 			t.Errorf("docs/explain.md does not describe format %q", f)
+		}
+	}
+}
+
+// TestLayoutBounds: however the steps link, the graph stays inside its
+// SVG canvas and draws one node per step.
+func TestLayoutBounds(t *testing.T) {
+	e := &Explanation{}
+	for i := range 12 {
+		st := Step{Index: i, ID: fmt.Sprintf("s%d", i), Kind: "agent", RiskClass: "read", Next: "s0"}
+		if i%3 == 1 {
+			st.Kind, st.OnReject, st.RiskClass = "gate", "s0", RiskNone
+		}
+		st.Ref = st.ID
+		e.Steps = append(e.Steps, st)
+	}
+	g := layout(e)
+	if len(g.Nodes) != len(e.Steps) {
+		t.Fatalf("%d nodes for %d steps", len(g.Nodes), len(e.Steps))
+	}
+	num := regexp.MustCompile(`-?[0-9]+`)
+	for _, ed := range g.Edges {
+		for j, n := range num.FindAllString(ed.D, -1) {
+			v, _ := strconv.Atoi(n)
+			if v < 0 || j%2 == 0 && v > g.Width || v > max(g.Width, g.Height) {
+				t.Errorf("edge %q leaves the %dx%d canvas", ed.D, g.Width, g.Height)
+				break
+			}
+		}
+	}
+	for _, n := range g.Nodes {
+		if n.X < 0 || n.Y < 0 || n.X+n.W > g.Width || n.Y+n.H > g.Height {
+			t.Errorf("node %+v outside the canvas", n)
 		}
 	}
 }

@@ -15,26 +15,27 @@ import (
 
 // Layout constants, in SVG user units (pixels).
 const (
-	boxW     = 260 // width of a step box or diamond
-	agentH   = 54  // height of an agent box
-	gateH    = 88  // height of a gate diamond
-	gapY     = 56  // vertical space between steps
-	topY     = 44  // space above the first step (room for incoming lanes)
-	margin   = 16
-	pillGap  = 60 // from a box's side to a terminal pill
-	pillW    = 150
-	pillH    = 26
-	laneGap  = 18                   // between two lanes
-	sideZone = pillGap + pillW + 20 // from a box's side to its first lane
-	attachIn = 24                   // first incoming attach point from a box's corner
-	attachDx = 14                   // between incoming attach points
-	entryDy  = 12                   // first incoming segment above a box
-	entryDdy = 6                    // between incoming segments
-	labelDy  = 5                    // edge label above its segment
-	maxLine1 = 30                   // runes of a step's id shown in a box
-	maxLine2 = 38                   // runes of a box's second line
-	maxGate1 = 22                   // runes of a gate's id shown in a diamond
-	maxPill  = 24                   // runes of a pill's text
+	boxW       = 260 // width of a step box or diamond
+	agentH     = 54  // height of an agent box
+	gateH      = 88  // height of a gate diamond
+	gapY       = 56  // vertical space between steps
+	topY       = 44  // space above the first step (room for incoming lanes)
+	margin     = 16
+	pillGap    = 60 // from a box's side to a terminal pill
+	pillW      = 150
+	pillH      = 26
+	laneGap    = 18                   // between two lanes
+	sideZone   = pillGap + pillW + 20 // from a box's side to its first lane
+	attachIn   = 24                   // first incoming attach point from a box's corner
+	attachDx   = 14                   // between incoming attach points
+	entryDy    = 12                   // first incoming segment above a box
+	entryDdy   = 6                    // between incoming segments
+	maxEntries = 6                    // distinct incoming entries per side of a step
+	labelDy    = 5                    // edge label above its segment
+	maxLine1   = 30                   // runes of a step's id shown in a box
+	maxLine2   = 38                   // runes of a box's second line
+	maxGate1   = 22                   // runes of a gate's id shown in a diamond
+	maxPill    = 24                   // runes of a pill's text
 )
 
 // svgGraph is the laid-out step graph handed to the page template. Every
@@ -133,21 +134,30 @@ func layout(e *Explanation) svgGraph {
 		g.Height = topY + margin
 	}
 
-	// Incoming lane edges per target and side, to spread their entries.
-	entries := map[[2]int]int{}
-	entry := func(to int, rightSide bool) (x, yTop, yIn int) {
-		side := 0
-		if rightSide {
-			side = 1
+	// Each lane edge enters its target from above. Entries into one target
+	// from one side are numbered in lane order, inner lane first, so that
+	// an outer edge enters higher and further from the corner and does not
+	// cross an inner one.
+	entryK := map[int]int{}
+	count := map[[2]int]int{}
+	for side, ks := range [][]int{left, right} {
+		for _, k := range ks {
+			key := [2]int{all[k].to, side}
+			entryK[k] = count[key]
+			count[key]++
 		}
-		k := entries[[2]int{to, side}]
-		entries[[2]int{to, side}] = k + 1
-		p := pos[to]
-		yTop = p.top - entryDy - k*entryDdy
+	}
+	entry := func(k int, rightSide bool) (x, yTop, yIn int) {
+		p := pos[all[k].to]
+		n := entryK[k]
+		// Many edges into one step share entries rather than leave the
+		// gap above it or cross to the other half of the box.
+		yTop = p.top - entryDy - min(n, maxEntries-1)*entryDdy
+		nx := n % maxEntries
 		if rightSide {
-			x = boxR - attachIn - k*attachDx
+			x = boxR - attachIn - nx*attachDx
 		} else {
-			x = boxL + attachIn + k*attachDx
+			x = boxL + attachIn + nx*attachDx
 		}
 		yIn = p.top
 		if p.gate { // where the diamond's upper edge is at x
@@ -205,7 +215,7 @@ func layout(e *Explanation) svgGraph {
 			se.D = fmt.Sprintf("M %d %d V %d", cx, from.bottom, pos[ed.to].top)
 			se.LX, se.LY, se.Anchor = cx+6, (from.bottom+pos[ed.to].top)/2+4, "start"
 		default:
-			x, yTop, yIn := entry(ed.to, rightSide)
+			x, yTop, yIn := entry(k, rightSide)
 			se.D = fmt.Sprintf("M %d %d H %d V %d H %d V %d", side, from.cy, lane[k], yTop, x, yIn)
 		}
 		g.Edges = append(g.Edges, se)
