@@ -10,6 +10,7 @@ package diag
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 )
 
@@ -41,6 +42,22 @@ func (s Severity) String() string {
 
 // MarshalText encodes the severity as its String form.
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText decodes "error", "warning" or "info"; anything else is an
+// error naming the valid values.
+func (s *Severity) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "error":
+		*s = Error
+	case "warning":
+		*s = Warning
+	case "info":
+		*s = Info
+	default:
+		return fmt.Errorf("severity %q is not one of \"error\", \"warning\", \"info\"", b)
+	}
+	return nil
+}
 
 // Diagnostic is one problem at one place. Line and Column are 1-based;
 // Column counts bytes, not runes, so it matches what editors given a byte

@@ -58,7 +58,10 @@ type reader struct {
 // At builds a diagnostic of severity sev at byte offset off of the
 // document, with the given JSON Pointer.
 func (d *Document) At(off int, pointer string, sev diag.Severity, rule, format string, args ...any) diag.Diagnostic {
-	line, col := d.Lines.Position(off)
+	line, col := 1, off+1
+	if d.Lines != nil {
+		line, col = d.Lines.Position(off)
+	}
 	return diag.Diagnostic{File: d.File, Line: line, Column: col, Pointer: pointer, Severity: sev, Rule: rule, Message: fmt.Sprintf(format, args...)}
 }
 
