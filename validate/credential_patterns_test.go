@@ -89,6 +89,7 @@ func TestCredentialNeverEchoed(t *testing.T) {
 			"member name": `"inputSchema": {"type": "object", "properties": {` + q + `: {"type": "string"}}}`,
 			"default":     `"inputSchema": {"type": "object", "properties": {"auth": {"type": "string", "default": ` + q + `}}}`,
 			"example":     `"inputSchema": {"type": "object", "properties": {"auth": {"type": "string", "examples": [` + q + `]}}}`,
+			"bad schema":  `"inputSchema": {"type": "object", "properties": {` + q + `: {"type": "strin"}}}`,
 		}
 		for place, member := range places {
 			src := strings.Replace(r2MinimalDoc, `"inputSchema": {"type": "object"}`, member, 1)
@@ -102,8 +103,8 @@ func TestCredentialNeverEchoed(t *testing.T) {
 					n++
 				}
 				for _, part := range secretParts(secret) {
-					if strings.Contains(d.Message, part) {
-						t.Errorf("%s in %s: message of [%s] contains %q: %s", secret[:6], place, d.Rule, part, d.Message)
+					if strings.Contains(d.Message, part) || strings.Contains(d.Pointer, part) {
+						t.Errorf("%s in %s: diagnostic of [%s] contains %q: %s %s", secret[:6], place, d.Rule, part, d.Pointer, d.Message)
 					}
 				}
 			}

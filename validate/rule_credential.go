@@ -39,14 +39,17 @@ func credentialWalk(c *Context, n *syntax.Node) {
 	case syntax.String:
 		if len(n.Text) >= minCredentialLen {
 			if kind := credentialIn(n.Text); kind != "" {
-				c.Errorf(n, "%s looks like %s; %s", credentialSubject(n), kind, credentialFix)
+				c.diags = append(c.diags, c.Doc.At(n.Offset, credentialSafePointer(n), diag.Error, c.rule,
+					"%s looks like %s; %s", credentialSubject(n), kind, credentialFix))
 			}
 		}
 	case syntax.Object:
 		for _, m := range n.Members {
 			if len(m.Name) >= minCredentialLen {
 				if kind := credentialIn(m.Name); kind != "" {
-					c.diags = append(c.diags, c.Doc.At(m.NameOffset, m.Value.Pointer(), diag.Error, c.rule,
+					// The member's own pointer would spell the name out:
+					// point at the object holding it.
+					c.diags = append(c.diags, c.Doc.At(m.NameOffset, credentialSafePointer(n), diag.Error, c.rule,
 						"a member name looks like %s; %s", kind, credentialFix))
 				}
 			}
@@ -57,6 +60,20 @@ func credentialWalk(c *Context, n *syntax.Node) {
 			credentialWalk(c, e)
 		}
 	}
+}
+
+// credentialSafePointer returns the JSON Pointer of n, or, when the path
+// to n passes through a member whose name looks like a credential, the
+// pointer of the object holding the outermost such member: a pointer
+// never spells out a credential.
+func credentialSafePointer(n *syntax.Node) string {
+	safe := n
+	for x := n; x != nil; x = x.Parent() {
+		if key, ok := x.Key(); ok && len(key) >= minCredentialLen && credentialIn(key) != "" {
+			safe = x.Parent()
+		}
+	}
+	return safe.Pointer()
 }
 
 // credentialSubject names a string value in a message by the member

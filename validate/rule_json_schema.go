@@ -10,6 +10,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/syntax"
 )
@@ -66,7 +67,8 @@ func (ruleJSONSchema) Check(c *Context) {
 		if draft := schemaDraft(j.n); draft != "" {
 			what += " (" + draft + ")"
 		}
-		c.Errorf(at, "%s is not a valid JSON Schema: %s", what, reason)
+		c.diags = append(c.diags, c.Doc.At(at.Offset, credentialSafePointer(at), diag.Error, c.rule,
+			"%s is not a valid JSON Schema: %s", what, reason))
 	}
 	for _, t := range d.Tools {
 		if t.InputSchema != nil {
@@ -312,7 +314,7 @@ func explainMetaError(root *syntax.Node, ve *jsonschema.ValidationError) (*synta
 	if credentialIn(msg) != "" {
 		msg = "the value is not valid here (not shown: it looks like a credential)"
 	}
-	if key, ok := at.Key(); ok && at != root {
+	if key, ok := at.Key(); ok && at != root && credentialIn(key) == "" {
 		msg = fmt.Sprintf("%q: %s", key, msg)
 	}
 	if strings.Contains(msg, "is not valid regex") {

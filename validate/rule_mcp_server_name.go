@@ -39,8 +39,8 @@ func (ruleMCPServerName) Check(c *Context) {
 		name := s.Name.Value
 		switch {
 		case strings.ContainsAny(name, ":/.@"):
-			c.Errorf(s.Name.Node, "MCP server name looks like a URL, host or path; the name is a local handle that tool names compose from (mcp.<name>.<tool>), never a URL, host, path or auth material: use a short name matching ^[a-z][a-z0-9_-]*$ (such as %q) and leave the server's address to the harness",
-				"acme")
+			c.Errorf(s.Name.Node, "MCP server name looks like a URL, host or path; the name is a local handle that tool names compose from (mcp.<name>.<tool>), never a URL, host, path or auth material: use a short name matching ^[a-z][a-z0-9_-]*$%s and leave the server's address to the harness",
+				handleFromToolNames(s))
 			continue
 		case !mcpServerNameRE.MatchString(name):
 			c.Errorf(s.Name.Node, "MCP server name %q %s; a server name matches ^[a-z][a-z0-9_-]*$%s",
@@ -79,4 +79,21 @@ func serverNameHint(name string) string {
 		return "; did you mean " + strconv.Quote(l) + "?"
 	}
 	return ""
+}
+
+// handleFromToolNames suggests the logical name the server's toolNames
+// already use (" such as \"acme\"" for mcp.acme.* entries), or "".
+func handleFromToolNames(s *playbook.MCPServer) string {
+	handle := ""
+	for _, v := range s.ToolNames.Values() {
+		server, _, ok := mcpParts(v)
+		if !ok || !mcpServerNameRE.MatchString(server) || handle != "" && server != handle {
+			return ""
+		}
+		handle = server
+	}
+	if handle == "" {
+		return ""
+	}
+	return " such as " + strconv.Quote(handle) + " (the name its toolNames use)"
 }

@@ -26,11 +26,22 @@ func (ruleMCPSource) Check(c *Context) {
 	d := c.Doc
 	servers := map[string]*mcpServerIndex{}
 	var serverNames []string
+	// listedByMisnamed holds the toolNames of servers whose name is
+	// malformed ("Acme", a URL): mcp-server-name reports the name, and
+	// the tools it lists are not reported again as undeclared.
+	listedByMisnamed := map[string]bool{}
 	if d.Requires != nil {
 		for _, s := range d.Requires.MCPServers {
 			if s.Name != nil && servers[s.Name.Value] == nil {
 				servers[s.Name.Value] = &mcpServerIndex{s: s}
-				serverNames = append(serverNames, s.Name.Value)
+				if mcpServerNameRE.MatchString(s.Name.Value) {
+					serverNames = append(serverNames, s.Name.Value)
+				}
+			}
+			if s.Name != nil && !mcpServerNameRE.MatchString(s.Name.Value) {
+				for _, v := range s.ToolNames.Values() {
+					listedByMisnamed[v] = true
+				}
 			}
 		}
 	}
@@ -55,8 +66,8 @@ func (ruleMCPSource) Check(c *Context) {
 			continue
 		}
 		x := servers[server]
-		if x == nil && (d.Requires == nil || !wholeMember(d.Requires.Node, "mcpServers")) {
-			continue // requires is missing (reported by required) or cut off
+		if x == nil && (d.Requires == nil || !wholeMember(d.Requires.Node, "mcpServers") || listedByMisnamed[name]) {
+			continue // requires is missing (reported by required) or cut off, or the server is misnamed
 		}
 		if x == nil {
 			c.Errorf(t.Name.Node, "MCP server %q of tool %q is not declared in requires.mcpServers%s; add {\"name\": %q, \"toolNames\": [%q]} to requires.mcpServers",

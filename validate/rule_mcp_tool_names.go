@@ -52,8 +52,8 @@ func (ruleMCPToolNames) Check(c *Context) {
 					name, server, prefix+"<tool>")
 				continue
 			case other != server:
-				c.Errorf(n.Node, "toolNames entry %q of MCP server %q names another server (%q); list it under that server, or, if the tool is %q's, name it %q",
-					name, server, other, server, prefix+tool)
+				c.Errorf(n.Node, "toolNames entry %q of MCP server %q names server %q; list it under %q, or name it %q if server %q provides it",
+					name, server, other, other, prefix+tool, server)
 				continue
 			}
 			if d.ToolNamed(name) == nil && wholeMember(d.Root, "tools") {

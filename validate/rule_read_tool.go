@@ -20,15 +20,15 @@ func (ruleReadTool) Check(c *Context) {
 		switch {
 		case t.SideEffecting == nil:
 			if t.Node.Member("sideEffecting") == nil && !cutShort(t.Node) { // a wrong type is the reader's
-				c.Errorf(t.RiskClass.Node, "read %s does not declare %q; read tools declare %q explicitly",
+				c.Errorf(t.RiskClass.Node, "read %s does not declare %q; read tools declare %s explicitly",
 					toolLabel(t), "sideEffecting", `"sideEffecting": false`)
 			}
 		case t.SideEffecting.Value:
-			c.Errorf(t.SideEffecting.Node, "read %s has %q; read tools have no side effects: set it to false, or, if the tool changes something, raise its riskClass to what it changes (%q, %q or %q) and list its writes in %q",
+			c.Errorf(t.SideEffecting.Node, "read %s has %s; read tools have no side effects: set it to false, or, if the tool changes something, raise its riskClass to what it changes (%q, %q or %q) and list its writes in %q",
 				toolLabel(t), `"sideEffecting": true`, "internal", "customer_comms", "money", "dataScopeWrites")
 		}
 		if t.RequiresApproval != nil && t.RequiresApproval.Value {
-			c.Errorf(t.RequiresApproval.Node, "read %s has %q; read tools never require approval: set it to false, or, if the tool changes something that needs a person's approval, raise its riskClass",
+			c.Errorf(t.RequiresApproval.Node, "read %s has %s; read tools never require approval: set it to false, or, if the tool changes something that needs a person's approval, raise its riskClass",
 				toolLabel(t), `"requiresApproval": true`)
 		}
 	}

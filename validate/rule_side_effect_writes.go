@@ -23,11 +23,11 @@ func (ruleSideEffectWrites) Check(c *Context) {
 		}
 		switch {
 		case t.DataScopeWrites != nil && len(t.DataScopeWrites.Node.Elems) == 0:
-			c.Errorf(t.DataScopeWrites.Node, "side-effecting %s has an empty %q; list the data scopes it writes (such as %q)",
-				toolLabel(t), "dataScopeWrites", "notes")
+			c.Errorf(t.DataScopeWrites.Node, "side-effecting %s has an empty %q; list the data scopes it writes (side-effecting tools declare their writes)",
+				toolLabel(t), "dataScopeWrites")
 		case t.DataScopeWrites == nil && t.Node.Member("dataScopeWrites") == nil && !cutShort(t.Node):
-			c.Errorf(t.SideEffecting.Node, "side-effecting %s does not declare %q; list the data scopes it writes (such as %q), or set %q if it changes nothing",
-				toolLabel(t), "dataScopeWrites", "notes", `"sideEffecting": false`)
+			c.Errorf(t.SideEffecting.Node, "side-effecting %s does not declare %q; list the data scopes it writes in it, or set %s if the tool changes nothing",
+				toolLabel(t), "dataScopeWrites", `"sideEffecting": false`)
 		}
 	}
 }
