@@ -1,0 +1,356 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ApprovalKind says what a person is asked to decide.
+type ApprovalKind string
+
+const (
+	// KindCall: may this call, which its tool's requiresApproval holds
+	// back, run?
+	KindCall ApprovalKind = "call"
+	// KindOutcomeUnknown: this side-effecting call was started but its
+	// outcome was never recorded; may it run again?
+	KindOutcomeUnknown ApprovalKind = "outcome_unknown"
+)
+
+// ApprovalStatus is where an approval is.
+type ApprovalStatus string
+
+const (
+	ApprovalPending  ApprovalStatus = "pending"
+	ApprovalApproved ApprovalStatus = "approved" // and not yet used
+	ApprovalDenied   ApprovalStatus = "denied"
+	ApprovalExpired  ApprovalStatus = "expired"
+	ApprovalUsed     ApprovalStatus = "used" // approved, and the call it allows has been let through once
+)
+
+// DefaultApprovalTTL is how long an approval of kind call stays valid when
+// [Tx.CreateApproval] is given no expiry.
+const DefaultApprovalTTL = 24 * time.Hour
+
+// Approval is a person's permission for exactly one call: one run, one
+// step, one tool (by exact name and definition digest) and one set of
+// arguments (by the SHA-256 of their RFC 8785 canonical JSON), once.
+type Approval struct {
+	ID         string // "apr_" and 16 hex digits
+	Kind       ApprovalKind
+	Run        string
+	Step       string
+	Tool       string // exact bytes
+	DefDigest  string
+	ArgsDigest string
+	Call       *CallKey // the call waiting on it or whose outcome is unknown; nil when none was recorded
+	Status     ApprovalStatus
+	Reason     string // why it was asked for, then why it was decided
+	DecidedBy  string // who decided
+	Created    time.Time
+	Expires    time.Time // zero: never
+	Decided    time.Time
+	Used       time.Time
+}
+
+// CreateApproval stores a pending approval and returns it. Of a it reads
+// Kind (empty means call), Run, Step, Tool, DefDigest, ArgsDigest, Call,
+// Reason and Expires; a zero Expires means [DefaultApprovalTTL] from now
+// for kind call, and never for kind outcome_unknown. The run must not have
+// ended.
+func (t *Tx) CreateApproval(a Approval) (Approval, error) {
+	if a.Kind == "" {
+		a.Kind = KindCall
+	}
+	if a.Kind != KindCall && a.Kind != KindOutcomeUnknown {
+		return Approval{}, fmt.Errorf("store: approval kind %q is not call or outcome_unknown", a.Kind)
+	}
+	if err := t.runOpen(a.Run); err != nil {
+		return Approval{}, err
+	}
+	now, at := t.stamp()
+	a.ID = newID("apr_")
+	a.Status = ApprovalPending
+	a.DecidedBy = ""
+	a.Created = at
+	a.Decided, a.Used = time.Time{}, time.Time{}
+	if a.Expires.IsZero() && a.Kind == KindCall {
+		a.Expires = at.Add(DefaultApprovalTTL)
+	}
+	a.Expires = a.Expires.UTC().Round(0)
+	var callAttempt, callIdx any
+	if a.Call != nil {
+		if a.Call.Run != a.Run || a.Call.Step != a.Step {
+			return Approval{}, fmt.Errorf("store: approval for run %s step %q names %s", a.Run, a.Step, a.Call)
+		}
+		callAttempt, callIdx = a.Call.Attempt, a.Call.Index
+	}
+	if _, err := t.exec(`INSERT INTO approvals (id, kind, run, step, tool, def_digest, args_digest, call_attempt, call_idx,
+		status, reason, decided_by, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, '', ?, ?)`,
+		a.ID, string(a.Kind), a.Run, a.Step, []byte(a.Tool), a.DefDigest, a.ArgsDigest, callAttempt, callIdx,
+		a.Reason, now, nullTime(a.Expires)); err != nil {
+		return Approval{}, fmt.Errorf("store: creating approval: %w", err)
+	}
+	return a, nil
+}
+
+// DecideApproval approves or denies a pending approval, recording the
+// reason and who decided, and returns it. Deciding one that is not
+// pending is [ErrState]; one whose expiry has passed is [ErrExpired] (use
+// [Tx.ExpireApprovals] to record that).
+func (t *Tx) DecideApproval(id string, approve bool, reason, decidedBy string) (Approval, error) {
+	a, err := t.Approval(id)
+	if err != nil {
+		return Approval{}, err
+	}
+	if a.Status != ApprovalPending {
+		return Approval{}, fmt.Errorf("%w: approval %s is %s", ErrState, id, a.Status)
+	}
+	now, at := t.stamp()
+	if !a.Expires.IsZero() && !at.Before(a.Expires) {
+		return Approval{}, fmt.Errorf("%w: approval %s expired at %s", ErrExpired, id, formatTime(a.Expires))
+	}
+	a.Status = ApprovalDenied
+	if approve {
+		a.Status = ApprovalApproved
+	}
+	a.Reason, a.DecidedBy, a.Decided = reason, decidedBy, at
+	res, err := t.exec(`UPDATE approvals SET status = ?, reason = ?, decided_by = ?, decided_at = ? WHERE id = ? AND status = 'pending'`,
+		string(a.Status), reason, decidedBy, now, id)
+	if err := affected(res, err, fmt.Errorf("%w: approval %s is no longer pending", ErrState, id)); err != nil {
+		return Approval{}, err
+	}
+	return a, nil
+}
+
+// ConsumeApproval lets one call through: it finds an approved, unexpired,
+// unused approval (of either kind) for exactly this run, step, tool name
+// (byte for byte), definition digest and arguments digest, marks it used,
+// and returns it with ok true. With none, ok is false and nothing changes.
+// An approval lets exactly one call run once: of two ConsumeApproval calls
+// for the same approval, exactly one gets ok.
+func (t *Tx) ConsumeApproval(run, step, tool, defDigest, argsDigest string) (a Approval, ok bool, err error) {
+	if t.done {
+		return Approval{}, false, ErrTxDone
+	}
+	now := t.now()
+	var id string
+	err = t.queryRow(`UPDATE approvals SET status = 'used', used_at = ?1
+		WHERE id = (SELECT id FROM approvals
+			WHERE run = ?2 AND step = ?3 AND tool = ?4 AND def_digest = ?5 AND args_digest = ?6
+			AND status = 'approved' AND (expires_at IS NULL OR expires_at > ?1)
+			ORDER BY created_at, id LIMIT 1)
+		AND status = 'approved'
+		RETURNING id`, now, run, step, []byte(tool), defDigest, argsDigest).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Approval{}, false, nil
+	}
+	if err != nil {
+		return Approval{}, false, fmt.Errorf("store: consuming approval: %w", err)
+	}
+	a, err = t.Approval(id)
+	if err != nil {
+		return Approval{}, false, err
+	}
+	return a, true, nil
+}
+
+// ExpireApprovals marks a run's pending and approved-but-unused approvals
+// whose expiry has passed as expired and returns them, so that the
+// runtime can record it. With run "", every run's.
+func (t *Tx) ExpireApprovals(run string) ([]Approval, error) {
+	if t.done {
+		return nil, ErrTxDone
+	}
+	rows, err := t.tx.QueryContext(context.Background(), `UPDATE approvals SET status = 'expired'
+		WHERE status IN ('pending', 'approved') AND expires_at IS NOT NULL AND expires_at <= ?1 AND (?2 = '' OR run = ?2)
+		RETURNING id`, t.now(), run)
+	if err != nil {
+		return nil, fmt.Errorf("store: expiring approvals: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var out []Approval
+	for _, id := range ids {
+		a, err := t.Approval(id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// Approval reads one approval inside the transaction, or [ErrNotFound].
+func (t *Tx) Approval(id string) (Approval, error) {
+	if t.done {
+		return Approval{}, ErrTxDone
+	}
+	return getApproval(context.Background(), t.tx, id)
+}
+
+// GetApproval returns one approval, or [ErrNotFound].
+func (s *Store) GetApproval(ctx context.Context, id string) (Approval, error) {
+	return getApproval(ctx, s.rdb, id)
+}
+
+func getApproval(ctx context.Context, q querier, id string) (Approval, error) {
+	as, err := listApprovals(ctx, q, `WHERE id = ?`, id)
+	if err != nil {
+		return Approval{}, err
+	}
+	if len(as) == 0 {
+		return Approval{}, fmt.Errorf("%w: approval %q", ErrNotFound, id)
+	}
+	return as[0], nil
+}
+
+// PendingApprovals returns the approvals of a run (every run's when run
+// is "") that wait for a decision and have not expired, oldest first.
+func (s *Store) PendingApprovals(ctx context.Context, run string) ([]Approval, error) {
+	return listApprovals(ctx, s.rdb, `WHERE status = 'pending' AND (expires_at IS NULL OR expires_at > ?1) AND (?2 = '' OR run = ?2)
+		ORDER BY created_at, id`, formatTime(s.Now()), run)
+}
+
+// Approvals returns every approval of a run, oldest first.
+func (s *Store) Approvals(ctx context.Context, run string) ([]Approval, error) {
+	return listApprovals(ctx, s.rdb, `WHERE run = ? ORDER BY created_at, id`, run)
+}
+
+func listApprovals(ctx context.Context, q querier, where string, args ...any) ([]Approval, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, kind, run, step, tool, def_digest, args_digest, call_attempt, call_idx,
+		status, reason, decided_by, created_at, expires_at, decided_at, used_at FROM approvals `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading approvals: %w", err)
+	}
+	defer rows.Close()
+	var out []Approval
+	for rows.Next() {
+		var a Approval
+		var kind, status string
+		var tool []byte
+		var callAttempt, callIdx sql.NullInt64
+		var created, expires, decided, used sql.NullString
+		if err := rows.Scan(&a.ID, &kind, &a.Run, &a.Step, &tool, &a.DefDigest, &a.ArgsDigest, &callAttempt, &callIdx,
+			&status, &a.Reason, &a.DecidedBy, &created, &expires, &decided, &used); err != nil {
+			return nil, fmt.Errorf("store: reading approvals: %w", err)
+		}
+		a.Kind, a.Status, a.Tool = ApprovalKind(kind), ApprovalStatus(status), string(tool)
+		if callAttempt.Valid && callIdx.Valid {
+			a.Call = &CallKey{Run: a.Run, Step: a.Step, Attempt: int(callAttempt.Int64), Index: int(callIdx.Int64)}
+		}
+		a.Created, a.Expires, a.Decided, a.Used = parseTime(created), parseTime(expires), parseTime(decided), parseTime(used)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: reading approvals: %w", err)
+	}
+	return out, nil
+}
+
+// GateStatus is where a gate is.
+type GateStatus string
+
+const (
+	GateWaiting  GateStatus = "waiting"
+	GateApproved GateStatus = "approved"
+	GateRejected GateStatus = "rejected"
+)
+
+// Gate is a person's decision on one attempt at a gate step.
+type Gate struct {
+	Run       string
+	Step      string
+	Attempt   int
+	Status    GateStatus
+	Reason    string
+	DecidedBy string
+	Opened    time.Time
+	Decided   time.Time // zero while waiting
+}
+
+// OpenGate records that a gate step attempt (already started with
+// [Tx.StartStep]) waits for a person, and returns the gate.
+func (t *Tx) OpenGate(run, step string, attempt int) (Gate, error) {
+	if err := t.runOpen(run); err != nil {
+		return Gate{}, err
+	}
+	now, at := t.stamp()
+	if _, err := t.exec(`INSERT INTO gates (run, step, attempt, status, reason, decided_by, opened_at) VALUES (?, ?, ?, 'waiting', '', '', ?)`,
+		run, step, attempt, now); err != nil {
+		return Gate{}, fmt.Errorf("store: opening gate %q: %w", step, err)
+	}
+	return Gate{Run: run, Step: step, Attempt: attempt, Status: GateWaiting, Opened: at}, nil
+}
+
+// DecideGate approves or rejects a waiting gate and returns it. A gate
+// already decided is [ErrState].
+func (t *Tx) DecideGate(run, step string, attempt int, approve bool, reason, decidedBy string) (Gate, error) {
+	status := GateRejected
+	if approve {
+		status = GateApproved
+	}
+	res, err := t.exec(`UPDATE gates SET status = ?, reason = ?, decided_by = ?, decided_at = ?
+		WHERE run = ? AND step = ? AND attempt = ? AND status = 'waiting'`, string(status), reason, decidedBy, t.now(), run, step, attempt)
+	if err != nil {
+		return Gate{}, fmt.Errorf("store: deciding gate %q: %w", step, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return Gate{}, err
+	}
+	gs, err := listGates(context.Background(), t.tx, `WHERE run = ? AND step = ? AND attempt = ?`, run, step, attempt)
+	if err != nil {
+		return Gate{}, err
+	}
+	if len(gs) == 0 {
+		return Gate{}, fmt.Errorf("%w: gate %q attempt %d of run %s", ErrNotFound, step, attempt, run)
+	}
+	if n == 0 {
+		return Gate{}, fmt.Errorf("%w: gate %q attempt %d of run %s was already decided (%s)", ErrState, step, attempt, run, gs[0].Status)
+	}
+	return gs[0], nil
+}
+
+// Gates returns a run's gates in the order they opened.
+func (s *Store) Gates(ctx context.Context, run string) ([]Gate, error) {
+	return listGates(ctx, s.rdb, `WHERE run = ? ORDER BY opened_at, rowid`, run)
+}
+
+func listGates(ctx context.Context, q querier, where string, args ...any) ([]Gate, error) {
+	rows, err := q.QueryContext(ctx, `SELECT run, step, attempt, status, reason, decided_by, opened_at, decided_at FROM gates `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading gates: %w", err)
+	}
+	defer rows.Close()
+	var out []Gate
+	for rows.Next() {
+		var g Gate
+		var status string
+		var opened, decided sql.NullString
+		if err := rows.Scan(&g.Run, &g.Step, &g.Attempt, &status, &g.Reason, &g.DecidedBy, &opened, &decided); err != nil {
+			return nil, fmt.Errorf("store: reading gates: %w", err)
+		}
+		g.Status = GateStatus(status)
+		g.Opened, g.Decided = parseTime(opened), parseTime(decided)
+		out = append(out, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: reading gates: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,266 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Decision is what the runtime decided about a tool call before running it.
+type Decision string
+
+const (
+	DecisionAllowed Decision = "allowed" // on the step's allowedTools, no approval needed or one was consumed
+	DecisionRefused Decision = "refused" // not allowed; never run
+	DecisionWaiting Decision = "waiting" // needs a person's approval first
+)
+
+// CallState is where a tool call is.
+type CallState string
+
+const (
+	CallStarted        CallState = "started"         // running; no outcome recorded yet
+	CallSucceeded      CallState = "succeeded"       // ran; Result holds its output
+	CallFailed         CallState = "failed"          // ran and failed; Error says why
+	CallOutcomeUnknown CallState = "outcome_unknown" // was started, the process died before its outcome was recorded
+	CallRefused        CallState = "refused"         // never ran
+	CallWaiting        CallState = "waiting"         // waits for an approval
+)
+
+// CallKey names one tool call: the Index-th call (from 0) in one attempt
+// at one step of a run.
+type CallKey struct {
+	Run     string
+	Step    string
+	Attempt int
+	Index   int
+}
+
+func (k CallKey) String() string {
+	return fmt.Sprintf("call %d of step %q attempt %d of run %s", k.Index, k.Step, k.Attempt, k.Run)
+}
+
+// Call is one tool call an agent made.
+type Call struct {
+	CallKey
+	Tool          string         // the name exactly as the agent sent it, any bytes
+	DefDigest     string         // digest of the tool definition in force, "" when the tool is unknown
+	Args          jsontext.Value // the arguments, canonical JSON
+	ArgsDigest    string         // SHA-256 of Args
+	Decision      Decision
+	Reason        string // why it was refused, or is waiting
+	State         CallState
+	SideEffecting bool
+	Result        jsontext.Value // the tool's result (JSON), nil until it succeeded
+	Error         string
+	Started       time.Time
+	Finished      time.Time // zero until the call has an outcome
+}
+
+// StartCall records a new call in a running step attempt and returns it
+// with Index (the next index in that attempt), State and Started set: the
+// decision allowed gives state started, refused gives refused (finished
+// now), waiting gives waiting. Of c, StartCall reads Run, Step, Attempt,
+// Tool, DefDigest, Args, ArgsDigest, Decision, Reason and SideEffecting.
+func (t *Tx) StartCall(c Call) (Call, error) {
+	switch c.Decision {
+	case DecisionAllowed:
+		c.State = CallStarted
+	case DecisionRefused:
+		c.State = CallRefused
+	case DecisionWaiting:
+		c.State = CallWaiting
+	default:
+		return Call{}, fmt.Errorf("store: call decision %q is not one of allowed, refused, waiting", c.Decision)
+	}
+	if t.done {
+		return Call{}, ErrTxDone
+	}
+	var runStatus, stepStatus sql.NullString
+	err := t.queryRow(`SELECT r.status, s.status FROM runs r LEFT JOIN steps s ON s.run = r.id AND s.step = ? AND s.attempt = ?
+		WHERE r.id = ?`, c.Step, c.Attempt, c.Run).Scan(&runStatus, &stepStatus)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Call{}, fmt.Errorf("%w: run %q", ErrNotFound, c.Run)
+	case err != nil:
+		return Call{}, fmt.Errorf("store: starting call: %w", err)
+	case RunStatus(runStatus.String).Ended():
+		return Call{}, fmt.Errorf("%w: run %s has ended (%s)", ErrState, c.Run, runStatus.String)
+	case !stepStatus.Valid:
+		return Call{}, fmt.Errorf("%w: step %q attempt %d of run %s", ErrNotFound, c.Step, c.Attempt, c.Run)
+	case StepStatus(stepStatus.String) != StepRunning:
+		return Call{}, fmt.Errorf("%w: step %q attempt %d of run %s is %s, not running", ErrState, c.Step, c.Attempt, c.Run, stepStatus.String)
+	}
+	if err := t.queryRow(`SELECT coalesce(max(idx) + 1, 0) FROM calls WHERE run = ? AND step = ? AND attempt = ?`,
+		c.Run, c.Step, c.Attempt).Scan(&c.Index); err != nil {
+		return Call{}, fmt.Errorf("store: starting call: %w", err)
+	}
+	now, at := t.stamp()
+	c.Started = at
+	c.Finished = time.Time{}
+	var finished any
+	if c.State == CallRefused {
+		c.Finished = at
+		finished = now
+	}
+	c.Result, c.Error = nil, ""
+	if _, err := t.exec(`INSERT INTO calls (run, step, attempt, idx, tool, def_digest, args, args_digest, decision, reason, state,
+		side_effecting, result, error, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '', ?, ?)`,
+		c.Run, c.Step, c.Attempt, c.Index, []byte(c.Tool), c.DefDigest, jsonArg(c.Args), c.ArgsDigest, string(c.Decision), c.Reason,
+		string(c.State), c.SideEffecting, now, finished); err != nil {
+		return Call{}, fmt.Errorf("store: starting call: %w", err)
+	}
+	return c, nil
+}
+
+// FinishCall records the outcome of a started call: succeeded with its
+// result, or failed with its error text. A call that is outcome_unknown
+// can be finished too, when a person has found out what happened.
+func (t *Tx) FinishCall(k CallKey, state CallState, result jsontext.Value, errText string) error {
+	if state != CallSucceeded && state != CallFailed {
+		return fmt.Errorf("store: a call finishes as succeeded or failed, not %q", state)
+	}
+	return t.moveCall(k, []CallState{CallStarted, CallOutcomeUnknown},
+		`state = ?, result = ?, error = ?, finished_at = ?`, string(state), jsonArg(result), errText, t.now())
+}
+
+// DecideCall settles a waiting call once its approval is decided: allowed
+// makes it started (decision allowed, ready to run), otherwise it is
+// refused with the reason.
+func (t *Tx) DecideCall(k CallKey, allowed bool, reason string) error {
+	if allowed {
+		return t.moveCall(k, []CallState{CallWaiting}, `state = 'started', decision = 'allowed'`)
+	}
+	return t.moveCall(k, []CallState{CallWaiting}, `state = 'refused', decision = 'refused', reason = ?, finished_at = ?`, reason, t.now())
+}
+
+// MarkOutcomeUnknown marks a started call whose outcome was never
+// recorded (the process died while it ran) as outcome_unknown, and
+// creates the pending decision a person must take: an [Approval] of kind
+// outcome_unknown for exactly that call, without expiry. Approving it lets
+// the same call (same step, tool, definition and arguments) run once
+// more, through [Tx.ConsumeApproval]; denying it means it is not re-run.
+func (t *Tx) MarkOutcomeUnknown(k CallKey, reason string) (Approval, error) {
+	if err := t.moveCall(k, []CallState{CallStarted}, `state = 'outcome_unknown', reason = ?`, reason); err != nil {
+		return Approval{}, err
+	}
+	c, err := t.Call(k)
+	if err != nil {
+		return Approval{}, err
+	}
+	key := k
+	return t.CreateApproval(Approval{
+		Kind:       KindOutcomeUnknown,
+		Run:        k.Run,
+		Step:       k.Step,
+		Tool:       c.Tool,
+		DefDigest:  c.DefDigest,
+		ArgsDigest: c.ArgsDigest,
+		Call:       &key,
+		Reason:     reason,
+	})
+}
+
+func (t *Tx) moveCall(k CallKey, from []CallState, set string, args ...any) error {
+	q := `UPDATE calls SET ` + set + ` WHERE run = ? AND step = ? AND attempt = ? AND idx = ? AND state IN (?` + strings.Repeat(", ?", len(from)-1) + `)`
+	args = append(args, k.Run, k.Step, k.Attempt, k.Index)
+	for _, f := range from {
+		args = append(args, string(f))
+	}
+	res, err := t.exec(q, args...)
+	if err := affected(res, err, errNoRow); err != nil {
+		if !errors.Is(err, errNoRow) {
+			return fmt.Errorf("store: %s: %w", k, err)
+		}
+		c, err := t.Call(k)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %s is %s", ErrState, k, c.State)
+	}
+	return nil
+}
+
+// Call reads one call inside the transaction, or [ErrNotFound].
+func (t *Tx) Call(k CallKey) (Call, error) {
+	if t.done {
+		return Call{}, ErrTxDone
+	}
+	cs, err := listCalls(context.Background(), t.tx, k.Run, CallFilter{Step: k.Step, Attempt: k.Attempt, Index: &k.Index})
+	if err != nil {
+		return Call{}, err
+	}
+	if len(cs) == 0 {
+		return Call{}, fmt.Errorf("%w: %s", ErrNotFound, k)
+	}
+	return cs[0], nil
+}
+
+// CallFilter narrows [Store.Calls]. The zero value matches every call.
+type CallFilter struct {
+	Step    string      // "" matches every step
+	Attempt int         // 0 matches every attempt
+	Index   *int        // nil matches every index
+	States  []CallState // empty matches every state
+}
+
+// Calls returns a run's calls that match f, in the order they started.
+// To find the calls a crash interrupted, filter on [CallStarted].
+func (s *Store) Calls(ctx context.Context, run string, f CallFilter) ([]Call, error) {
+	return listCalls(ctx, s.rdb, run, f)
+}
+
+func listCalls(ctx context.Context, q querier, run string, f CallFilter) ([]Call, error) {
+	query := `SELECT run, step, attempt, idx, tool, def_digest, args, args_digest, decision, reason, state, side_effecting,
+		result, error, started_at, finished_at FROM calls WHERE run = ?`
+	args := []any{run}
+	if f.Step != "" {
+		query += ` AND step = ?`
+		args = append(args, f.Step)
+	}
+	if f.Attempt != 0 {
+		query += ` AND attempt = ?`
+		args = append(args, f.Attempt)
+	}
+	if f.Index != nil {
+		query += ` AND idx = ?`
+		args = append(args, *f.Index)
+	}
+	if len(f.States) > 0 {
+		query += ` AND state IN (?` + strings.Repeat(", ?", len(f.States)-1) + `)`
+		for _, st := range f.States {
+			args = append(args, string(st))
+		}
+	}
+	query += ` ORDER BY rowid`
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading calls: %w", err)
+	}
+	defer rows.Close()
+	var out []Call
+	for rows.Next() {
+		var c Call
+		var tool, args, result []byte
+		var decision, state string
+		var started, finished sql.NullString
+		if err := rows.Scan(&c.Run, &c.Step, &c.Attempt, &c.Index, &tool, &c.DefDigest, &args, &c.ArgsDigest, &decision,
+			&c.Reason, &state, &c.SideEffecting, &result, &c.Error, &started, &finished); err != nil {
+			return nil, fmt.Errorf("store: reading calls: %w", err)
+		}
+		c.Tool = string(tool)
+		c.Args, c.Result = jsonValue(args), jsonValue(result)
+		c.Decision, c.State = Decision(decision), CallState(state)
+		c.Started, c.Finished = parseTime(started), parseTime(finished)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: reading calls: %w", err)
+	}
+	return out, nil
+}

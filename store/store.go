@@ -1,0 +1,417 @@
+// Package store is the runtime's embedded durable store: runs, steps, tool
+// calls, approvals, gates, the hash-chained audit log and the data of the
+// built-in primitives, in one SQLite database file (modernc.org/sqlite, no
+// cgo), in WAL mode with synchronous=FULL.
+//
+// Every change goes through [Store.Tx]: the function it is given runs inside
+// a transaction, and Tx returns nil only after that transaction is on disk.
+// A change that Tx acknowledged survives kill -9 and, with synchronous=FULL,
+// a power cut; a change that Tx did not acknowledge is either wholly there
+// or wholly absent, never in part. To record a tool call together with its
+// audit records, make both changes in one function.
+//
+// Concurrent Tx calls are committed together (group commit): one writer
+// goroutine runs the waiting functions one after another inside one SQLite
+// transaction, each under its own savepoint, and commits once. A function
+// that fails is rolled back alone; the others commit.
+//
+// The audit log has no update or delete API, and triggers in the database
+// refuse UPDATE and DELETE of audit rows. See docs/store.md.
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+)
+
+// Errors a caller can test with [errors.Is].
+var (
+	// ErrNotFound: the run, step, call, approval, gate or customer does not exist.
+	ErrNotFound = errors.New("store: not found")
+	// ErrState: the row exists but is not in a state that allows the
+	// change (a call that is not started, an approval that is not pending,
+	// a run that has ended, ...).
+	ErrState = errors.New("store: wrong state")
+	// ErrExpired: the approval's expiry has passed.
+	ErrExpired = errors.New("store: approval expired")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store: closed")
+	// ErrTxDone: a [Tx] was used after its function returned.
+	ErrTxDone = errors.New("store: transaction already finished")
+)
+
+// Options configure [OpenWith]. A nil *Options means the defaults.
+type Options struct {
+	// Synchronous is SQLite's synchronous setting: "FULL" (the zero value
+	// means FULL) syncs the WAL on every commit, so an acknowledged
+	// change survives a power cut; "NORMAL" syncs only at checkpoints, so
+	// an acknowledged change survives kill -9 of the process but the last
+	// commits may be lost in a power cut. Other values are errors.
+	Synchronous string
+	// BusyTimeout is how long a statement waits for another process's
+	// lock on the database. Zero means 10 seconds.
+	BusyTimeout time.Duration
+	// MaxBatch is the most Tx functions committed in one SQLite
+	// transaction. Zero means 256; 1 turns group commit off.
+	MaxBatch int
+	// Readers is the number of read connections. Zero means 4.
+	Readers int
+}
+
+// Store is an open database. It is safe for concurrent use.
+type Store struct {
+	// Now returns the current time; the store records every timestamp
+	// with it (converted to UTC). Tests replace it to control expiry. Set
+	// it before using the store concurrently.
+	Now func() time.Time
+
+	path     string
+	wdb      *sql.DB // one connection, used only by the writer goroutine
+	rdb      *sql.DB // read-only pool
+	maxBatch int
+
+	reqs      chan *request
+	quit      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+type request struct {
+	ctx context.Context
+	fn  func(*Tx) error
+	res chan error
+}
+
+// Open opens the database file at path, creating it and migrating its
+// schema to the current version when needed, with the default options.
+// The path must name a file: the store keeps a writer connection and a
+// pool of readers on it, so ":memory:" does not work.
+func Open(path string) (*Store, error) {
+	return OpenWith(path, nil)
+}
+
+// OpenWith is [Open] with options.
+func OpenWith(path string, opt *Options) (*Store, error) {
+	var o Options
+	if opt != nil {
+		o = *opt
+	}
+	sync := "FULL"
+	if o.Synchronous != "" {
+		sync = o.Synchronous
+	}
+	if sync != "FULL" && sync != "NORMAL" {
+		return nil, fmt.Errorf("store: synchronous %q: want FULL or NORMAL", sync)
+	}
+	busy := o.BusyTimeout
+	if busy == 0 {
+		busy = 10 * time.Second
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = 256
+	}
+	if o.Readers == 0 {
+		o.Readers = 4
+	}
+	if path == "" || path == ":memory:" {
+		return nil, fmt.Errorf("store: %q is not a database file path", path)
+	}
+
+	// OFD locks survive an unrelated close(2) of the database file in
+	// this process (POSIX locks do not). Best effort: Linux only, and only
+	// before the process's first SQLite lock.
+	_, _ = sqlite.OFDLocking(true)
+
+	ms := strconv.FormatInt(busy.Milliseconds(), 10)
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+ms+")")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+sync+")")
+	q.Set("_txlock", "immediate")
+	wdb, err := sql.Open("sqlite", "file:"+url.PathEscape(path)+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("store: opening %s: %w", path, err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	wdb.SetConnMaxIdleTime(0)
+	if err := migrate(wdb); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("store: %s: %w", path, err)
+	}
+	var mode string
+	if err := wdb.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		wdb.Close()
+		return nil, fmt.Errorf("store: %s: journal mode is %q, want wal (%v)", path, mode, err)
+	}
+
+	rq := url.Values{}
+	rq.Add("_pragma", "busy_timeout("+ms+")")
+	rq.Add("_pragma", "foreign_keys(1)")
+	rq.Add("_pragma", "query_only(1)")
+	rdb, err := sql.Open("sqlite", "file:"+url.PathEscape(path)+"?"+rq.Encode())
+	if err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("store: opening %s: %w", path, err)
+	}
+	rdb.SetMaxOpenConns(o.Readers)
+	rdb.SetMaxIdleConns(o.Readers)
+
+	s := &Store{
+		Now:      time.Now,
+		path:     path,
+		wdb:      wdb,
+		rdb:      rdb,
+		maxBatch: o.MaxBatch,
+		reqs:     make(chan *request),
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	go s.writer()
+	return s, nil
+}
+
+// Close stops the writer after the transactions already handed to it and
+// closes the database. Tx calls after Close return [ErrClosed]. It is not
+// an error to call Close more than once.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.quit)
+		<-s.done
+		err = errors.Join(s.rdb.Close(), s.wdb.Close())
+	})
+	return err
+}
+
+// Path returns the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// Tx runs fn inside a write transaction and commits it. It returns fn's
+// error (and nothing fn did is kept), a commit error (and nothing is kept),
+// or nil once the transaction is durable.
+//
+// fn runs on the store's writer goroutine, possibly in the same SQLite
+// transaction as other callers' functions, each under its own savepoint:
+// it must only make store changes through its [Tx], never block on
+// anything else (network, locks, channels), and must not keep the Tx after
+// it returns. A panic in fn is returned as an error.
+//
+// ctx is checked until fn starts; once fn has started, Tx waits for the
+// outcome so that its result always says whether the change was kept.
+func (s *Store) Tx(ctx context.Context, fn func(*Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := &request{ctx: ctx, fn: fn, res: make(chan error, 1)}
+	select {
+	case s.reqs <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.quit:
+		return ErrClosed
+	}
+	return <-r.res
+}
+
+func (s *Store) writer() {
+	defer close(s.done)
+	batch := make([]*request, 0, s.maxBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case r := <-s.reqs:
+			batch = append(batch, r)
+		case <-s.quit:
+			return
+		}
+	fill:
+		for len(batch) < s.maxBatch {
+			select {
+			case r := <-s.reqs:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit runs the batch in one transaction and answers every request.
+func (s *Store) commit(batch []*request) {
+	results := make([]error, len(batch))
+	answer := func() {
+		for i, r := range batch {
+			r.res <- results[i]
+		}
+	}
+	failAll := func(err error) {
+		for i := range results {
+			if results[i] == nil {
+				results[i] = err
+			}
+		}
+		answer()
+	}
+	bg := context.Background()
+	sqltx, err := s.wdb.BeginTx(bg, nil)
+	if err != nil {
+		failAll(fmt.Errorf("store: begin: %w", err))
+		return
+	}
+	t := &Tx{s: s, tx: sqltx}
+	ran := 0
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			results[i] = err
+			continue
+		}
+		if _, err := sqltx.ExecContext(bg, "SAVEPOINT req"); err != nil {
+			sqltx.Rollback()
+			failAll(fmt.Errorf("store: savepoint: %w", err))
+			return
+		}
+		t.done = false
+		err := run(r.fn, t)
+		t.done = true
+		if err != nil {
+			results[i] = err
+			_, e1 := sqltx.ExecContext(bg, "ROLLBACK TO req")
+			_, e2 := sqltx.ExecContext(bg, "RELEASE req")
+			if e := errors.Join(e1, e2); e != nil {
+				// The error ended the whole transaction.
+				sqltx.Rollback()
+				failAll(fmt.Errorf("store: transaction aborted by an earlier change in the same commit: %w", e))
+				return
+			}
+			continue
+		}
+		if _, err := sqltx.ExecContext(bg, "RELEASE req"); err != nil {
+			sqltx.Rollback()
+			failAll(fmt.Errorf("store: release savepoint: %w", err))
+			return
+		}
+		ran++
+	}
+	if ran == 0 {
+		sqltx.Rollback()
+		answer()
+		return
+	}
+	if err := sqltx.Commit(); err != nil {
+		failAll(fmt.Errorf("store: commit: %w", err))
+		return
+	}
+	answer()
+}
+
+func run(fn func(*Tx) error, t *Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("store: panic in transaction function: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return fn(t)
+}
+
+// Tx is the write side of a transaction; see [Store.Tx]. Its methods are
+// valid only while the function given to Store.Tx runs.
+type Tx struct {
+	s    *Store
+	tx   *sql.Tx
+	done bool
+}
+
+func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
+	if t.done {
+		return nil, ErrTxDone
+	}
+	return t.tx.ExecContext(context.Background(), query, args...)
+}
+
+func (t *Tx) queryRow(query string, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(context.Background(), query, args...)
+}
+
+func (t *Tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if t.done {
+		return nil, ErrTxDone
+	}
+	return t.tx.QueryContext(ctx, query, args...)
+}
+
+func (t *Tx) now() string { return formatTime(t.s.Now()) }
+
+// stamp returns the current time as stored and as read back.
+func (t *Tx) stamp() (string, time.Time) {
+	at := t.s.Now().UTC().Round(0) // drop the monotonic reading
+	return formatTime(at), at
+}
+
+// querier is what reads need: a read pool or a write transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// timeFormat is RFC 3339 in UTC with a fixed nine-digit fraction, so that
+// stored times compare correctly as text.
+const timeFormat = "2006-01-02T15:04:05.000000000Z"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func parseTime(s sql.NullString) time.Time {
+	if !s.Valid || s.String == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s.String)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return formatTime(t)
+}
+
+// newID returns prefix followed by 16 random hex digits.
+func newID(prefix string) string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand.Read does not fail on supported platforms
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// affected turns "no row changed" into err.
+func affected(res sql.Result, err error, none error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return none
+	}
+	return nil
+}
