@@ -193,7 +193,10 @@ func (dd *schemaDedup) add(n *syntax.Node) *uniqueSchema {
 // schemaBase is the URL each schema is compiled under. It is never
 // fetched: relative references resolve against it, and the loader
 // refuses them like any other.
-const schemaBase = "mem://openplaybook/schema.json"
+const (
+	schemaDir  = "mem://openplaybook/"
+	schemaBase = schemaDir + "schema.json"
+)
 
 // errNotFetched is what the loader answers to every URL.
 var errNotFetched = errors.New("remote references are not fetched")
@@ -254,7 +257,8 @@ func explainSchemaError(root *syntax.Node, err error) (*syntax.Node, string) {
 	switch {
 	case errors.As(err, &load) && errors.Is(load.Err, errNotFetched):
 		ref := refNode(root, load.URL)
-		if key, _ := ref.Key(); key == "$schema" {
+		key, _ := ref.Key()
+		if key == "$schema" {
 			return ref, fmt.Sprintf("%q %s names no draft this runtime knows (%s), and meta-schemas are not fetched",
 				"$schema", showValue(ref.Text), knownDrafts)
 		}
@@ -262,7 +266,7 @@ func explainSchemaError(root *syntax.Node, err error) (*syntax.Node, string) {
 			return root, "a reference is outside the schema, and remote and file references are not fetched"
 		}
 		return ref, fmt.Sprintf("%q %s is outside the schema: remote and file references are not fetched; put the referenced schema in %q (draft-07: %q) and refer to it as %q",
-			"$ref", showValue(ref.Text), "$defs", "definitions", "#/$defs/<name>")
+			key, showValue(ref.Text), "$defs", "definitions", "#/$defs/<name>")
 	case errors.As(err, &sv):
 		var ve *jsonschema.ValidationError
 		if errors.As(sv.Err, &ve) {
@@ -270,14 +274,21 @@ func explainSchemaError(root *syntax.Node, err error) (*syntax.Node, string) {
 		}
 	case errors.As(err, &notFound):
 		if ref := refNode(root, notFound.URL); ref != root {
-			return ref, fmt.Sprintf("%q %s points at nothing in the schema", "$ref", showValue(ref.Text))
+			key, _ := ref.Key()
+			return ref, fmt.Sprintf("%q %s points at nothing in the schema", key, showValue(ref.Text))
 		}
 	case errors.As(err, &anchor):
 		if ref := refNode(root, anchor.Reference); ref != root {
-			return ref, fmt.Sprintf("%q %s names an anchor the schema does not define", "$ref", showValue(ref.Text))
+			key, _ := ref.Key()
+			return ref, fmt.Sprintf("%q %s names an anchor the schema does not define", key, showValue(ref.Text))
 		}
 	}
-	return root, oneLine(strings.ReplaceAll(err.Error(), schemaBase, ""))
+	msg := strings.ReplaceAll(err.Error(), schemaBase, "")
+	msg = strings.ReplaceAll(msg, schemaDir, "")
+	if credentialIn(msg) != "" {
+		msg = "the schema does not compile (the reason is not shown: it quotes something that looks like a credential)"
+	}
+	return root, oneLine(msg)
 }
 
 // explainMetaError reports the deepest failure of a schema checked
@@ -287,21 +298,27 @@ func explainSchemaError(root *syntax.Node, err error) (*syntax.Node, string) {
 func explainMetaError(root *syntax.Node, ve *jsonschema.ValidationError) (*syntax.Node, string) {
 	var leaf *jsonschema.ValidationError
 	var at *syntax.Node
-	var walk func(*jsonschema.ValidationError)
-	walk = func(v *jsonschema.ValidationError) {
+	var loc []string
+	// Causes extend their parent's instance location, except below
+	// propertyNames, whose causes are about the name alone ([]): so a
+	// failure is placed at the deepest location on its path.
+	var walk func(v *jsonschema.ValidationError, path []string)
+	walk = func(v *jsonschema.ValidationError, path []string) {
+		if len(v.InstanceLocation) >= len(path) {
+			path = v.InstanceLocation
+		}
 		for _, c := range v.Causes {
-			walk(c)
+			walk(c, path)
 		}
 		if len(v.Causes) > 0 {
 			return
 		}
-		n := locate(root, v.InstanceLocation)
-		if leaf == nil || len(v.InstanceLocation) > len(leaf.InstanceLocation) ||
-			len(v.InstanceLocation) == len(leaf.InstanceLocation) && n.Offset < at.Offset {
-			leaf, at = v, n
+		n := locate(root, path)
+		if leaf == nil || len(path) > len(loc) || len(path) == len(loc) && n.Offset < at.Offset {
+			leaf, at, loc = v, n, path
 		}
 	}
-	walk(ve)
+	walk(ve, nil)
 	alone := *leaf
 	alone.Causes = nil
 	msg := alone.Error()
