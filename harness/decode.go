@@ -1,0 +1,758 @@
+package harness
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/internal/suggest"
+)
+
+// Providers are the connection providers of OpenPlaybook 1.6 (spec "The
+// requires declaration", connections[].provider), the keys the
+// connections section accepts.
+var Providers = []string{
+	"stripe", "github", "vercel", "posthog", "gmail", "resend", "linear", "slack", "notion",
+	"mercury", "square", "plaid", "shopify", "ramp", "clover", "brex",
+	"stripe_financial_connections", "teller", "paypal", "etsy", "amazon", "gusto",
+}
+
+// AuthKinds are the values of a connection's authKind.
+var AuthKinds = []string{"oauth", "api_token", "aggregator_link"}
+
+// Roles are the keys a connection's secrets map accepts: what each secret
+// is to the provider's client.
+var Roles = []string{"apiKey", "accessToken", "refreshToken", "clientId", "clientSecret", "webhookSecret"}
+
+// RequiredRole returns the role a connection must bind: "apiKey" for
+// stripe whatever its authKind (the Stripe client authenticates with a
+// key), else "apiKey" for authKind api_token and "accessToken" for oauth
+// and aggregator_link. It returns "" for an unknown authKind.
+func RequiredRole(provider, authKind string) string {
+	if provider == "stripe" {
+		return "apiKey"
+	}
+	switch authKind {
+	case "api_token":
+		return "apiKey"
+	case "oauth", "aggregator_link":
+		return "accessToken"
+	}
+	return ""
+}
+
+var (
+	topKeys        = []string{"$schema", "mcpServers", "connections", "secrets", "agents", "store", "runtime"}
+	serverKeys     = []string{"command", "args", "env", "cwd", "url", "headers", "timeout"}
+	connectionKeys = []string{"authKind", "secrets", "scopes"}
+	stripeKeys     = []string{"authKind", "secrets", "scopes", "baseURL"}
+	secretsKeys    = []string{"env", "prefix", "dotenv"}
+	dotenvKeys     = []string{"path", "optional"}
+	storeKeys      = []string{"sqlite"}
+	runtimeKeys    = []string{"approvalExpiry", "maxToolCalls"}
+)
+
+var (
+	serverName = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// sensitiveSetting matches agent setting names that say they hold a
+	// credential; the planned form is apiKeySecret: NAME.
+	sensitiveSetting = regexp.MustCompile(`(?i)^(api_?key|token|access_?token|auth_?token|password|secret|client_?secret)$`)
+	headerName       = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	// durationSyntax is the duration syntax the harness accepts: Go's
+	// time.ParseDuration without signs, "0" or exponents. The schema has
+	// the same pattern.
+	durationSyntax = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`)
+)
+
+// decoder checks the sections of a harness tree and fills the Harness.
+type decoder struct {
+	*reader
+	h       *Harness
+	flagged map[string]bool // pointers already reported as credentials
+}
+
+func (d *decoder) errN(n *node, rule, format string, args ...any) {
+	d.errAt(n.line, n.col, n.ptr, rule, format, args...)
+}
+
+func (d *decoder) warnN(n *node, rule, format string, args ...any) {
+	d.add(diag.Warning, n.line, n.col, n.ptr, rule, format, args...)
+}
+
+// errKey reports a problem with a key itself, at the key.
+func (d *decoder) errKey(m member, rule, format string, args ...any) {
+	d.errAt(m.line, m.col, m.val.ptr, rule, format, args...)
+}
+
+func pos(n *node) Pos { return Pos{Line: n.line, Column: n.col, Pointer: n.ptr} }
+
+// want reports n unless it is of kind k. label names the value in the
+// message ("\"args\"", "MCP server \"memory\"").
+func (d *decoder) want(n *node, k kind, label string) bool {
+	if n.kind == k {
+		return true
+	}
+	hint := ""
+	if k == kString && (n.kind == kNumber || n.kind == kBool) {
+		hint = "; quote it to make it a string"
+	}
+	d.errN(n, RuleType, "%s must be %s, not %s%s", label, k, n.kind, hint)
+	return false
+}
+
+// fields checks the keys of the map n against allowed, reporting each
+// unknown key with a "did you mean", and returns the known members by key.
+func (d *decoder) fields(n *node, where string, allowed []string) map[string]*node {
+	out := make(map[string]*node, len(n.members))
+	for _, m := range n.members {
+		if slices.Contains(allowed, m.key) {
+			out[m.key] = m.val
+			continue
+		}
+		d.unknownKey(m, where, allowed)
+	}
+	return out
+}
+
+func (d *decoder) unknownKey(m member, where string, allowed []string) {
+	for _, a := range allowed {
+		if strings.EqualFold(a, m.key) {
+			d.errKey(m, RuleUnknownKey, "unknown key %q in %s; keys are case-sensitive: did you mean %q?", m.key, where, a)
+			return
+		}
+	}
+	if c, ok := suggest.Closest(m.key, allowed); ok {
+		d.errKey(m, RuleUnknownKey, "unknown key %q in %s; did you mean %q?", m.key, where, c)
+		return
+	}
+	d.errKey(m, RuleUnknownKey, "unknown key %q in %s; the keys here are %s", m.key, where, quoteList(allowed))
+}
+
+func quoteList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = strconv.Quote(x)
+	}
+	return strings.Join(q, ", ")
+}
+
+// str returns the string value of n, reporting any other kind.
+func (d *decoder) str(n *node, label string) (string, bool) {
+	if !d.want(n, kString, label) {
+		return "", false
+	}
+	return n.text, true
+}
+
+// nonEmpty is str that also refuses "".
+func (d *decoder) nonEmpty(n *node, label string) (string, bool) {
+	s, ok := d.str(n, label)
+	if ok && s == "" {
+		d.errN(n, RuleValue, "%s must not be empty", label)
+		return "", false
+	}
+	return s, ok
+}
+
+// noRefs reports a "${" in a value where secret references are not
+// expanded.
+func (d *decoder) noRefs(n *node, label string) bool {
+	if strings.Contains(n.text, "${") {
+		d.errN(n, RuleSecretRef, "%s is used as written: ${secret:NAME} is expanded only in an MCP server's args, env, url and headers and in agent settings", label)
+		return false
+	}
+	return true
+}
+
+// refs checks the secret references of a value where they are expanded
+// and records them.
+func (d *decoder) refs(n *node) bool {
+	if !strings.Contains(n.text, "${") {
+		return true
+	}
+	refs, rerr := scanRefs(n.text)
+	for _, r := range refs {
+		d.h.refs = append(d.h.refs, SecretRef{Name: r.name, Via: "reference", Pos: pos(n)})
+	}
+	if rerr != nil {
+		d.errN(n, RuleSecretRef, "%s", rerr.msg)
+		return false
+	}
+	return true
+}
+
+// duration reads a positive duration such as "10s", "1m30s" or "24h".
+func (d *decoder) duration(n *node, label string) (time.Duration, bool) {
+	s, ok := d.str(n, label)
+	if !ok {
+		return 0, false
+	}
+	if !durationSyntax.MatchString(s) {
+		d.errN(n, RuleValue, "%s is not a duration: write a number and a unit (ms, s, m or h), such as \"10s\", \"1m30s\" or \"24h\"", label)
+		return 0, false
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v <= 0 {
+		d.errN(n, RuleValue, "%s must be a duration greater than zero, such as \"10s\"", label)
+		return 0, false
+	}
+	return v, true
+}
+
+// root decodes the top-level map.
+func (d *decoder) root(n *node) {
+	d.flagged = map[string]bool{}
+	d.credentials(n, "", nil)
+	if !d.want(n, kMap, "the harness file") {
+		return
+	}
+	f := d.fields(n, "the harness file", topKeys)
+	if v := f["$schema"]; v != nil {
+		d.str(v, `"$schema"`)
+	}
+	if v := f["mcpServers"]; v != nil {
+		d.mcpServers(v)
+	}
+	if v := f["connections"]; v != nil {
+		d.connections(v)
+	}
+	if v := f["secrets"]; v != nil {
+		d.secrets(v)
+	}
+	if v := f["agents"]; v != nil {
+		d.agents(v)
+	}
+	if v := f["store"]; v != nil {
+		d.store(v)
+	}
+	if v := f["runtime"]; v != nil {
+		d.runtime(v)
+	}
+	slices.SortStableFunc(d.h.refs, func(a, b SecretRef) int {
+		return cmp.Or(cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Column, b.Pos.Column))
+	})
+}
+
+// credentials reports every string and key of the file that looks like a
+// credential by its shape, and records where, so that the section checks
+// do not report the same value again (or quote it). label names the value.
+func (d *decoder) credentials(n *node, label string, parent *node) {
+	switch n.kind {
+	case kString:
+		if kind := credentialIn(blankRefs(n.text)); kind != "" {
+			subject := "a value"
+			if label != "" {
+				subject = "the value of " + label
+			}
+			d.errN(n, RuleCredential, "%s looks like %s; %s", subject, kind, credentialFix)
+			d.flagged[n.ptr] = true
+		}
+	case kMap:
+		for _, m := range n.members {
+			if kind := credentialIn(m.key); kind != "" {
+				d.errKey(m, RuleCredential, "a key looks like %s; %s", kind, credentialFix)
+				d.flagged[m.val.ptr] = true
+				d.credentials(m.val, "", n)
+				continue
+			}
+			d.credentials(m.val, strconv.Quote(m.key), n)
+		}
+	case kList:
+		for _, e := range n.elems {
+			sub := "an element"
+			if label != "" {
+				sub = "an element of " + label
+			}
+			if e.kind == kString {
+				if kind := credentialIn(blankRefs(e.text)); kind != "" {
+					d.errN(e, RuleCredential, "%s looks like %s; %s", sub, kind, credentialFix)
+					d.flagged[e.ptr] = true
+				}
+				continue
+			}
+			d.credentials(e, label, n)
+		}
+	}
+}
+
+// credentialFix ends every credential message.
+const credentialFix = "the harness file never holds credentials: put the value in the environment or a dotenv file and write ${secret:NAME} here"
+
+// sensitive reports a literal in a slot whose name says it is a credential
+// (unless the shape check already did).
+func (d *decoder) sensitive(n *node, what, suggestName string) {
+	if d.flagged[n.ptr] || !literalInSensitiveSlot(n.text) {
+		return
+	}
+	d.flagged[n.ptr] = true
+	d.errN(n, RuleCredential, "%s holds literal text, and its name says it is a credential; the harness file never holds credentials: write \"${secret:%s}\" and supply %s from the environment or a dotenv file", what, suggestName, suggestName)
+}
+
+func (d *decoder) mcpServers(n *node) {
+	if !d.want(n, kMap, `"mcpServers"`) {
+		return
+	}
+	for _, m := range n.members {
+		ok := serverName.MatchString(m.key)
+		if !ok {
+			d.errKey(m, RuleName, "MCP server name %q is not a logical name (^[a-z][a-z0-9_-]*$: a lower-case letter, then lower-case letters, digits, _ and -); it is the local handle of mcp.<name>.<tool> tool names, never a URL, host or path", m.key)
+		}
+		s := d.mcpServer(m)
+		if ok && s != nil {
+			d.h.MCPServers[m.key] = s
+		}
+	}
+}
+
+func (d *decoder) mcpServer(m member) *MCPServer {
+	n := m.val
+	where := fmt.Sprintf("MCP server %q", m.key)
+	if !d.want(n, kMap, where) {
+		return nil
+	}
+	s := &MCPServer{Name: m.key, Timeout: DefaultTimeout, Pos: pos(n)}
+	f := d.fields(n, where, serverKeys)
+	cmdN, urlN := f["command"], f["url"]
+	switch {
+	case cmdN != nil && urlN != nil:
+		d.errN(urlN, RuleTransport, "%s has both \"command\" (a stdio server) and \"url\" (a streamable HTTP server); give exactly one", where)
+	case cmdN == nil && urlN == nil:
+		d.errN(n, RuleRequired, "%s needs \"command\" (a stdio server) or \"url\" (a streamable HTTP server)", where)
+	}
+	stdio := cmdN != nil
+	for _, k := range []string{"args", "env", "cwd"} {
+		if v := f[k]; v != nil && !stdio && urlN != nil {
+			d.errN(v, RuleTransport, "%q is for stdio servers (with \"command\"); %s is an HTTP server (\"url\")", k, where)
+		}
+	}
+	if v := f["headers"]; v != nil && stdio && urlN == nil {
+		d.errN(v, RuleTransport, "\"headers\" is for HTTP servers (with \"url\"); %s is a stdio server (\"command\")", where)
+	}
+
+	if cmdN != nil {
+		if c, ok := d.nonEmpty(cmdN, `"command"`); ok && d.noRefs(cmdN, `"command"`) {
+			s.Command = c
+			if strings.ContainsAny(c, " \t") && !strings.ContainsAny(c, `/\`) {
+				d.warnN(cmdN, RuleValue, "\"command\" holds a blank: it is run directly, never by a shell; put the program in \"command\" and each argument in \"args\"")
+			}
+		}
+		s.Env = map[string]string{}
+		s.Cwd = d.h.Dir
+	}
+	if v := f["args"]; v != nil && d.want(v, kList, `"args"`) {
+		s.Args = []string{}
+		for _, e := range v.elems {
+			if a, ok := d.str(e, "each element of \"args\""); ok {
+				d.refs(e)
+				s.Args = append(s.Args, a)
+			}
+		}
+	}
+	if v := f["env"]; v != nil && d.want(v, kMap, `"env"`) {
+		if s.Env == nil {
+			s.Env = map[string]string{}
+		}
+		for _, em := range v.members {
+			if !envName.MatchString(em.key) {
+				d.errKey(em, RuleName, "%q is not an environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)", em.key)
+				continue
+			}
+			val, ok := d.str(em.val, fmt.Sprintf("environment variable %q", em.key))
+			if !ok {
+				continue
+			}
+			d.refs(em.val)
+			if sensitiveEnvName.MatchString(em.key) {
+				d.sensitive(em.val, fmt.Sprintf("environment variable %q", em.key), strings.ToUpper(em.key))
+			}
+			s.Env[em.key] = val
+		}
+	}
+	if v := f["cwd"]; v != nil {
+		if c, ok := d.nonEmpty(v, `"cwd"`); ok && d.noRefs(v, `"cwd"`) {
+			s.Cwd = d.h.ResolvePath(c)
+		}
+	}
+	if urlN != nil {
+		if u, ok := d.nonEmpty(urlN, `"url"`); ok && d.refs(urlN) {
+			if d.httpURL(urlN, u, `"url"`) {
+				s.URL = u
+			}
+		}
+		s.Headers = map[string]string{}
+	}
+	if v := f["headers"]; v != nil && d.want(v, kMap, `"headers"`) {
+		if s.Headers == nil {
+			s.Headers = map[string]string{}
+		}
+		seen := map[string]member{}
+		for _, hm := range v.members {
+			if !headerName.MatchString(hm.key) {
+				d.errKey(hm, RuleName, "%q is not an HTTP header name", hm.key)
+				continue
+			}
+			low := strings.ToLower(hm.key)
+			if prev, dup := seen[low]; dup {
+				d.errKey(hm, RuleDuplicateKey, "header %q is also given as %q (line %d); header names are case-insensitive, so give it once", hm.key, prev.key, prev.line)
+				continue
+			}
+			seen[low] = hm
+			val, ok := d.str(hm.val, fmt.Sprintf("header %q", hm.key))
+			if !ok {
+				continue
+			}
+			d.refs(hm.val)
+			if strings.ContainsAny(val, "\r\n\x00") {
+				d.errN(hm.val, RuleValue, "header %q holds a line break or NUL, which HTTP does not allow", hm.key)
+				continue
+			}
+			if sensitiveHeaders[low] {
+				d.sensitive(hm.val, fmt.Sprintf("header %q", hm.key), strings.ToUpper(m.key)+"_TOKEN")
+			}
+			s.Headers[hm.key] = val
+		}
+	}
+	if v := f["timeout"]; v != nil {
+		if t, ok := d.duration(v, `"timeout"`); ok {
+			s.Timeout = t
+		}
+	}
+	return s
+}
+
+// httpURL checks that u (secret references allowed) is an absolute http
+// or https URL without user info, and that no query parameter carries a
+// literal credential. Messages never quote the URL.
+func (d *decoder) httpURL(n *node, u, label string) bool {
+	blank := u
+	if refs, _ := scanRefs(u); len(refs) > 0 {
+		b := []byte(u)
+		var out []byte
+		prev := 0
+		for _, r := range refs {
+			out = append(out, b[prev:r.start]...)
+			out = append(out, "SECRET"...)
+			prev = r.end
+		}
+		blank = string(append(out, b[prev:]...))
+	}
+	p, err := url.Parse(blank)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		d.errN(n, RuleValue, "%s must be an absolute http:// or https:// URL", label)
+		return false
+	}
+	if p.User != nil {
+		if !d.flagged[n.ptr] {
+			d.flagged[n.ptr] = true
+			d.errN(n, RuleCredential, "%s has user info (user@ or user:password@); the harness file never holds credentials: send them in a header with ${secret:NAME}", label)
+		}
+		return false
+	}
+	if name, ok := sensitiveQueryParam(blankRefs(u)); ok && !d.flagged[n.ptr] {
+		d.flagged[n.ptr] = true
+		d.errN(n, RuleCredential, "query parameter %q of %s holds literal text, and its name says it is a credential; the harness file never holds credentials: write ${secret:NAME} there", name, label)
+		return false
+	}
+	return true
+}
+
+func (d *decoder) connections(n *node) {
+	if !d.want(n, kMap, `"connections"`) {
+		return
+	}
+	for _, m := range n.members {
+		if !slices.Contains(Providers, m.key) {
+			d.unknownProvider(m)
+			continue
+		}
+		if c := d.connection(m); c != nil {
+			d.h.Connections[m.key] = c
+		}
+	}
+}
+
+func (d *decoder) unknownProvider(m member) {
+	hint := ""
+	for _, p := range Providers {
+		if strings.EqualFold(p, m.key) {
+			hint = fmt.Sprintf("; provider names are case-sensitive: did you mean %q?", p)
+			break
+		}
+	}
+	if hint == "" {
+		hint = suggest.Phrase(m.key, Providers)
+	}
+	if hint == "" {
+		hint = "; the providers are " + strings.Join(Providers, " ")
+	}
+	d.errKey(m, RuleUnknownKey, "unknown provider %q in \"connections\"%s", m.key, hint)
+}
+
+func (d *decoder) connection(m member) *Connection {
+	n := m.val
+	where := fmt.Sprintf("connection %q", m.key)
+	if !d.want(n, kMap, where) {
+		return nil
+	}
+	c := &Connection{Provider: m.key, Secrets: map[string]string{}, Scopes: []string{}, Pos: pos(n)}
+	allowed := connectionKeys
+	if m.key == "stripe" {
+		allowed = stripeKeys
+	}
+	f := make(map[string]*node)
+	for _, mm := range n.members {
+		switch {
+		case slices.Contains(allowed, mm.key):
+			f[mm.key] = mm.val
+		case mm.key == "baseURL":
+			d.errKey(mm, RuleUnknownKey, "\"baseURL\" is accepted for the stripe connection only (to point it at stripe-mock or a proxy)")
+		default:
+			d.unknownKey(mm, where, allowed)
+		}
+	}
+	if v := f["authKind"]; v == nil {
+		d.errN(n, RuleRequired, "%s needs \"authKind\" (%s)", where, quoteList(AuthKinds))
+	} else if a, ok := d.str(v, `"authKind"`); ok {
+		if slices.Contains(AuthKinds, a) {
+			c.AuthKind = a
+		} else {
+			d.errN(v, RuleValue, "\"authKind\" is %q; it is one of %s%s", clip(a), quoteList(AuthKinds), suggest.Phrase(a, AuthKinds))
+		}
+	}
+	if v := f["secrets"]; v == nil {
+		d.errN(n, RuleRequired, "%s needs \"secrets\": the names of the secrets holding its credentials, such as {%s: %s_%s}", where,
+			cmp.Or(RequiredRole(m.key, c.AuthKind), "apiKey"), strings.ToUpper(m.key), strings.ToUpper(snake(cmp.Or(RequiredRole(m.key, c.AuthKind), "apiKey"))))
+	} else if d.want(v, kMap, `"secrets"`) {
+		for _, sm := range v.members {
+			if !slices.Contains(Roles, sm.key) {
+				d.unknownKey(sm, fmt.Sprintf("the secrets of %s (the roles are %s)", where, quoteList(Roles)), Roles)
+				continue
+			}
+			if d.flagged[sm.val.ptr] {
+				continue
+			}
+			name, ok := d.str(sm.val, fmt.Sprintf("the secret name of role %q", sm.key))
+			if !ok {
+				continue
+			}
+			if !secretName.MatchString(name) {
+				hint := ""
+				if strings.Contains(name, "${") {
+					hint = ": write the name alone, without ${secret:...}"
+				}
+				d.errN(sm.val, RuleName, "the secret of role %q must be a secret's name (^[A-Za-z_][A-Za-z0-9_]*$, such as %s_%s), never the credential itself%s",
+					sm.key, strings.ToUpper(m.key), strings.ToUpper(snake(sm.key)), hint)
+				continue
+			}
+			c.Secrets[sm.key] = name
+			d.h.refs = append(d.h.refs, SecretRef{Name: name, Via: "connection", Pos: pos(sm.val)})
+		}
+		if role := RequiredRole(m.key, c.AuthKind); role != "" && c.Secrets[role] == "" && !hasMember(v, role) {
+			d.errN(v, RuleRequired, "%s needs the secret role %q (such as {%s: %s_%s})", where, role, role, strings.ToUpper(m.key), strings.ToUpper(snake(role)))
+		}
+	}
+	if v := f["scopes"]; v != nil && d.want(v, kList, `"scopes"`) {
+		seen := map[string]bool{}
+		for _, e := range v.elems {
+			s, ok := d.nonEmpty(e, "each scope")
+			if !ok {
+				continue
+			}
+			if seen[s] {
+				d.warnN(e, RuleDuplicate, "scope %q is listed twice", clip(s))
+				continue
+			}
+			seen[s] = true
+			c.Scopes = append(c.Scopes, s)
+		}
+	}
+	if v := f["baseURL"]; v != nil {
+		if u, ok := d.nonEmpty(v, `"baseURL"`); ok && d.noRefs(v, `"baseURL"`) && d.httpURL(v, u, `"baseURL"`) {
+			c.BaseURL = strings.TrimRight(u, "/")
+		}
+	}
+	return c
+}
+
+func hasMember(n *node, key string) bool {
+	for _, m := range n.members {
+		if m.key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// snake splits a camelCase role into words joined by "_" (apiKey ->
+// api_Key), for the caller to upper-case into an example secret name.
+func snake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func (d *decoder) secrets(n *node) {
+	if !d.want(n, kMap, `"secrets"`) {
+		return
+	}
+	cfg := d.h.Secrets
+	f := d.fields(n, `"secrets"`, secretsKeys)
+	if v := f["env"]; v != nil && d.want(v, kBool, `"env"`) {
+		cfg.Env = v.text == "true"
+	}
+	if v := f["prefix"]; v != nil {
+		if p, ok := d.str(v, `"prefix"`); ok {
+			if !envName.MatchString(p) {
+				d.errN(v, RuleName, "\"prefix\" must start an environment variable name (^[A-Za-z_][A-Za-z0-9_]*$), such as \"OPB_\"")
+			} else {
+				cfg.Prefix = p
+			}
+		}
+	}
+	if v := f["dotenv"]; v != nil && d.want(v, kList, `"dotenv"`) {
+		seen := map[string]bool{}
+		for _, e := range v.elems {
+			var df DotenvFile
+			switch e.kind {
+			case kString:
+				p, ok := d.nonEmpty(e, "a dotenv path")
+				if !ok || !d.noRefs(e, "a dotenv path") {
+					continue
+				}
+				df.Path = p
+			case kMap:
+				ef := d.fields(e, "a dotenv entry", dotenvKeys)
+				pn := ef["path"]
+				if pn == nil {
+					d.errN(e, RuleRequired, "a dotenv entry needs \"path\"")
+					continue
+				}
+				p, ok := d.nonEmpty(pn, `"path"`)
+				if !ok || !d.noRefs(pn, `"path"`) {
+					continue
+				}
+				df.Path = p
+				if o := ef["optional"]; o != nil && d.want(o, kBool, `"optional"`) {
+					df.Optional = o.text == "true"
+				}
+			default:
+				d.errN(e, RuleType, "each dotenv entry must be a path (a string) or a map {path, optional}, not %s", e.kind)
+				continue
+			}
+			df.Resolved = d.h.ResolvePath(df.Path)
+			if seen[df.Resolved] {
+				d.warnN(e, RuleDuplicate, "dotenv file %q is listed twice", df.Path)
+				continue
+			}
+			seen[df.Resolved] = true
+			cfg.Dotenv = append(cfg.Dotenv, df)
+		}
+	}
+	if !cfg.Env && len(cfg.Dotenv) == 0 {
+		d.warnN(n, RuleValue, "no source of secrets: \"env\" is false and there is no dotenv file, so every secret lookup fails")
+	}
+}
+
+func (d *decoder) agents(n *node) {
+	if !d.want(n, kMap, `"agents"`) {
+		return
+	}
+	for _, m := range n.members {
+		if m.key == "" || strings.TrimSpace(m.key) != m.key {
+			d.errKey(m, RuleName, "an agent name must be non-empty and without surrounding blanks")
+			continue
+		}
+		where := fmt.Sprintf("agent %q", m.key)
+		if !d.want(m.val, kMap, where) {
+			continue
+		}
+		a := &Agent{Name: m.key, Settings: map[string]any{}, Pos: pos(m.val)}
+		for _, sm := range m.val.members {
+			if sm.key == "driver" {
+				if drv, ok := d.nonEmpty(sm.val, `"driver"`); ok {
+					a.Driver = drv
+				}
+				continue
+			}
+			a.Settings[sm.key] = sm.val.value()
+			d.agentRefs(sm.val)
+			if sensitiveSetting.MatchString(sm.key) && sm.val.kind == kString {
+				d.sensitive(sm.val, fmt.Sprintf("setting %q of %s", sm.key, where), strings.ToUpper(m.key)+"_API_KEY")
+			}
+			if sm.key == "apiKeySecret" && sm.val.kind == kString && !d.flagged[sm.val.ptr] {
+				if secretName.MatchString(sm.val.text) {
+					d.h.refs = append(d.h.refs, SecretRef{Name: sm.val.text, Via: "agent", Pos: pos(sm.val)})
+				} else {
+					d.errN(sm.val, RuleName, "\"apiKeySecret\" must be a secret's name (^[A-Za-z_][A-Za-z0-9_]*$, such as OPENAI_API_KEY), never the key itself")
+				}
+			}
+		}
+		if !hasMember(m.val, "driver") {
+			d.errN(m.val, RuleRequired, "%s needs \"driver\" (such as \"transcript\")", where)
+		}
+		d.h.Agents[m.key] = a
+	}
+}
+
+// agentRefs checks and records the secret references in an agent setting.
+func (d *decoder) agentRefs(n *node) {
+	switch n.kind {
+	case kString:
+		d.refs(n)
+	case kMap:
+		for _, m := range n.members {
+			d.agentRefs(m.val)
+		}
+	case kList:
+		for _, e := range n.elems {
+			d.agentRefs(e)
+		}
+	}
+}
+
+func (d *decoder) store(n *node) {
+	if !d.want(n, kMap, `"store"`) {
+		return
+	}
+	f := d.fields(n, `"store"`, storeKeys)
+	if v := f["sqlite"]; v != nil {
+		if p, ok := d.nonEmpty(v, `"sqlite"`); ok && d.noRefs(v, `"sqlite"`) {
+			d.h.Store.SQLite = d.h.ResolvePath(p)
+		}
+	}
+}
+
+func (d *decoder) runtime(n *node) {
+	if !d.want(n, kMap, `"runtime"`) {
+		return
+	}
+	f := d.fields(n, `"runtime"`, runtimeKeys)
+	if v := f["approvalExpiry"]; v != nil {
+		if t, ok := d.duration(v, `"approvalExpiry"`); ok {
+			d.h.Runtime.ApprovalExpiry = t
+		}
+	}
+	if v := f["maxToolCalls"]; v != nil && d.want(v, kNumber, `"maxToolCalls"`) {
+		// JSON Schema's integer is any number with a zero fraction (50.0);
+		// so is the reader's.
+		f, err := strconv.ParseFloat(v.text, 64)
+		if err != nil || f != math.Trunc(f) || f < 1 || f > math.MaxInt32 {
+			d.errN(v, RuleValue, "\"maxToolCalls\" must be a whole number of at least 1")
+		} else {
+			d.h.Runtime.MaxToolCalls = int(f)
+		}
+	}
+}

@@ -1,0 +1,328 @@
+// Package harness reads the harness file: the YAML or JSON file that tells
+// the openplaybook runtime what it has to run playbooks with. It binds the
+// logical names a playbook declares in its requires block (MCP servers,
+// provider connections, named secrets) and the agent names its steps use
+// to concrete things: commands and URLs, credentials by secret name, agent
+// drivers. docs/harness.md is the reference of the file.
+//
+// The file is read strictly. Unknown keys, keys that differ from a known
+// key only by case, duplicate keys, wrong types and YAML features that make
+// a configuration ambiguous (anchors, aliases, merge keys, tags, several
+// documents, non-decimal numbers) are errors, each a [diag.Diagnostic]
+// with the file, a 1-based line, a 1-based byte column and an RFC 6901 JSON
+// Pointer, in the same shape as every other openplaybook check.
+//
+// The harness file never holds a credential. Values that need one refer to
+// a named secret as ${secret:NAME}, and [Secrets] resolves the names from
+// the process environment and dotenv files. Literal text that looks like a
+// credential is an error (rule harness-credential) whose message names the
+// place, never the value. No function of this package puts a resolved
+// secret value into an error, a diagnostic, or the output of fmt or
+// log/slog; [Redactor] and [Secrets.Redact] help the runtime keep them out
+// of everything else.
+package harness
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/openplaybook/openplaybook/diag"
+)
+
+// Defaults applied when the harness file does not say.
+const (
+	// DefaultTimeout is how long an MCP server may take to start and list
+	// its tools.
+	DefaultTimeout = 10 * time.Second
+	// DefaultApprovalExpiry is how long a pending gate waits for a
+	// decision before it expires.
+	DefaultApprovalExpiry = 24 * time.Hour
+	// DefaultMaxToolCalls is the most tool calls one agent step may make.
+	DefaultMaxToolCalls = 50
+	// DefaultSQLite is the store's database file, relative to the harness
+	// file's directory.
+	DefaultSQLite = "openplaybook.db"
+)
+
+// Harness is a harness file as read by [Parse] or [Load]. Every map is
+// non-nil (empty when the file has no such section), and Secrets, Store
+// and Runtime are non-nil with defaults filled in.
+//
+// When the diagnostics returned with it hold an error, the Harness is what
+// could be read: use it to report, never to run.
+//
+// Paths: relative paths the harness file gives (an MCP server's cwd,
+// dotenv files, the store's sqlite file) resolve against the directory of
+// the harness file, so a harness means the same thing whatever directory
+// openplaybook runs from. The fields below hold them resolved; the
+// runtime resolves paths in agent settings with [Harness.ResolvePath].
+type Harness struct {
+	// Path is the file name given to Load or Parse, as given.
+	Path string
+	// Dir is the directory relative paths resolve against: the harness
+	// file's directory, made absolute by Load; as given to Parse.
+	Dir string
+
+	// MCPServers maps a logical server name (as in requires.mcpServers
+	// and mcp.<name>.<tool> tool names) to its binding.
+	MCPServers map[string]*MCPServer
+	// Connections maps a provider ("stripe", "gmail", ...) to its
+	// binding.
+	Connections map[string]*Connection
+	// Secrets says where named secrets come from; see [SecretsConfig].
+	Secrets *SecretsConfig
+	// Agents maps an agent name (a step's "agent") to its driver binding.
+	// Reserved for the runtime: only the driver is checked here.
+	Agents map[string]*Agent
+	// Store is where the runtime keeps runs, approvals and audit records.
+	Store *Store
+	// Runtime holds the runtime's limits.
+	Runtime *Runtime
+
+	refs []SecretRef
+}
+
+// Pos is where something is in the harness file: a 1-based line and byte
+// column, and the RFC 6901 JSON Pointer of its value (for example
+// "/mcpServers/memory"). Runtime diagnostics about a binding use it.
+type Pos struct {
+	Line, Column int
+	Pointer      string
+}
+
+// MCPServer is one MCP server binding. Exactly one transport is set:
+// Command (stdio: the runtime starts Command with Args, in Cwd, with Env
+// added to its environment) or URL (streamable HTTP, with Headers on every
+// request).
+//
+// Args, Env values, URL and Headers values may hold ${secret:NAME}
+// references, kept here as written: the runtime expands them with
+// [Secrets.Expand] when it starts or connects to the server, never before.
+type MCPServer struct {
+	// Name is the logical name, ^[a-z][a-z0-9_-]*$.
+	Name string
+
+	// Command is the program to run: a bare name is looked up in PATH; a
+	// name with a path separator is relative to Cwd. It is run directly,
+	// never by a shell.
+	Command string
+	// Args are the program's arguments, as written (not resolved as
+	// paths: the program reads them relative to Cwd).
+	Args []string
+	// Env holds variables added to the inherited environment (names
+	// ^[A-Za-z_][A-Za-z0-9_]*$). Never nil for a stdio server.
+	Env map[string]string
+	// Cwd is the directory the program runs in: the cwd the file gives,
+	// resolved against the harness directory, or the harness directory.
+	Cwd string
+
+	// URL is the absolute http or https URL of a streamable HTTP server.
+	URL string
+	// Headers are HTTP headers sent with every request (for example
+	// Authorization: "Bearer ${secret:ACME_MCP_TOKEN}"). Never nil for an
+	// HTTP server.
+	Headers map[string]string
+
+	// Timeout bounds start-up (or connection) plus the initial tool
+	// listing. Default [DefaultTimeout].
+	Timeout time.Duration
+
+	Pos Pos
+}
+
+// Stdio reports whether the server is started as a subprocess (Command
+// set) rather than reached over HTTP.
+func (s *MCPServer) Stdio() bool { return s.Command != "" }
+
+// Connection is one provider connection binding.
+type Connection struct {
+	// Provider is one of the providers of the format ("stripe", "gmail",
+	// ...; see [Providers]).
+	Provider string
+	// AuthKind is "oauth", "api_token" or "aggregator_link"; it must match
+	// what the playbook's requires.connections entry declares.
+	AuthKind string
+	// Secrets maps a role ("apiKey", "accessToken", ...; see [Roles]) to
+	// the name of the secret holding it. Resolve with [Secrets.Lookup].
+	Secrets map[string]string
+	// Scopes are the scopes the credential was granted (never nil).
+	Scopes []string
+	// BaseURL overrides the provider's API endpoint (stripe only; for
+	// example http://127.0.0.1:12111 for stripe-mock). Empty means the
+	// provider's own.
+	BaseURL string
+
+	Pos Pos
+}
+
+// SecretsConfig says where named secrets come from. With no secrets
+// section in the file it is {Env: true}: the process environment only.
+//
+// Precedence: the process environment (when Env) first, then each dotenv
+// file in the order listed; the first source holding a non-empty value
+// wins. See [Secrets.Lookup].
+type SecretsConfig struct {
+	// Env reads secrets from the process environment. Default true.
+	Env bool
+	// Prefix is prepended to a secret's name when it is looked up in the
+	// environment (Prefix "OPB_": the secret STRIPE_API_KEY is read from
+	// OPB_STRIPE_API_KEY). It does not apply to dotenv files.
+	Prefix string
+	// Dotenv lists dotenv files, in precedence order.
+	Dotenv []DotenvFile
+}
+
+// DotenvFile is one dotenv file of [SecretsConfig].
+type DotenvFile struct {
+	// Path is the path as written in the harness file.
+	Path string
+	// Resolved is Path resolved against the harness directory.
+	Resolved string
+	// Optional files may be missing; a missing required file is an error
+	// when secrets are first looked up. A malformed file is an error
+	// either way.
+	Optional bool
+}
+
+// Agent binds an agent name to a driver. The section is reserved for the
+// runtime: this package checks only that driver is a non-empty string and
+// keeps every other setting as read. The planned drivers:
+//
+//	transcript: {driver: transcript, transcript: <path>}   replays a recorded transcript
+//	openai:     {driver: openai, model: ..., baseURL: ..., apiKeySecret: OPENAI_API_KEY}
+//	anthropic:  {driver: anthropic, model: ..., baseURL: ..., apiKeySecret: ANTHROPIC_API_KEY}
+type Agent struct {
+	Name   string
+	Driver string
+	// Settings holds every key but driver, as plain JSON values (string,
+	// json.Number, bool, nil, map[string]any, []any). Paths are as
+	// written: resolve them with [Harness.ResolvePath]. Strings may hold
+	// ${secret:NAME} references, which the driver expands.
+	Settings map[string]any
+
+	Pos Pos
+}
+
+// Store says where the runtime keeps its state.
+type Store struct {
+	// SQLite is the database file, resolved against the harness
+	// directory. Default [DefaultSQLite] in the harness directory.
+	SQLite string
+}
+
+// Runtime holds the runtime's limits.
+type Runtime struct {
+	// ApprovalExpiry is how long a gate waits for a decision. Default
+	// [DefaultApprovalExpiry].
+	ApprovalExpiry time.Duration
+	// MaxToolCalls is the most tool calls one agent step may make.
+	// Default [DefaultMaxToolCalls].
+	MaxToolCalls int
+}
+
+// SecretRef is one use of a named secret in the harness file.
+type SecretRef struct {
+	// Name is the secret's name.
+	Name string
+	// Via says how the file uses it: "reference" (a ${secret:NAME} in a
+	// value), "connection" (a role of connections.<provider>.secrets) or
+	// "agent" (an agent's apiKeySecret).
+	Via string
+	// Pos is the place of the value holding the name.
+	Pos Pos
+}
+
+// SecretRefs returns every use of a named secret in the harness, in file
+// order: the ${secret:NAME} references, the connections' secret names and
+// agents' apiKeySecret names. A preflight check looks each one up (see
+// [Harness.CheckSecrets]) before a run starts.
+func (h *Harness) SecretRefs() []SecretRef {
+	out := make([]SecretRef, len(h.refs))
+	copy(out, h.refs)
+	return out
+}
+
+// SecretNames returns the distinct secret names of [Harness.SecretRefs],
+// sorted.
+func (h *Harness) SecretNames() []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, r := range h.refs {
+		if !seen[r.Name] {
+			seen[r.Name] = true
+			names = append(names, r.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ResolvePath resolves a path given in the harness file: an absolute path
+// is returned cleaned, a relative one is joined to [Harness.Dir].
+func (h *Harness) ResolvePath(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(h.Dir, p)
+}
+
+// Load reads the harness file at path. The error is for I/O only (the
+// file cannot be read); every problem with the file's content is a
+// diagnostic, and the Harness is then partial (see [Harness]). Relative
+// paths in the file resolve against the file's directory, made absolute.
+func Load(path string) (*Harness, []diag.Diagnostic, error) {
+	src, err := readLimited(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, nil, fmt.Errorf("harness: %w", err)
+	}
+	h, ds := Parse(path, src, dir)
+	return h, ds, nil
+}
+
+// readLimited reads at most MaxSize+1 bytes, so that a huge file (or a
+// device) is rejected by the size limit without being read whole.
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxSize+1))
+}
+
+// Parse reads a harness file from src. name is the file name for
+// diagnostics and chooses the syntax by extension (.json is JSON; .yaml
+// and .yml are YAML; otherwise a file whose first non-blank byte is '{' is
+// JSON, anything else YAML). dir is the directory relative paths resolve
+// against ("" is the current directory). Parse does no I/O and never
+// panics; it always returns a non-nil Harness, with the problems found as
+// diagnostics sorted by position.
+func Parse(name string, src []byte, dir string) (*Harness, []diag.Diagnostic) {
+	h := &Harness{
+		Path:        name,
+		Dir:         dir,
+		MCPServers:  map[string]*MCPServer{},
+		Connections: map[string]*Connection{},
+		Secrets:     &SecretsConfig{Env: true},
+		Agents:      map[string]*Agent{},
+		Store:       &Store{},
+		Runtime:     &Runtime{ApprovalExpiry: DefaultApprovalExpiry, MaxToolCalls: DefaultMaxToolCalls},
+	}
+	h.Store.SQLite = h.ResolvePath(DefaultSQLite)
+	r := &reader{file: name, src: src}
+	root := r.read(syntaxOf(name, src))
+	if root != nil {
+		d := &decoder{reader: r, h: h}
+		d.root(root)
+	}
+	diag.Sort(r.ds)
+	return h, r.ds
+}
