@@ -1,0 +1,64 @@
+// Package mcphost connects to the MCP servers a harness binds, lists their
+// tools as [playbook.Definition] values named mcp.<server>.<tool>, and
+// calls them.
+//
+// A server is reached over stdio (a command this package starts and owns)
+// or streamable HTTP (a URL), with github.com/modelcontextprotocol/go-sdk
+// as the client. [Connect] starts, initializes and lists within one
+// timeout; [ConnectAll] does that for many servers at once.
+//
+// # Names
+//
+// A listed tool is named mcp.<server>.<tool>, <tool> being the upstream
+// name exactly as the server gives it. An upstream name that cannot
+// round-trip as a tool name (characters outside [A-Za-z0-9_-] and the
+// dot, empty segments, a composed name over 128 bytes) is kept as is and
+// reported in [Tool.Problem]; nothing is renamed or dropped.
+//
+// # Definitions
+//
+// [Tool.Definition] has Source "mcp", the composed Name, the upstream
+// description, Permissions [] (MCP has none), and InputSchema and
+// OutputSchema as the upstream JSON, byte for byte as the server sent
+// them: whatever draft a schema declares is kept, and no $ref is resolved
+// or fetched. An absent outputSchema stays absent (nil).
+//
+// MCP tool annotations are hints. They map only where they speak:
+//
+//   - readOnlyHint true: RiskClass "read", SideEffecting false.
+//   - readOnlyHint false (present): SideEffecting true; a tool that is not
+//     read-only may modify its environment.
+//   - destructiveHint true: SideEffecting true.
+//   - readOnlyHint true together with destructiveHint true contradict each
+//     other: SideEffecting true and RiskClass unknown, never "read".
+//   - anything else (no annotations, a hint absent, null or not a boolean,
+//     destructiveHint false alone, idempotentHint, openWorldHint): unknown,
+//     RiskClass "" and SideEffecting nil.
+//
+// RequiresApproval is always nil: MCP does not say.
+//
+// Absent is not false. go-sdk v1.8.0 decodes ToolAnnotations.ReadOnlyHint
+// (and IdempotentHint) as plain bools, so it cannot tell them apart
+// (DestructiveHint and OpenWorldHint are *bool). This package therefore
+// reads the raw tools/list result, as it came off the wire, next to
+// go-sdk's decoding; the raw result also gives the schemas byte for byte
+// (go-sdk decodes them into map[string]any). A go-sdk (v1.7+) server, in
+// turn, writes "readOnlyHint": false for every tool that has annotations
+// at all, even only a title: on the wire that is an explicit false, and
+// maps to SideEffecting true.
+//
+// go-sdk fails a whole tools/list page when one tool in it does not
+// decode, and leaves out tools with invalid x-mcp-header annotations.
+// This package lists the page's other tools and reports those in
+// [Tool.Problem].
+//
+// # Processes and errors
+//
+// A stdio server runs in its own process group with a minimal
+// environment (see [ServerConfig.Env]); its stderr is kept in a 4 KiB
+// ring whose last lines go into errors. A start-up that fails kills the
+// process group; so does [Server.Close], after giving the server the
+// chance to exit when its stdin closes. A server that exits or writes
+// non-JSON to stdout during start-up is reported at once, not at the
+// timeout. Errors are [*Error] values, and never hold a configured secret.
+package mcphost
