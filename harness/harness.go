@@ -101,7 +101,8 @@ type Pos struct {
 //
 // Args, Env values, URL and Headers values may hold ${secret:NAME}
 // references, kept here as written: the runtime expands them with
-// [Secrets.Expand] when it starts or connects to the server, never before.
+// [MCPServer.Expand] when it starts or connects to the server, never
+// before.
 type MCPServer struct {
 	// Name is the logical name, ^[a-z][a-z0-9_-]*$.
 	Name string
@@ -113,8 +114,11 @@ type MCPServer struct {
 	// Args are the program's arguments, as written (not resolved as
 	// paths: the program reads them relative to Cwd).
 	Args []string
-	// Env holds variables added to the inherited environment (names
-	// ^[A-Za-z_][A-Za-z0-9_]*$). Never nil for a stdio server.
+	// Env holds the server's environment variables (names
+	// ^[A-Za-z_][A-Za-z0-9_]*$). Never nil for a stdio server. The server
+	// does not inherit the runtime's environment, where other credentials
+	// live: package mcphost gives it PATH and HOME (SystemRoot on Windows)
+	// and Env over them.
 	Env map[string]string
 	// Cwd is the directory the program runs in: the cwd the file gives,
 	// resolved against the harness directory, or the harness directory.

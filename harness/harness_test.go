@@ -756,3 +756,35 @@ func TestYAMLColumnsAreBytes(t *testing.T) {
 		problem{1, 18, "/store/x", RuleUnknownKey, `"x"`},
 	)
 }
+
+func TestMCPServerExpand(t *testing.T) {
+	h, ds := Parse("h.yaml", []byte(`mcpServers:
+  acme:
+    url: "https://mcp.example.com/mcp?team=${secret:TEAM}"
+    headers: {Authorization: "Bearer ${secret:TOKEN}"}
+  m:
+    command: x
+    args: ["--key=${secret:TOKEN}", plain]
+    env: {A: "${secret:TEAM}", B: b}
+  broken:
+    command: x
+    env: {C: "${secret:UNSET}"}
+`), "/h")
+	expect(t, ds)
+	sec := NewSecrets(nil, fakeOpts(map[string]string{"TOKEN": valEnv, "TEAM": "team-42"}, nil))
+	acme, err := h.MCPServers["acme"].Expand(sec)
+	if err != nil || acme.URL != "https://mcp.example.com/mcp?team=team-42" || acme.Headers["Authorization"] != "Bearer "+valEnv {
+		t.Errorf("acme = %+v, %v", acme, err)
+	}
+	if h.MCPServers["acme"].Headers["Authorization"] != "Bearer ${secret:TOKEN}" {
+		t.Errorf("Expand modified the harness")
+	}
+	m, err := h.MCPServers["m"].Expand(sec)
+	if err != nil || m.Args[0] != "--key="+valEnv || m.Args[1] != "plain" || m.Env["A"] != "team-42" || m.Env["B"] != "b" {
+		t.Errorf("m = %+v, %v", m, err)
+	}
+	_, err = h.MCPServers["broken"].Expand(sec)
+	if err == nil || err.Error() != `env C of MCP server "broken": harness: secret "UNSET" is not set (looked in the environment variable UNSET)` {
+		t.Errorf("broken: %v", err)
+	}
+}

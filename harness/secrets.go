@@ -283,3 +283,44 @@ func (s *Secrets) Redact(text string) string {
 	s.mu.Unlock()
 	return Redactor(vals)(text)
 }
+
+// Expand returns a copy of the server binding with every ${secret:NAME}
+// in Args, Env values, URL and Headers values replaced by the secret's
+// value (see [Secrets.Expand]); s is not modified. The copy holds
+// credentials: hand it to the MCP client and drop it, never print it. The
+// error names the first secret that cannot be resolved and where it is
+// used ("env FOO of MCP server \"acme\""), never a value.
+func (s *MCPServer) Expand(sec *Secrets) (*MCPServer, error) {
+	out := *s
+	where := func(what string) string { return fmt.Sprintf("%s of MCP server %q", what, s.Name) }
+	wrap := func(what string, err error) error { return fmt.Errorf("%s: %w", where(what), err) }
+	var err error
+	if s.Args != nil {
+		out.Args = make([]string, len(s.Args))
+		for i, a := range s.Args {
+			if out.Args[i], err = sec.Expand(a); err != nil {
+				return nil, wrap(fmt.Sprintf("argument %d", i+1), err)
+			}
+		}
+	}
+	if s.Env != nil {
+		out.Env = make(map[string]string, len(s.Env))
+		for k, v := range s.Env {
+			if out.Env[k], err = sec.Expand(v); err != nil {
+				return nil, wrap("env "+k, err)
+			}
+		}
+	}
+	if out.URL, err = sec.Expand(s.URL); err != nil {
+		return nil, wrap("url", err)
+	}
+	if s.Headers != nil {
+		out.Headers = make(map[string]string, len(s.Headers))
+		for k, v := range s.Headers {
+			if out.Headers[k], err = sec.Expand(v); err != nil {
+				return nil, wrap("header "+k, err)
+			}
+		}
+	}
+	return &out, nil
+}
