@@ -92,6 +92,11 @@ type schemaJob struct {
 // the result depends only on the value, and explainSchemaError locates it
 // in each copy (see [schemaDedup]). Distinct schemas are compiled in
 // parallel, up to GOMAXPROCS at a time, each with its own compiler.
+//
+// A panic in a worker (a bug in the library) is not swallowed: it is
+// raised again on the calling goroutine once the workers are done, where
+// [Document] reports it as it reports any rule's panic, instead of
+// crashing the process from a goroutine nothing watches.
 func compileAll(jobs []schemaJob) {
 	var dd schemaDedup
 	slot := make([]*uniqueSchema, len(jobs))
@@ -100,13 +105,24 @@ func compileAll(jobs []schemaJob) {
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(dd.uniq))
 	next := make(chan *uniqueSchema)
-	var wg sync.WaitGroup
+	var (
+		wg       sync.WaitGroup
+		panicked sync.Once
+		panicVal any
+	)
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					panicked.Do(func() { panicVal = p })
+					for range next { // let the feeder finish
+					}
+				}
+			}()
 			for u := range next {
-				u.err = compileSchema(u.n.Value())
+				u.err = compileFunc(u.n.Value())
 			}
 		}()
 	}
@@ -115,6 +131,9 @@ func compileAll(jobs []schemaJob) {
 	}
 	close(next)
 	wg.Wait()
+	if panicVal != nil {
+		panic(panicVal)
+	}
 	for i := range jobs {
 		if slot[i].err != nil {
 			jobs[i].err = &slot[i].err
@@ -207,6 +226,9 @@ var errNotFetched = errors.New("remote references are not fetched")
 type refuseLoader struct{}
 
 func (refuseLoader) Load(string) (any, error) { return nil, errNotFetched }
+
+// compileFunc is compileSchema; tests replace it.
+var compileFunc = compileSchema
 
 // compileSchema compiles v, a decoded JSON value, with a fresh compiler.
 func compileSchema(v any) error {

@@ -188,3 +188,27 @@ func TestJSONSchemaInputNotObject(t *testing.T) {
 		t.Errorf("want one warning at /tools/0/inputSchema/type, got %v", got)
 	}
 }
+
+// TestJSONSchemaWorkerPanic: a panic while compiling (a library bug) is
+// reported by Document as an internal diagnostic naming the rule, as a
+// panic on the rule's own goroutine would be, and does not crash.
+func TestJSONSchemaWorkerPanic(t *testing.T) {
+	defer func(f func(any) error) { compileFunc = f }(compileFunc)
+	compileFunc = func(any) error { panic("boom") }
+	var tools []string
+	for i := range 10 { // distinct schemas, so that several workers run
+		tools = append(tools, fmt.Sprintf(`{"name": "t.n%d", "source": "primitive", "description": "d", "permissions": [], "inputSchema": {"maxProperties": %d}, "outputSchema": {"minProperties": %d}}`, i, i, i))
+	}
+	for _, src := range []string{r2MinimalDoc, `{"openplaybook": "1.6", "tools": [` + strings.Join(tools, ",") + `]}`} {
+		doc, _ := playbook.Read("p.json", []byte(src), nil)
+		var internal []diag.Diagnostic
+		for _, d := range Document(doc, nil) {
+			if d.Rule == "internal" {
+				internal = append(internal, d)
+			}
+		}
+		if len(internal) != 1 || !strings.Contains(internal[0].Message, `rule "json-schema" failed: boom`) {
+			t.Errorf("want one internal diagnostic for json-schema, got %v", internal)
+		}
+	}
+}
