@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"github.com/openplaybook/openplaybook/internal/suggest"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/syntax"
 )
@@ -63,10 +62,18 @@ func (ruleConnectionsMatch) Check(c *Context) {
 	if conns == nil || conns.Kind != syntax.Array || cutShort(conns) {
 		return // the required rule or the reader reports it
 	}
-	var typos []string // unknown providers of existing entries
+	// typoFor holds the providers that enum suggests for the unknown
+	// provider of some entry.
+	typoFor := map[string]bool{}
+	unknown := map[string]bool{}
+	var sugg suggester
 	for _, x := range d.Requires.Connections {
-		if x.Provider != nil && !contains(playbook.Providers, x.Provider.Value) {
-			typos = append(typos, x.Provider.Value)
+		if x.Provider == nil || contains(playbook.Providers, x.Provider.Value) || unknown[x.Provider.Value] {
+			continue
+		}
+		unknown[x.Provider.Value] = true
+		if best, ok := sugg.closest(x.Provider.Value, playbook.Providers); ok {
+			typoFor[best] = true
 		}
 	}
 	seen := map[string]bool{}
@@ -75,21 +82,10 @@ func (ruleConnectionsMatch) Check(c *Context) {
 			continue
 		}
 		seen[p.Value] = true
-		if first[p.Value] != nil || typoOf(p.Value, typos) {
+		if first[p.Value] != nil || typoFor[p.Value] {
 			continue
 		}
 		c.Errorf(conns, "requires.connections has no entry for provider %q, which manifest.requiredConnectors lists; add {\"provider\": %q, \"authKind\": ..., \"scopes\": [], \"capabilities\": [...]} listing the %q tools the playbook uses",
 			p.Value, p.Value, p.Value)
 	}
-}
-
-// typoOf reports whether one of the unknown providers is closest to
-// provider among all valid providers.
-func typoOf(provider string, unknown []string) bool {
-	for _, u := range unknown {
-		if best, ok := suggest.Closest(u, playbook.Providers); ok && best == provider {
-			return true
-		}
-	}
-	return false
 }
