@@ -11,10 +11,9 @@ import (
 // credential: every string value and every member name, anywhere,
 // including inside inputSchema and outputSchema (defaults, examples,
 // enums). Spec "The requires declaration": "Names and purposes only; never
-// credentials"; docs/format.md, "Consistency the validator enforces": "Anything in
-// the document that looks like a credential (API keys and tokens of the
-// listed providers, bearer headers, private-key blocks, URLs with user
-// info) is an error that names where it is without echoing the value".
+// credentials"; docs/format.md, "Credentials": "Anything in the document,
+// member names and string values alike, that looks like a credential is an
+// error naming where it is, without echoing the value".
 //
 // The kinds recognised are in credential_patterns.go. The message names
 // the kind, and the diagnostic's pointer names the place; no part of the
