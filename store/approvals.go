@@ -165,7 +165,7 @@ func (t *Tx) ExpireApprovals(run string) ([]Approval, error) {
 	if t.done {
 		return nil, ErrTxDone
 	}
-	rows, err := t.tx.QueryContext(context.Background(), `UPDATE approvals SET status = 'expired'
+	rows, err := t.QueryContext(context.Background(), `UPDATE approvals SET status = 'expired'
 		WHERE status IN ('pending', 'approved') AND expires_at IS NOT NULL AND expires_at <= ?1 AND (?2 = '' OR run = ?2)
 		RETURNING id`, t.now(), run)
 	if err != nil {
@@ -200,7 +200,7 @@ func (t *Tx) Approval(id string) (Approval, error) {
 	if t.done {
 		return Approval{}, ErrTxDone
 	}
-	return getApproval(context.Background(), t.tx, id)
+	return getApproval(context.Background(), t, id)
 }
 
 // GetApproval returns one approval, or [ErrNotFound].
@@ -313,7 +313,7 @@ func (t *Tx) DecideGate(run, step string, attempt int, approve bool, reason, dec
 	if err != nil {
 		return Gate{}, err
 	}
-	gs, err := listGates(context.Background(), t.tx, `WHERE run = ? AND step = ? AND attempt = ?`, run, step, attempt)
+	gs, err := listGates(context.Background(), t, `WHERE run = ? AND step = ? AND attempt = ?`, run, step, attempt)
 	if err != nil {
 		return Gate{}, err
 	}

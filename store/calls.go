@@ -82,8 +82,10 @@ func (t *Tx) StartCall(c Call) (Call, error) {
 		return Call{}, ErrTxDone
 	}
 	var runStatus, stepStatus sql.NullString
-	err := t.queryRow(`SELECT r.status, s.status FROM runs r LEFT JOIN steps s ON s.run = r.id AND s.step = ? AND s.attempt = ?
-		WHERE r.id = ?`, c.Step, c.Attempt, c.Run).Scan(&runStatus, &stepStatus)
+	err := t.queryRow(`SELECT r.status, s.status,
+		(SELECT coalesce(max(idx) + 1, 0) FROM calls WHERE run = ?1 AND step = ?2 AND attempt = ?3)
+		FROM runs r LEFT JOIN steps s ON s.run = r.id AND s.step = ?2 AND s.attempt = ?3
+		WHERE r.id = ?1`, c.Run, c.Step, c.Attempt).Scan(&runStatus, &stepStatus, &c.Index)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return Call{}, fmt.Errorf("%w: run %q", ErrNotFound, c.Run)
@@ -95,10 +97,6 @@ func (t *Tx) StartCall(c Call) (Call, error) {
 		return Call{}, fmt.Errorf("%w: step %q attempt %d of run %s", ErrNotFound, c.Step, c.Attempt, c.Run)
 	case StepStatus(stepStatus.String) != StepRunning:
 		return Call{}, fmt.Errorf("%w: step %q attempt %d of run %s is %s, not running", ErrState, c.Step, c.Attempt, c.Run, stepStatus.String)
-	}
-	if err := t.queryRow(`SELECT coalesce(max(idx) + 1, 0) FROM calls WHERE run = ? AND step = ? AND attempt = ?`,
-		c.Run, c.Step, c.Attempt).Scan(&c.Index); err != nil {
-		return Call{}, fmt.Errorf("store: starting call: %w", err)
 	}
 	now, at := t.stamp()
 	c.Started = at
@@ -191,7 +189,7 @@ func (t *Tx) Call(k CallKey) (Call, error) {
 	if t.done {
 		return Call{}, ErrTxDone
 	}
-	cs, err := listCalls(context.Background(), t.tx, k.Run, CallFilter{Step: k.Step, Attempt: k.Attempt, Index: &k.Index})
+	cs, err := listCalls(context.Background(), t, k.Run, CallFilter{Step: k.Step, Attempt: k.Attempt, Index: &k.Index})
 	if err != nil {
 		return Call{}, err
 	}

@@ -109,7 +109,7 @@ func (t *Tx) Run(id string) (Run, error) {
 	if t.done {
 		return Run{}, ErrTxDone
 	}
-	return getRun(context.Background(), t.tx, id)
+	return getRun(context.Background(), t, id)
 }
 
 // GetRun returns the run with the given id, or [ErrNotFound].

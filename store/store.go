@@ -81,6 +81,9 @@ type Store struct {
 	rdb      *sql.DB // read-only pool
 	maxBatch int
 
+	stmts map[string]*sql.Stmt // the writer's prepared statements; writer goroutine only
+	noted map[string]bool      // queries to prepare after the current batch
+
 	reqs      chan *request
 	quit      chan struct{}
 	done      chan struct{}
@@ -176,6 +179,8 @@ func OpenWith(path string, opt *Options) (*Store, error) {
 		wdb:      wdb,
 		rdb:      rdb,
 		maxBatch: o.MaxBatch,
+		stmts:    map[string]*sql.Stmt{},
+		noted:    map[string]bool{},
 		reqs:     make(chan *request),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -267,8 +272,8 @@ func (s *Store) commit(batch []*request) {
 		}
 		answer()
 	}
-	bg := context.Background()
-	sqltx, err := s.wdb.BeginTx(bg, nil)
+	defer s.prepareNoted()
+	sqltx, err := s.wdb.BeginTx(context.Background(), nil)
 	if err != nil {
 		failAll(fmt.Errorf("store: begin: %w", err))
 		return
@@ -280,18 +285,18 @@ func (s *Store) commit(batch []*request) {
 			results[i] = err
 			continue
 		}
-		if _, err := sqltx.ExecContext(bg, "SAVEPOINT req"); err != nil {
+		t.done = false
+		if _, err := t.exec("SAVEPOINT req"); err != nil {
 			sqltx.Rollback()
 			failAll(fmt.Errorf("store: savepoint: %w", err))
 			return
 		}
-		t.done = false
 		err := run(r.fn, t)
-		t.done = true
 		if err != nil {
 			results[i] = err
-			_, e1 := sqltx.ExecContext(bg, "ROLLBACK TO req")
-			_, e2 := sqltx.ExecContext(bg, "RELEASE req")
+			_, e1 := t.exec("ROLLBACK TO req")
+			_, e2 := t.exec("RELEASE req")
+			t.done = true
 			if e := errors.Join(e1, e2); e != nil {
 				// The error ended the whole transaction.
 				sqltx.Rollback()
@@ -300,7 +305,9 @@ func (s *Store) commit(batch []*request) {
 			}
 			continue
 		}
-		if _, err := sqltx.ExecContext(bg, "RELEASE req"); err != nil {
+		_, err = t.exec("RELEASE req")
+		t.done = true
+		if err != nil {
 			sqltx.Rollback()
 			failAll(fmt.Errorf("store: release savepoint: %w", err))
 			return
@@ -340,18 +347,62 @@ func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
 	if t.done {
 		return nil, ErrTxDone
 	}
+	if st := t.stmt(query); st != nil {
+		return st.ExecContext(context.Background(), args...)
+	}
 	return t.tx.ExecContext(context.Background(), query, args...)
 }
 
 func (t *Tx) queryRow(query string, args ...any) *sql.Row {
-	return t.tx.QueryRowContext(context.Background(), query, args...)
+	return t.QueryRowContext(context.Background(), query, args...)
 }
 
-func (t *Tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+// QueryContext and QueryRowContext make a Tx a querier for the shared
+// read functions.
+func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if t.done {
 		return nil, ErrTxDone
 	}
+	if st := t.stmt(query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
 	return t.tx.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext: see [Tx.QueryContext].
+func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := t.stmt(query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, query, args...)
+}
+
+// maxStmts bounds the writer's statement cache.
+const maxStmts = 256
+
+// stmt returns query's cached prepared statement bound to this
+// transaction, or nil when it is not prepared yet. The writer's one
+// connection is busy inside a transaction, so a new query is only noted
+// here and prepared after the batch commits (see [Store.prepareNoted]).
+func (t *Tx) stmt(query string) *sql.Stmt {
+	if st := t.s.stmts[query]; st != nil {
+		return t.tx.StmtContext(context.Background(), st)
+	}
+	if len(t.s.stmts)+len(t.s.noted) < maxStmts {
+		t.s.noted[query] = true
+	}
+	return nil
+}
+
+// prepareNoted prepares the queries noted during the last batch, on the
+// writer's connection, which is free between batches.
+func (s *Store) prepareNoted() {
+	for q := range s.noted {
+		delete(s.noted, q)
+		if st, err := s.wdb.PrepareContext(context.Background(), q); err == nil {
+			s.stmts[q] = st
+		}
+	}
 }
 
 func (t *Tx) now() string { return formatTime(t.s.Now()) }
