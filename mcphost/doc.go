@@ -18,7 +18,8 @@
 // # Definitions
 //
 // [Tool.Definition] has Source "mcp", the composed Name, the upstream
-// description, Permissions [] (MCP has none), and InputSchema and
+// description, Permissions nil (MCP has no permissions: the server does
+// not say, which is not "none"), and InputSchema and
 // OutputSchema as the upstream JSON, byte for byte as the server sent
 // them: whatever draft a schema declares is kept, and no $ref is resolved
 // or fetched. An absent outputSchema stays absent (nil).

@@ -102,7 +102,8 @@ func definition(name string, up *mcp.Tool, w *wireTool) playbook.Definition {
 		Name:        name,
 		Source:      "mcp",
 		Description: up.Description,
-		Permissions: []string{},
+		// MCP has no permissions concept: nil is "the server does not
+		// say" (package drift), never "none".
 	}
 	var h hints
 	if w != nil {

@@ -31,7 +31,7 @@ const (
 	// unreadable file, a directory without *.json files).
 	ExitUsage = 2
 	// ExitInternal: openplaybook itself failed; this is a bug.
-	ExitInternal = 3
+	ExitInternal = 70
 )
 
 // Version is the openplaybook version that `openplaybook version` and
@@ -110,7 +110,8 @@ func (c *CLI) root() *cobra.Command {
 its consistency rules, and explains what a document does.
 
 Exit codes: 0 no problems, 1 problems found, 2 bad usage or unreadable input,
-3 internal error.`,
+70 internal error. run and resume add 3 (waits for a person) and 4 (rejected
+at a gate).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// With no command: print help to stderr, exit 2.
@@ -127,6 +128,7 @@ Exit codes: 0 no problems, 1 problems found, 2 bad usage or unreadable input,
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return err })
 	root.AddCommand(
 		c.validateCommand(),
+		c.checkCommand(),
 		c.explainCommand(),
 		c.schemaCommand(),
 		c.rulesCommand(),

@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/harness"
+	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/preflight"
+	"github.com/openplaybook/openplaybook/report"
+	"github.com/openplaybook/openplaybook/validate"
+)
+
+func (c *CLI) checkCommand() *cobra.Command {
+	format := newChoice("text", report.Formats)
+	var strict bool
+	var harnessPath string
+	cmd := &cobra.Command{
+		Use:                   "check --harness FILE [--format " + strings.Join(report.Formats, "|") + "] [--strict] DOC...",
+		DisableFlagsInUseLine: true,
+		Short:                 "Validate documents and check them against a harness: registry, drift, preflight",
+		Long: `Check does everything validate does, then checks each document against
+what the harness provides, as a run would before executing anything:
+
+  resolution  every allowedTools name is a tool this runtime can call
+              (built-ins, the Stripe connector, the harness's MCP servers)
+  drift       each embedded tool definition compared with the registry's,
+              field by field (rules drift-*; see docs/drift.md)
+  preflight   every connection bound with the declared authKind and scopes
+              and its credential resolving (Stripe is asked once); every MCP
+              server starts or answers and lists the declared toolNames;
+              every named secret resolves to a non-empty value (rules
+              preflight-*; see docs/check.md)
+
+MCP servers are contacted concurrently, each within its harness timeout
+(default 10 s). Secret values are never printed.
+
+Formats and exit status are those of validate: 0 no errors, 1 errors (or
+warnings under --strict), 2 bad usage or unreadable input.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if harnessPath == "" {
+				return errors.New("check needs --harness FILE (the harness file: see docs/harness.md)")
+			}
+			if len(args) == 0 {
+				return errors.New("check needs at least one DOC: a file, a directory (its *.json files) or - for standard input")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := c.checkWithHarness(cmd.Context(), harnessPath, args)
+			if err != nil {
+				return ioError(err)
+			}
+			res.env.Close()
+			if err := report.Write(c.stdout(), format.value, res.files, res.diags, &report.Options{ToolVersion: c.version()}); err != nil {
+				return ioError(fmt.Errorf("writing the report: %w", err))
+			}
+			if diag.Count(res.diags, diag.Error) > 0 || strict && diag.Count(res.diags, diag.Warning) > 0 {
+				return failed
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (YAML or JSON; see docs/harness.md)")
+	cmd.Flags().VarP(format, "format", "f", "output format: "+strings.Join(report.Formats, ", "))
+	cmd.Flags().BoolVar(&strict, "strict", false, "fail (exit 1) on warnings too")
+	return cmd
+}
+
+// checked documents with their environment, as check, pin and run use them.
+type checkResult struct {
+	env   *preflight.Env
+	h     *harness.Harness
+	docs  []*playbook.Document
+	files []report.File
+	diags []diag.Diagnostic
+}
+
+// checkWithHarness loads the harness, reads and validates every document
+// (against the registry), connects what the documents need, and adds the
+// resolution, drift and preflight diagnostics. The error is for I/O only.
+// The caller closes res.env.
+func (c *CLI) checkWithHarness(ctx context.Context, harnessPath string, paths []string) (*checkResult, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	h, hds, err := harness.Load(harnessPath)
+	if err != nil {
+		return nil, fmt.Errorf("reading the harness: %w", err)
+	}
+	hsrc, err := os.ReadFile(harnessPath)
+	if err != nil {
+		return nil, fmt.Errorf("reading the harness: %w", err)
+	}
+	inputs, err := expand(paths)
+	if err != nil {
+		return nil, err
+	}
+	res := &checkResult{h: h, files: []report.File{{Name: harnessPath, Src: hsrc}}}
+	res.diags = append(res.diags, hds...)
+	var srcs [][]byte
+	for _, in := range inputs {
+		var src []byte
+		var rerr error
+		if in.stdin {
+			src, rerr = c.readStdin()
+		} else {
+			src, rerr = readFile(in.path)
+		}
+		if rerr != nil {
+			return nil, rerr
+		}
+		doc, _ := playbook.Read(in.name, src, nil)
+		res.docs = append(res.docs, doc)
+		srcs = append(srcs, src)
+		res.files = append(res.files, report.File{Name: in.name, Src: src})
+	}
+	res.env = preflight.Connect(ctx, h, res.docs)
+	res.diags = append(res.diags, res.env.Diagnostics...)
+	for i, doc := range res.docs {
+		_, rds := playbook.Read(doc.File, srcs[i], nil)
+		res.diags = append(res.diags, rds...)
+		res.diags = append(res.diags, validate.Document(doc, &validate.Options{Registry: res.env.Registry.Has})...)
+		res.diags = append(res.diags, res.env.Check(ctx, doc)...)
+	}
+	diag.Sort(res.diags)
+	return res, nil
+}

@@ -1,0 +1,434 @@
+// Package preflight builds the registry a runtime would run with and checks
+// documents against it: what `openplaybook check` does and what `run` does
+// before anything executes.
+//
+// Spec, "The requires declaration": the requires block "is the
+// machine-readable statement of what a harness must satisfy before the
+// playbook can run"; spec, "Embedded tool definitions": "A runtime
+// importing a document checks the embedded definitions against its own
+// registry and flags drift". Three kinds of diagnostics come out, each
+// positioned in the document (or the harness file) like validate's:
+//
+//   - resolution (rule registry-resolve): every allowedTools name is a tool
+//     this runtime can call;
+//   - drift (rules drift-*, package drift): each embedded definition
+//     compared with the registry's;
+//   - preflight (rules preflight-*): connections, MCP servers and secrets
+//     the document requires are there and work.
+package preflight
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/openplaybook/openplaybook/builtin"
+	"github.com/openplaybook/openplaybook/connector/stripe"
+	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/drift"
+	"github.com/openplaybook/openplaybook/harness"
+	"github.com/openplaybook/openplaybook/internal/suggest"
+	"github.com/openplaybook/openplaybook/mcphost"
+	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/registry"
+	"github.com/openplaybook/openplaybook/syntax"
+)
+
+// Rule ids of this package; docs/check.md documents each.
+const (
+	RuleResolve       = "registry-resolve"
+	RuleSecret        = "preflight-secret"
+	RuleConnection    = "preflight-connection"
+	RuleMCPServer     = "preflight-mcp-server"
+	RuleMCPTool       = "preflight-mcp-tool"
+	RuleMCPToolName   = "preflight-mcp-tool-name"
+	RuleAgent         = "preflight-agent"
+	RuleRegistryClash = "preflight-registry"
+)
+
+// Env is what the documents are checked against: the harness and the
+// live parts built from it. Build it with [Connect]; Close it when done.
+type Env struct {
+	Harness *harness.Harness
+	Secrets *harness.Secrets
+	// Registry holds the built-ins, the shipped connectors' tools and the
+	// tools every reachable MCP server lists.
+	Registry *registry.Registry
+	// Servers are the live MCP sessions by logical name.
+	Servers map[string]*mcphost.Server
+	// ServerErrs says why a bound server could not be used.
+	ServerErrs map[string]error
+	// ServerTools are the tools each live server listed, problems
+	// included (see [mcphost.Tool]).
+	ServerTools map[string][]mcphost.Tool
+	// Stripe is the Stripe connector when the harness binds stripe and its
+	// key resolves; StripeErr says why not otherwise.
+	Stripe    *stripe.Connector
+	StripeErr error
+
+	stripeOnce     sync.Once
+	stripeCheckErr error
+
+	// Diagnostics are problems of the harness itself found while
+	// connecting (dotenv files, a registry name clash), positioned in the
+	// harness file.
+	Diagnostics []diag.Diagnostic
+}
+
+// Close ends every MCP session.
+func (e *Env) Close() {
+	for _, s := range e.Servers {
+		s.Close()
+	}
+}
+
+// Connect builds the registry for the documents given: the built-in
+// catalog, the Stripe connector's tools, and, concurrently, the tools of
+// every MCP server that one of the documents requires and the harness
+// binds (servers no document needs are not started). Each server gets its
+// harness timeout (default 10 s); Connect never waits longer than the
+// slowest server's timeout.
+func Connect(ctx context.Context, h *harness.Harness, docs []*playbook.Document) *Env {
+	e := &Env{
+		Harness:     h,
+		Secrets:     h.SecretResolver(),
+		Registry:    registry.New(),
+		Servers:     map[string]*mcphost.Server{},
+		ServerErrs:  map[string]error{},
+		ServerTools: map[string][]mcphost.Tool{},
+	}
+	e.Diagnostics = append(e.Diagnostics, e.Secrets.Check()...)
+	for _, d := range builtin.Definitions() {
+		e.add(d, registry.Origin{Kind: "builtin"})
+	}
+	for _, d := range stripe.Definitions() {
+		e.add(d, registry.Origin{Kind: "connector", Name: stripe.Provider})
+	}
+	if c := h.Connections[stripe.Provider]; c != nil {
+		e.Stripe, e.StripeErr = e.stripeConnector(c)
+	}
+
+	var cfgs []mcphost.ServerConfig
+	for _, name := range requiredServers(docs) {
+		bound := h.MCPServers[name]
+		if bound == nil {
+			continue // reported per document
+		}
+		expanded, err := bound.Expand(e.Secrets)
+		if err != nil {
+			e.ServerErrs[name] = err
+			continue
+		}
+		cfgs = append(cfgs, mcphost.ServerConfig{
+			Name: name, Command: expanded.Command, Args: expanded.Args, Env: expanded.Env, Dir: expanded.Cwd,
+			URL: expanded.URL, Headers: expanded.Headers, Timeout: expanded.Timeout,
+		})
+	}
+	for name, res := range mcphost.ConnectAll(ctx, cfgs) {
+		if res.Err != nil {
+			e.ServerErrs[name] = res.Err
+			continue
+		}
+		e.Servers[name] = res.Server
+		e.ServerTools[name] = res.Tools
+		for _, t := range res.Tools {
+			if t.Problem == "" {
+				e.add(t.Definition, registry.Origin{Kind: "mcp", Name: name})
+			}
+		}
+	}
+	return e
+}
+
+func (e *Env) add(d playbook.Definition, o registry.Origin) {
+	if err := e.Registry.Add(d, o); err != nil {
+		e.Diagnostics = append(e.Diagnostics, diag.Diagnostic{File: e.Harness.Path, Severity: diag.Error, Rule: RuleRegistryClash, Message: err.Error()})
+	}
+}
+
+func (e *Env) stripeConnector(c *harness.Connection) (*stripe.Connector, error) {
+	name := c.Secrets[harness.RequiredRole(stripe.Provider, c.AuthKind)]
+	if name == "" {
+		return nil, fmt.Errorf("the stripe connection binds no apiKey secret")
+	}
+	key, err := e.Secrets.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	return stripe.New(stripe.Config{APIKey: key, BaseURL: c.BaseURL})
+}
+
+// requiredServers returns the MCP server names the documents require,
+// sorted and unique.
+func requiredServers(docs []*playbook.Document) []string {
+	seen := map[string]bool{}
+	for _, d := range docs {
+		if d.Requires == nil {
+			continue
+		}
+		for _, s := range d.Requires.MCPServers {
+			if s.Name != nil {
+				seen[s.Name.Value] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Check returns the resolution, drift and preflight diagnostics of one
+// document against the environment, positioned in the document. It does
+// not repeat what validate reports.
+func (e *Env) Check(ctx context.Context, doc *playbook.Document) []diag.Diagnostic {
+	c := &checker{env: e, doc: doc}
+	c.resolve()
+	c.drift()
+	c.secrets()
+	c.connections(ctx)
+	c.mcpServers()
+	c.agents()
+	diag.Sort(c.diags)
+	return c.diags
+}
+
+type checker struct {
+	env   *Env
+	doc   *playbook.Document
+	diags []diag.Diagnostic
+}
+
+func (c *checker) errorf(n *syntax.Node, rule, format string, args ...any) {
+	c.diags = append(c.diags, c.doc.Diag(n, diag.Error, rule, format, args...))
+}
+
+// resolve: every well-formed allowedTools name is in the registry. A name
+// of an MCP server that could not be reached is left to that server's
+// preflight error.
+func (c *checker) resolve() {
+	reported := map[string]bool{}
+	for _, s := range c.doc.Steps {
+		if s.AllowedTools == nil {
+			continue
+		}
+		for _, a := range s.AllowedTools.Items {
+			name := a.Value
+			if playbook.ToolNameProblem(name) != "" || c.env.Registry.Has(name) || reported[name] {
+				continue
+			}
+			if server, _, ok := playbook.MCPParts(name); ok && c.env.Servers[server] == nil {
+				continue
+			}
+			reported[name] = true
+			c.errorf(a.Node, RuleResolve, "tool %q is not in this runtime's registry (%s), so a run would refuse every call to it%s",
+				name, c.env.describeRegistry(), suggest.Phrase(name, c.env.Registry.Names()))
+		}
+	}
+}
+
+func (e *Env) describeRegistry() string {
+	parts := []string{"the built-ins", "the stripe connector"}
+	var servers []string
+	for n := range e.Servers {
+		servers = append(servers, n)
+	}
+	sort.Strings(servers)
+	if len(servers) > 0 {
+		parts = append(parts, "MCP servers "+strings.Join(servers, ", "))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// drift compares every embedded definition that the registry also has.
+func (c *checker) drift() {
+	for _, t := range c.doc.Tools {
+		if t.Name == nil {
+			continue
+		}
+		entry, ok := c.env.Registry.Lookup(t.Name.Value)
+		if !ok {
+			continue
+		}
+		for _, f := range drift.Compare(t.Definition(c.doc.Source), entry.Definition) {
+			n := t.Node
+			if m := t.Node.Member(f.Field); m != nil {
+				n = m
+				if f.Path != "" {
+					n = descend(m, f.Path)
+				}
+			}
+			c.diags = append(c.diags, c.doc.Diag(n, f.Severity, f.Rule, "%s (registry: %s)", f.Message, entry.Origin))
+		}
+	}
+}
+
+// descend follows a JSON Pointer from n as far as the tree has it.
+func descend(n *syntax.Node, ptr string) *syntax.Node {
+	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		var next *syntax.Node
+		switch n.Kind {
+		case syntax.Object:
+			next = n.Member(tok)
+		case syntax.Array:
+			var i int
+			if _, err := fmt.Sscanf(tok, "%d", &i); err == nil && i >= 0 && i < len(n.Elems) {
+				next = n.Elems[i]
+			}
+		}
+		if next == nil {
+			return n
+		}
+		n = next
+	}
+	return n
+}
+
+// secrets: every secret the document names resolves to a non-empty value.
+func (c *checker) secrets() {
+	if c.doc.Requires == nil {
+		return
+	}
+	for _, s := range c.doc.Requires.Secrets {
+		if s.Name == nil {
+			continue
+		}
+		if _, err := c.env.Secrets.Resolve(s.Name.Value); err != nil {
+			c.errorf(s.Name.Node, RuleSecret, "secret %q does not resolve: %s; set it where the harness's secrets section looks (see docs/harness.md)", s.Name.Value, secretReason(err))
+		}
+	}
+}
+
+func secretReason(err error) string {
+	if se, ok := err.(*harness.SecretError); ok {
+		return se.Reason
+	}
+	return err.Error()
+}
+
+// connections: every connection the document requires is bound, with the
+// declared authKind, the declared scopes granted and its credential
+// resolving; the Stripe connection answers.
+func (c *checker) connections(ctx context.Context) {
+	if c.doc.Requires == nil {
+		return
+	}
+	for _, x := range c.doc.Requires.Connections {
+		if x.Provider == nil {
+			continue
+		}
+		p := x.Provider.Value
+		bound := c.env.Harness.Connections[p]
+		if bound == nil {
+			c.errorf(x.Node, RuleConnection, "the harness binds no %q connection; add connections.%s with authKind and secrets to %s", p, p, c.env.Harness.Path)
+			continue
+		}
+		if x.AuthKind != nil && x.AuthKind.Value != bound.AuthKind {
+			c.errorf(x.AuthKind.Node, RuleConnection, "the document declares authKind %q for %q but the harness binds %q (%s:%d)", x.AuthKind.Value, p, bound.AuthKind, c.env.Harness.Path, bound.Pos.Line)
+		}
+		if x.Scopes != nil {
+			var missing []string
+			for _, s := range x.Scopes.Items {
+				if !slices.Contains(bound.Scopes, s.Value) {
+					missing = append(missing, fmt.Sprintf("%q", s.Value))
+				}
+			}
+			if len(missing) > 0 {
+				c.errorf(x.Scopes.Node, RuleConnection, "the %q connection in the harness is not granted %s; grant them and list them under connections.%s.scopes", p, strings.Join(missing, ", "), p)
+			}
+		}
+		role := harness.RequiredRole(p, bound.AuthKind)
+		secretName := bound.Secrets[role]
+		switch {
+		case role != "" && secretName == "":
+			c.errorf(x.Node, RuleConnection, "the harness's %q connection binds no %q secret", p, role)
+			continue
+		case secretName != "":
+			if _, err := c.env.Secrets.Resolve(secretName); err != nil {
+				c.errorf(x.Node, RuleConnection, "the credential of the %q connection, secret %q, does not resolve: %s", p, secretName, secretReason(err))
+				continue
+			}
+		}
+		if p == stripe.Provider {
+			if c.env.StripeErr != nil {
+				c.errorf(x.Node, RuleConnection, "the stripe connector cannot be set up: %v", c.env.StripeErr)
+			} else if c.env.Stripe != nil {
+				if err := c.env.stripeCheck(ctx); err != nil {
+					c.errorf(x.Node, RuleConnection, "stripe does not accept the connection: %v", err)
+				}
+			}
+		}
+	}
+}
+
+// stripeCheck asks Stripe once per environment, however many documents
+// are checked.
+func (e *Env) stripeCheck(ctx context.Context) error {
+	e.stripeOnce.Do(func() { e.stripeCheckErr = e.Stripe.Check(ctx) })
+	return e.stripeCheckErr
+}
+
+// mcpServers: every server the document requires is bound, answers, and
+// lists every tool name the document declares for it.
+func (c *checker) mcpServers() {
+	if c.doc.Requires == nil {
+		return
+	}
+	for _, s := range c.doc.Requires.MCPServers {
+		if s.Name == nil {
+			continue
+		}
+		name := s.Name.Value
+		if c.env.Harness.MCPServers[name] == nil {
+			bound := make([]string, 0, len(c.env.Harness.MCPServers))
+			for n := range c.env.Harness.MCPServers {
+				bound = append(bound, n)
+			}
+			sort.Strings(bound)
+			c.errorf(s.Name.Node, RuleMCPServer, "the harness binds no MCP server %q%s; add mcpServers.%s (command or url) to %s", name, suggest.Phrase(name, bound), name, c.env.Harness.Path)
+			continue
+		}
+		if err := c.env.ServerErrs[name]; err != nil {
+			c.errorf(s.Name.Node, RuleMCPServer, "MCP server %q cannot be used: %v", name, err)
+			continue
+		}
+		listed := map[string]bool{}
+		var names []string
+		for _, t := range c.env.ServerTools[name] {
+			if t.Problem != "" {
+				c.diags = append(c.diags, c.doc.Diag(s.Name.Node, diag.Warning, RuleMCPToolName, "MCP server %q lists a tool that cannot be used: %s", name, t.Problem))
+				continue
+			}
+			listed[t.Name] = true
+			names = append(names, t.Name)
+		}
+		if s.ToolNames == nil {
+			continue
+		}
+		for _, tn := range s.ToolNames.Items {
+			if !listed[tn.Value] {
+				c.errorf(tn.Node, RuleMCPTool, "MCP server %q does not list tool %q%s; it lists %d tools", name, tn.Value, suggest.Phrase(tn.Value, names), len(names))
+			}
+		}
+	}
+}
+
+// agents: every agent a step names is bound in the harness.
+func (c *checker) agents() {
+	seen := map[string]bool{}
+	for _, s := range c.doc.Steps {
+		if s.Agent == nil || seen[s.Agent.Value] {
+			continue
+		}
+		seen[s.Agent.Value] = true
+		if c.env.Harness.Agents[s.Agent.Value] == nil {
+			c.errorf(s.Agent.Node, RuleAgent, "the harness binds no agent %q; add agents.%s with a driver (transcript, openai or anthropic)", s.Agent.Value, s.Agent.Value)
+		}
+	}
+}
