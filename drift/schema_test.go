@@ -574,7 +574,9 @@ func TestExcerpts(t *testing.T) {
 
 // FuzzCompareSchemas compares arbitrary pairs of texts as input and output
 // schemas. It fails on a panic, a malformed finding, a run over a second,
-// and a finding when a readable schema is compared with itself.
+// a finding when a readable schema is compared with itself, and when the
+// fast path ([sameValue]) proves equal two texts the parser does not read
+// as equal values.
 //
 //	go test ./drift -run '^$' -fuzz FuzzCompareSchemas -fuzztime 5m
 func FuzzCompareSchemas(f *testing.F) {
@@ -607,6 +609,13 @@ func FuzzCompareSchemas(f *testing.F) {
 				if f.Path != "" && f.Path[0] != '/' {
 					t.Fatalf("path is not a JSON Pointer: %+v", f)
 				}
+			}
+		}
+		if sameValue(doc, reg) {
+			dv, derr := parseSchema(doc)
+			rv, rerr := parseSchema(reg)
+			if derr != nil || rerr != nil || !equal(dv, rv) {
+				t.Fatalf("sameValue proved equal what the parser does not: %v, %v", derr, rerr)
 			}
 		}
 		if _, err := parseSchema(doc); err == nil {
