@@ -187,7 +187,7 @@ func requiredServers(docs []*playbook.Document) []string {
 // document against the environment, positioned in the document. It does
 // not repeat what validate reports.
 func (e *Env) Check(ctx context.Context, doc *playbook.Document) []diag.Diagnostic {
-	c := &checker{env: e, doc: doc}
+	c := &checker{env: e, doc: doc, missingSecrets: map[string]bool{}}
 	c.resolve()
 	c.drift()
 	c.secrets()
@@ -202,6 +202,10 @@ type checker struct {
 	env   *Env
 	doc   *playbook.Document
 	diags []diag.Diagnostic
+	// missingSecrets are the secrets already reported as not resolving,
+	// so a secret that is both named by the document and the credential
+	// of a connection is reported once.
+	missingSecrets map[string]bool
 }
 
 func (c *checker) errorf(n *syntax.Node, rule, format string, args ...any) {
@@ -300,6 +304,7 @@ func (c *checker) secrets() {
 			continue
 		}
 		if _, err := c.env.Secrets.Resolve(s.Name.Value); err != nil {
+			c.missingSecrets[s.Name.Value] = true
 			c.errorf(s.Name.Node, RuleSecret, "secret %q does not resolve: %s; set it where the harness's secrets section looks (see docs/harness.md)", s.Name.Value, secretReason(err))
 		}
 	}
@@ -351,6 +356,9 @@ func (c *checker) connections(ctx context.Context) {
 			continue
 		case secretName != "":
 			if _, err := c.env.Secrets.Resolve(secretName); err != nil {
+				if c.missingSecrets[secretName] {
+					continue // reported at the document's secrets entry
+				}
 				c.errorf(x.Node, RuleConnection, "the credential of the %q connection, secret %q, does not resolve: %s", p, secretName, secretReason(err))
 				continue
 			}

@@ -19,7 +19,7 @@ var structural = map[string]bool{
 	"type": true, "unknown-member": true, "member-case": true, "required": true,
 	"enum": true, "version": true, "manifest-id": true, "manifest-version": true,
 	"manifest-connectors-unique": true, "step-id": true, "step-members": true,
-	"tool-name": true, "allowed-tools-form": true,
+	"tool-name": true, "allowed-tools-form": true, "secret-members": true,
 }
 
 // partial are rules the schema encodes only in part (a pattern, but not

@@ -129,6 +129,7 @@ at a gate).`,
 	root.AddCommand(
 		c.validateCommand(),
 		c.checkCommand(),
+		c.pinCommand(),
 		c.explainCommand(),
 		c.schemaCommand(),
 		c.rulesCommand(),
