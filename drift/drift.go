@@ -48,9 +48,10 @@ type Finding struct {
 	Field string
 	// Path is, for a schema finding, a JSON Pointer inside the document's
 	// schema to the keyword concerned ("/properties/entities/items/required"),
-	// after the document's own $refs; "" is the whole schema, and "" for
-	// findings that are not about a schema. It may name a keyword the
-	// document's schema lacks (the registry added it); its parent exists.
+	// after the document's own $refs; it may name a keyword the document's
+	// schema lacks (the registry added it). For a harness schema it points
+	// at the first difference. "" is the whole schema, and "" for findings
+	// that are not about a schema.
 	Path string
 	// Message names the tool and the field and says what the document says
 	// and what the registry says: lowercase, no trailing period.
@@ -74,7 +75,7 @@ func (f Finding) String() string {
 // Compare never panics, whatever the definitions hold, and takes bounded
 // time: schemas that are the same text up to whitespace are not parsed,
 // and a schema comparison stops at depth 64 or after 20,000 subschemas,
-// saying so.
+// saying so. It may be called from several goroutines at once.
 func Compare(doc, reg playbook.Definition) []Finding {
 	c := &comparer{tool: doc.Name}
 	if c.tool == "" {

@@ -58,6 +58,9 @@ func TestSameValue(t *testing.T) {
 }
 
 func TestSameValueAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	docs, regs := typicalPairs(1, "order")
 	a, b := docs[0].InputSchema, regs[0].InputSchema
 	if !sameValue(a, b) {
