@@ -326,9 +326,11 @@ func (t *Tx) DecideGate(run, step string, attempt int, approve bool, reason, dec
 	return gs[0], nil
 }
 
-// Gates returns a run's gates in the order they opened.
+// Gates returns a run's gates (every run's when run is "") in the order
+// they opened. To list what waits for a person, keep those with status
+// waiting.
 func (s *Store) Gates(ctx context.Context, run string) ([]Gate, error) {
-	return listGates(ctx, s.rdb, `WHERE run = ? ORDER BY opened_at, rowid`, run)
+	return listGates(ctx, s.rdb, `WHERE (?1 = '' OR run = ?1) ORDER BY opened_at, rowid`, run)
 }
 
 func listGates(ctx context.Context, q querier, where string, args ...any) ([]Gate, error) {

@@ -212,8 +212,11 @@ func (s *Store) Path() string { return s.path }
 // fn runs on the store's writer goroutine, possibly in the same SQLite
 // transaction as other callers' functions, each under its own savepoint:
 // it must only make store changes through its [Tx], never block on
-// anything else (network, locks, channels), and must not keep the Tx after
-// it returns. A panic in fn is returned as an error.
+// anything else (network, locks, channels, and above all Store.Tx, which
+// would wait for itself forever), must return the errors its Tx methods
+// return rather than carry on, and must not keep the Tx after it returns.
+// Store reads inside fn do not see fn's own changes; use the Tx's reads.
+// A panic in fn is returned as an error.
 //
 // ctx is checked until fn starts; once fn has started, Tx waits for the
 // outcome so that its result always says whether the change was kept.
