@@ -63,7 +63,8 @@ func TestValidCorpus(t *testing.T) {
 }
 
 // TestInvalidCorpus: every file of testdata/err gives exactly the
-// diagnostics of its golden .out file. Run with -update to rewrite them,
+// diagnostics of its golden .out file. Run with -update to rewrite them
+// (-run 'TestInvalidCorpus/^r1-' -update rewrites only the matching ones),
 // then read the diff.
 func TestInvalidCorpus(t *testing.T) {
 	files, _ := filepath.Glob("../testdata/err/*.json")
@@ -117,7 +118,7 @@ func TestRulesDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range AllRuleNames() {
+	for _, name := range append(AllRuleNames(), "internal") {
 		if !strings.Contains(string(doc), "\n## `"+name+"`") {
 			t.Errorf("docs/rules.md has no section \"## `%s`\"", name)
 		}
@@ -130,5 +131,31 @@ func TestRuleNamesUnique(t *testing.T) {
 	slices.Sort(sorted)
 	if len(slices.Compact(sorted)) != len(names) {
 		t.Errorf("duplicate rule names in %v", names)
+	}
+}
+
+// TestRulesDocExamplesAreReal: every message quoted in a ```text block of
+// docs/rules.md is one the corpus really produces (its goldens are compared
+// with real output above), so the documentation cannot drift.
+func TestRulesDocExamplesAreReal(t *testing.T) {
+	doc, err := os.ReadFile("../docs/rules.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := map[string]bool{}
+	files, _ := filepath.Glob("../testdata/err/*.json")
+	for _, f := range files {
+		for _, d := range check(t, f) {
+			real[fmt.Sprintf("%s: %s [%s]", d.Severity, d.Message, d.Rule)] = true
+		}
+	}
+	blocks := strings.Split(string(doc), "```text\n")
+	for _, b := range blocks[1:] {
+		block, _, _ := strings.Cut(b, "```")
+		for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+			if line != "" && !real[line] {
+				t.Errorf("docs/rules.md quotes a message no corpus case gives:\n  %s", line)
+			}
+		}
 	}
 }

@@ -76,7 +76,7 @@ func serverNameProblem(name string) string {
 // serverNameHint suggests the lower-cased name when that is valid.
 func serverNameHint(name string) string {
 	if l := strings.ToLower(name); l != name && mcpServerNameRE.MatchString(l) {
-		return "; did you mean " + strconv.Quote(l) + "?"
+		return " (did you mean " + strconv.Quote(l) + "?)"
 	}
 	return ""
 }

@@ -35,7 +35,7 @@ func (ruleVersion) Check(c *Context) {
 	if !ok {
 		hint := ""
 		if h := versionHint(s.Value); h != "" {
-			hint = fmt.Sprintf("; did you mean %q?", h)
+			hint = fmt.Sprintf(" (did you mean %q?)", h)
 		}
 		c.Errorf(s.Node, "%+q is not a format version%s; write \"MAJOR.MINOR\" (two numbers without leading zeros joined by one dot, such as \"1.6\"); %s",
 			s.Value, hint, readable)

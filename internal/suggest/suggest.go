@@ -71,10 +71,11 @@ func distance(a, b string, limit int) int {
 	return prev[len(rb)]
 }
 
-// Phrase returns "; did you mean %q?" for the closest candidate, or "".
+// Phrase returns ` (did you mean %q?)` for the closest candidate, or "".
+// It follows the phrase it qualifies, before any "; ..." that goes on.
 func Phrase(got string, candidates []string) string {
 	if c, ok := Closest(got, candidates); ok {
-		return "; did you mean " + strconv.Quote(c) + "?"
+		return " (did you mean " + strconv.Quote(c) + "?)"
 	}
 	return ""
 }
