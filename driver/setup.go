@@ -1,0 +1,64 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Setup is what the runtime supplies, besides an agent's settings from
+// the harness file, to build a driver: the FromSettings constructors of
+// packages driver/transcript, driver/openai and driver/anthropic take it.
+// A nil *Setup means the zero Setup.
+type Setup struct {
+	// Secret returns the value of a named secret, for a setting that names
+	// one (apiKeySecret); with a harness, its resolver's Secrets.Resolve. Nil:
+	// such a setting is an error. Its errors must not hold a value.
+	Secret func(name string) (string, error)
+	// Expand replaces the ${secret:NAME} references in a string setting
+	// by the secrets' values (and "$${" by "${"); with a harness,
+	// its resolver's Secrets.Expand. Nil: a setting that holds "${" is an
+	// error, so a reference is never sent as literal text.
+	Expand func(s string) (string, error)
+	// Path resolves a relative path in a setting (transcript) against the
+	// harness file's directory; with a harness, Harness.ResolvePath.
+	// Nil: paths are used as written.
+	Path func(p string) string
+	// PlaybookID is the manifest id of the playbook to run; it replaces
+	// "{playbook}" in a transcript path. Empty: a path holding
+	// "{playbook}" is an error.
+	PlaybookID string
+	// HTTPClient is the client the model drivers send requests with. Nil:
+	// their own client (see their Config.HTTPClient).
+	HTTPClient *http.Client
+}
+
+// ErrTurnLimit: a model driver sent as many requests as its maxTurns
+// allows and the model still had not given its final answer.
+var ErrTurnLimit = errors.New("the model did not finish the step within its turn limit")
+
+// ProviderError is a model API's answer that is an error (HTTP status 4xx
+// or 5xx), as a model driver returns it. It never holds the API key.
+type ProviderError struct {
+	// Provider is the driver's name ("openai", "anthropic").
+	Provider string
+	// StatusCode is the HTTP status code.
+	StatusCode int
+	// Type is the provider's error type or code, when it sends one
+	// ("invalid_api_key", "authentication_error").
+	Type string
+	// Message is the provider's message, with the API key (and anything
+	// shaped like one) replaced by "[redacted]".
+	Message string
+}
+
+func (e *ProviderError) Error() string {
+	msg := fmt.Sprintf("%s: the API answered %d %s", e.Provider, e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Type != "" {
+		msg += " (" + e.Type + ")"
+	}
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
+}
