@@ -281,14 +281,13 @@ func (s *Store) commit(batch []*request) {
 		failAll(fmt.Errorf("store: begin: %w", err))
 		return
 	}
-	t := &Tx{s: s, tx: sqltx}
 	ran := 0
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			results[i] = err
 			continue
 		}
-		t.done = false
+		t := &Tx{s: s, tx: sqltx} // a Tx of its own: one kept by an earlier fn stays done
 		if _, err := t.exec("SAVEPOINT req"); err != nil {
 			sqltx.Rollback()
 			failAll(fmt.Errorf("store: savepoint: %w", err))

@@ -364,6 +364,11 @@ func TestTxKeptAfterReturn(t *testing.T) {
 	if _, err := kept.CreateRun(Run{}); !errors.Is(err, ErrTxDone) {
 		t.Errorf("using a finished Tx: %v", err)
 	}
+	// Later transactions do not bring it back to life.
+	mustTx(t, s, func(tx *Tx) error { _, err := tx.CreateRun(Run{}); return err })
+	if _, err := kept.CreateRun(Run{}); !errors.Is(err, ErrTxDone) {
+		t.Errorf("using a finished Tx after another transaction: %v", err)
+	}
 }
 
 func TestOutcomeUnknown(t *testing.T) {
