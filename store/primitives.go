@@ -202,15 +202,14 @@ func (s *Store) ListNotes(ctx context.Context, customerID, tag string, limit int
 // TodayItem is an item on the operator's Today list, surfaced by
 // today.surface.
 type TodayItem struct {
-	ID         string    // "today_" and 16 hex digits
-	Title      string    // one-line headline
-	Summary    string    // why it needs attention (Markdown)
-	Priority   string    // low, normal or high ("" means normal)
-	CustomerID string    // "" when none
-	Link       string    // "" when none
-	Run        string    // the run and step that surfaced it, "" when none
-	Step       string    //
-	Created    time.Time //
+	ID         string // "today_" and 16 hex digits
+	Title      string // one-line headline
+	Summary    string // why it needs attention (Markdown)
+	Priority   string // low, normal or high ("" means normal)
+	CustomerID string // "" when none
+	Link       string // "" when none
+	Run, Step  string // the run and step that surfaced it, "" when none
+	Created    time.Time
 	Dismissed  time.Time // zero while on the list
 }
 
