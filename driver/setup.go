@@ -42,6 +42,8 @@ var ErrTurnLimit = errors.New("the model did not finish the step within its turn
 type ProviderError struct {
 	// Provider is the driver's name ("openai", "anthropic").
 	Provider string
+	// Model is the model asked for; BaseURL is where (without any query).
+	Model, BaseURL string
 	// StatusCode is the HTTP status code.
 	StatusCode int
 	// Type is the provider's error type or code, when it sends one
@@ -53,7 +55,11 @@ type ProviderError struct {
 }
 
 func (e *ProviderError) Error() string {
-	msg := fmt.Sprintf("%s: the API answered %d %s", e.Provider, e.StatusCode, http.StatusText(e.StatusCode))
+	msg := e.Provider + ": "
+	if e.Model != "" {
+		msg += fmt.Sprintf("model %q at %s: ", e.Model, e.BaseURL)
+	}
+	msg += fmt.Sprintf("the API answered %d %s", e.StatusCode, http.StatusText(e.StatusCode))
 	if e.Type != "" {
 		msg += " (" + e.Type + ")"
 	}

@@ -219,3 +219,8 @@ func Secret(driverName, key, name string, setup *driver.Setup) (string, error) {
 	}
 	return v, nil
 }
+
+// Missing returns the error for a setting that is required here.
+func Missing(driverName, key, what string) error {
+	return fmt.Errorf("%s driver: setting %q is required (%s)", driverName, key, what)
+}

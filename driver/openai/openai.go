@@ -1,0 +1,290 @@
+// Package openai is the driver that runs an agent step with a model
+// through the OpenAI Chat Completions API and its tool calling, on
+// OpenAI's own API or on any server that speaks it (Ollama, vLLM,
+// llama.cpp, LM Studio, ...: set Config.BaseURL).
+//
+// The model sees a system prompt (the step's purpose, the run's input,
+// earlier steps' outputs, the rule that only the offered tools may be
+// used), the user message "Carry out this step." and the step's allowed
+// tools as functions under their wire names ([driver.WireName]). Each tool
+// call it makes goes, in order, to the [driver.Caller] under
+// [driver.SpecName] of the name it sent, with its arguments as sent; the
+// Caller's answer goes back as the call's tool message. The step ends when
+// a response has no tool call: its text, as a JSON string, is the step's
+// output.
+//
+// The driver reads nothing from the environment (no OPENAI_API_KEY,
+// OPENAI_BASE_URL, ...): the runtime passes the key it resolved from the
+// harness.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/openplaybook/openplaybook/driver"
+	"github.com/openplaybook/openplaybook/driver/internal/llm"
+)
+
+// Name is the driver's name in a harness binding (driver: openai).
+const Name = "openai"
+
+// DefaultBaseURL is OpenAI's API.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// Config configures a [Driver]. Printing a Config (fmt, log/slog) never
+// shows the API key.
+type Config struct {
+	// Model is the model to run ("gpt-4.1", "llama3.1:8b"); required.
+	Model string
+	// BaseURL is the API's base URL, up to and including /v1
+	// ("http://127.0.0.1:11434/v1" for Ollama). Empty: [DefaultBaseURL].
+	BaseURL string
+	// APIKey is sent as a bearer token. Empty: no Authorization header
+	// (for local servers).
+	APIKey string
+	// Temperature is the sampling temperature. Nil: the server's default.
+	Temperature *float64
+	// HTTPClient sends the requests. Nil: http.DefaultClient.
+	HTTPClient *http.Client
+	// MaxTurns is the most requests sent for one step; a model still
+	// calling tools after that ends the step with [driver.ErrTurnLimit].
+	// Zero: one more than the step's MaxCalls (51 when that is 0).
+	MaxTurns int
+	// MaxRetries is how often a request that failed with a connection
+	// error, 408, 409, 429 or 5xx is retried. Zero: 2; negative: never.
+	MaxRetries int
+}
+
+// String shows the Config without its API key.
+func (c Config) String() string {
+	key := "unset"
+	if c.APIKey != "" {
+		key = "[redacted]"
+	}
+	return fmt.Sprintf("openai.Config{Model: %q, BaseURL: %q, APIKey: %s, MaxTurns: %d}", c.Model, c.BaseURL, key, c.MaxTurns)
+}
+
+// GoString is String, for %#v.
+func (c Config) GoString() string { return c.String() }
+
+// Driver runs agent steps through the Chat Completions API. It is safe for
+// concurrent use.
+type Driver struct {
+	cfg  Config
+	svc  sdk.ChatCompletionService
+	base string // for errors: BaseURL without user info or query
+}
+
+// New returns a Driver for cfg. It sends nothing yet.
+func New(cfg Config) (*Driver, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("openai: no model")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("openai: the base URL %q is not an http(s) URL", cfg.BaseURL)
+	}
+	if u.User != nil {
+		return nil, errors.New("openai: the base URL holds user information; pass the API key as APIKey")
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	opts := []option.RequestOption{
+		option.WithHTTPClient(client),
+		option.WithBaseURL(cfg.BaseURL),
+		option.WithMiddleware(normaliseErrorBody),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	switch {
+	case cfg.MaxRetries < 0:
+		opts = append(opts, option.WithMaxRetries(0))
+	case cfg.MaxRetries > 0:
+		opts = append(opts, option.WithMaxRetries(cfg.MaxRetries))
+	}
+	shown := *u
+	shown.RawQuery, shown.Fragment = "", ""
+	return &Driver{cfg: cfg, svc: sdk.NewChatCompletionService(opts...), base: shown.String()}, nil
+}
+
+// String shows the Driver without its API key.
+func (d *Driver) String() string { return "openai.Driver{" + d.cfg.String() + "}" }
+
+// GoString is String, for %#v.
+func (d *Driver) GoString() string { return d.String() }
+
+// RunStep runs the step's conversation: it sends the prompt and the tools,
+// passes each tool call of a response, in order, to caller, sends the
+// results back, and repeats until a response has no tool call; that
+// response's text, as a JSON string, is the output.
+//
+// It returns caller's error unchanged ([driver.ErrSuspended],
+// [driver.ErrCallLimit], ...), ctx's error, [driver.ErrTurnLimit] after
+// MaxTurns requests, a *[driver.ProviderError] when the API answers with
+// an error status, and an error when the model's answer was cut off or
+// filtered. No error holds the API key.
+func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver.Caller) (jsontext.Value, error) {
+	tools, err := llm.Tools(Name, in)
+	if err != nil {
+		return nil, err
+	}
+	params := sdk.ChatCompletionNewParams{
+		Model: shared.ChatModel(d.cfg.Model),
+		Messages: []sdk.ChatCompletionMessageParamUnion{
+			sdk.SystemMessage(llm.SystemPrompt(in)),
+			sdk.UserMessage(llm.UserPrompt),
+		},
+	}
+	if d.cfg.Temperature != nil {
+		params.Temperature = param.NewOpt(*d.cfg.Temperature)
+	}
+	for _, t := range tools {
+		def, err := functionDefinition(t)
+		if err != nil {
+			return nil, fmt.Errorf("openai: tool %q: %w", driver.SpecName(t.Wire), err)
+		}
+		params.Tools = append(params.Tools, sdk.ChatCompletionToolUnionParam{
+			OfFunction: &sdk.ChatCompletionFunctionToolParam{
+				Function: param.Override[shared.FunctionDefinitionParam](json.RawMessage(def)),
+			},
+		})
+	}
+
+	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
+	for turn := 0; turn < turns; turn++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		resp, err := d.svc.New(ctx, params)
+		if err != nil {
+			return nil, d.clean(ctx, err)
+		}
+		if len(resp.Choices) == 0 {
+			return nil, fmt.Errorf("openai: the response from %s has no choices", d.base)
+		}
+		choice := resp.Choices[0]
+		msg := choice.Message
+		if len(msg.ToolCalls) == 0 {
+			switch choice.FinishReason {
+			case "length":
+				return nil, fmt.Errorf("openai: the model's answer was cut off (finish_reason %q)", choice.FinishReason)
+			case "content_filter":
+				return nil, fmt.Errorf("openai: the model's answer was filtered (finish_reason %q)", choice.FinishReason)
+			}
+			if msg.Content == "" && msg.Refusal != "" {
+				return nil, fmt.Errorf("openai: the model refused: %s", llm.Redact(msg.Refusal, d.cfg.APIKey))
+			}
+			return llm.Output(msg.Content)
+		}
+
+		params.Messages = append(params.Messages, msg.ToParam())
+		for _, tc := range msg.ToolCalls {
+			name, args := tc.Function.Name, tc.Function.Arguments
+			if tc.Type == "custom" {
+				name, args = tc.Custom.Name, tc.Custom.Input
+			}
+			res, err := caller.Call(ctx, driver.Call{
+				ID:        tc.ID,
+				Name:      driver.SpecName(name),
+				Arguments: jsontext.Value(args),
+			})
+			if err != nil {
+				return nil, err
+			}
+			params.Messages = append(params.Messages, sdk.ToolMessage(llm.ResultText(res), tc.ID))
+		}
+	}
+	return nil, fmt.Errorf("openai: step %q: %w (%d requests)", in.StepID, driver.ErrTurnLimit, turns)
+}
+
+// functionDefinition returns the function's definition as JSON, with the
+// schema as the document has it (the SDK compacts it).
+func functionDefinition(t llm.Tool) ([]byte, error) {
+	type def struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description,omitempty"`
+		Parameters  jsontext.Value `json:"parameters"`
+		Strict      bool           `json:"strict"`
+	}
+	return jsonv2.Marshal(def{Name: t.Wire, Description: t.Description, Parameters: t.Schema})
+}
+
+// clean turns an SDK error into one that names the server and status and
+// never holds the API key.
+func (d *Driver) clean(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("openai: %w", ctx.Err())
+	}
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		typ := apiErr.Code
+		if typ == "" {
+			typ = apiErr.Type
+		}
+		return llm.ProviderError(Name, d.cfg.Model, d.base, apiErr.StatusCode, typ, apiErr.Message, d.cfg.APIKey)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// Not ue.Error(): its URL may hold a query the base URL was given.
+		return &llm.RedactedError{Msg: llm.Redact(fmt.Sprintf("openai: %s %s: %v", ue.Op, d.base, ue.Err), d.cfg.APIKey), Err: err}
+	}
+	return llm.Wrap(Name+": request to "+d.base, err, d.cfg.APIKey)
+}
+
+// normaliseErrorBody rewrites the body of an error response that is not
+// in OpenAI's shape ({"error": {"message": ...}}) into that shape, so the
+// SDK reads its message: OpenAI-compatible servers also answer
+// {"error": "text"}, {"message": "text", ...} (vLLM) or plain text.
+func normaliseErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(req)
+	if err != nil || res.StatusCode < 400 {
+		return res, err
+	}
+	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	res.Body.Close()
+	if err != nil {
+		body = nil
+	}
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(body, &v) != nil || len(v.Error) == 0 || v.Error[0] != '{' {
+		msg := strings.TrimSpace(string(body))
+		var s string
+		switch {
+		case len(v.Error) > 0 && json.Unmarshal(v.Error, &s) == nil && s != "":
+			msg = s
+		case v.Message != "":
+			msg = v.Message
+		}
+		body, _ = json.Marshal(map[string]map[string]string{"error": {"message": strings.ToValidUTF8(msg, "\uFFFD")}})
+		res.Header.Set("Content-Type", "application/json")
+		res.ContentLength = int64(len(body))
+	}
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	return res, nil
+}
+
+var _ driver.Driver = (*Driver)(nil)
