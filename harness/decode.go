@@ -55,7 +55,7 @@ var (
 	stripeKeys     = []string{"authKind", "secrets", "scopes", "baseURL"}
 	secretsKeys    = []string{"env", "prefix", "dotenv"}
 	dotenvKeys     = []string{"path", "optional"}
-	storeKeys      = []string{"sqlite"}
+	storeKeys      = []string{"sqlite", "seed"}
 	runtimeKeys    = []string{"approvalExpiry", "maxToolCalls"}
 )
 
@@ -130,7 +130,7 @@ func (d *decoder) unknownKey(m member, where string, allowed []string) {
 		}
 	}
 	if c, ok := suggest.Closest(m.key, allowed); ok {
-		d.errKey(m, RuleUnknownKey, "unknown key %q in %s; did you mean %q?", m.key, where, c)
+		d.errKey(m, RuleUnknownKey, "unknown key %q in %s (did you mean %q?)", m.key, where, c)
 		return
 	}
 	d.errKey(m, RuleUnknownKey, "unknown key %q in %s; the keys here are %s", m.key, where, quoteList(allowed))
@@ -731,6 +731,11 @@ func (d *decoder) store(n *node) {
 	if v := f["sqlite"]; v != nil {
 		if p, ok := d.nonEmpty(v, `"sqlite"`); ok && d.noRefs(v, `"sqlite"`) {
 			d.h.Store.SQLite = d.h.ResolvePath(p)
+		}
+	}
+	if v := f["seed"]; v != nil {
+		if p, ok := d.nonEmpty(v, `"seed"`); ok && d.noRefs(v, `"seed"`) {
+			d.h.Store.Seed = d.h.ResolvePath(p)
 		}
 	}
 }

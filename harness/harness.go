@@ -216,6 +216,11 @@ type Store struct {
 	// SQLite is the database file, resolved against the harness
 	// directory. Default [DefaultSQLite] in the harness directory.
 	SQLite string
+	// Seed is a JSON file of customers (an array of objects with id,
+	// name, email and optionally company, plan, tags) that the runtime
+	// loads into the store's customer records, replacing records with the
+	// same id, each time it opens the store. "" means none.
+	Seed string
 }
 
 // Runtime holds the runtime's limits.

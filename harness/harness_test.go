@@ -159,7 +159,7 @@ func TestStrict(t *testing.T) {
 		want []problem
 	}{
 		{"unknown top-level key", "h.yaml", "mcpServers: {}\nstores: {}\n",
-			[]problem{{2, 1, "/stores", RuleUnknownKey, `unknown key "stores" in the harness file; did you mean "store"?`}}},
+			[]problem{{2, 1, "/stores", RuleUnknownKey, `unknown key "stores" in the harness file (did you mean "store"?)`}}},
 		{"case-variant key", "h.yaml", "MCPServers:\n  m: {command: x}\n",
 			[]problem{{1, 1, "/MCPServers", RuleUnknownKey, `keys are case-sensitive: did you mean "mcpServers"?`}}},
 		{"case-variant key in JSON", "h.json", "{\n  \"connections\": {\"stripe\": {\"AuthKind\": \"api_token\", \"secrets\": {\"apiKey\": \"K\"}}}\n}",
@@ -216,7 +216,7 @@ func TestStrict(t *testing.T) {
 		{"maxToolCalls", "h.yaml", "runtime:\n  maxToolCalls: 0\n",
 			[]problem{{2, 17, "/runtime/maxToolCalls", RuleValue, `at least 1`}}},
 		{"unknown provider", "h.yaml", "connections:\n  strpe: {authKind: api_token, secrets: {apiKey: K}}\n",
-			[]problem{{2, 3, "/connections/strpe", RuleUnknownKey, `unknown provider "strpe" in "connections"; did you mean "stripe"?`}}},
+			[]problem{{2, 3, "/connections/strpe", RuleUnknownKey, `unknown provider "strpe" in "connections" (did you mean "stripe"?)`}}},
 		{"provider case", "h.yaml", "connections:\n  GitHub: {authKind: oauth, secrets: {accessToken: T}}\n",
 			[]problem{{2, 3, "/connections/GitHub", RuleUnknownKey, `did you mean "github"?`}}},
 		{"authKind missing and invalid", "h.yaml", "connections:\n  gmail: {secrets: {accessToken: T}}\n  notion: {authKind: oauth2, secrets: {accessToken: T}}\n",
