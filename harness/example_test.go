@@ -25,7 +25,7 @@ func ExampleParse() {
 		fmt.Println(r.Name, r.Pos.Pointer)
 	}
 	// Output:
-	// harness.yaml:8:5: unknown key "timout" in MCP server "memory"; did you mean "timeout"? [harness-unknown-key]
+	// harness.yaml:8:5: unknown key "timout" in MCP server "memory" (did you mean "timeout"?) [harness-unknown-key]
 	// /srv/playbooks
 	// ACME_MCP_TOKEN /mcpServers/acme/headers/Authorization
 }
