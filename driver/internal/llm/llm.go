@@ -167,3 +167,28 @@ func ProviderError(provider, model, baseURL string, status int, typ, message, ke
 	}
 	return &driver.ProviderError{Provider: provider, Model: model, BaseURL: baseURL, StatusCode: status, Type: Redact(typ, key), Message: message}
 }
+
+// BodyMessage returns the message of an error body in a shape other than
+// the provider's own: {"error": "text"}, {"message": "text"} or {"error":
+// {"message": "text"}}; otherwise the body, trimmed.
+func BodyMessage(raw string) string {
+	var v struct {
+		Error   jsontext.Value `json:"error"`
+		Message string         `json:"message"`
+	}
+	if json.Unmarshal([]byte(raw), &v) == nil {
+		var s string
+		var obj struct {
+			Message string `json:"message"`
+		}
+		switch {
+		case json.Unmarshal(v.Error, &s) == nil && s != "":
+			return s
+		case json.Unmarshal(v.Error, &obj) == nil && obj.Message != "":
+			return obj.Message
+		case v.Message != "":
+			return v.Message
+		}
+	}
+	return strings.TrimSpace(raw)
+}

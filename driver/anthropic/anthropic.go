@@ -1,0 +1,251 @@
+// Package anthropic is the driver that runs an agent step with a Claude
+// model through the Anthropic Messages API and its tool use.
+//
+// The model sees a system prompt (the step's purpose, the run's input,
+// earlier steps' outputs, the rule that only the offered tools may be
+// used), the user message "Carry out this step." and the step's allowed
+// tools under their wire names ([driver.WireName]) with their input
+// schemas. Each tool_use block of a response goes, in order, to the
+// [driver.Caller] under [driver.SpecName] of the name the model sent, with
+// its input as sent; the Caller's answers go back as tool_result blocks
+// (is_error for an error: a refusal, an invalid argument, a failure) in
+// the next user message. The step ends when a response has no tool_use
+// block and stops at end_turn (or a stop sequence): its text blocks,
+// concatenated, as a JSON string, are the step's output.
+//
+// The driver reads nothing from the environment (no ANTHROPIC_API_KEY,
+// ANTHROPIC_BASE_URL, profiles, ...): the runtime passes the key it
+// resolved from the harness.
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+
+	"github.com/openplaybook/openplaybook/driver"
+	"github.com/openplaybook/openplaybook/driver/internal/llm"
+)
+
+// Name is the driver's name in a harness binding (driver: anthropic).
+const Name = "anthropic"
+
+// DefaultBaseURL is Anthropic's API.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// DefaultMaxTokens is the default of Config.MaxTokens.
+const DefaultMaxTokens = 4096
+
+// Config configures a [Driver]. Printing a Config (fmt, log/slog) never
+// shows the API key.
+type Config struct {
+	// Model is the model to run ("claude-sonnet-4-5"); required.
+	Model string
+	// BaseURL is the API's base URL, without /v1 (requests go to
+	// BaseURL/v1/messages). Empty: [DefaultBaseURL].
+	BaseURL string
+	// APIKey is the API key. Empty: none is sent (for a proxy that adds
+	// its own).
+	APIKey string
+	// MaxTokens is the most tokens of one response. Zero:
+	// [DefaultMaxTokens].
+	MaxTokens int
+	// HTTPClient sends the requests. Nil: http.DefaultClient.
+	HTTPClient *http.Client
+	// MaxTurns is the most requests sent for one step; a model still
+	// using tools after that ends the step with [driver.ErrTurnLimit].
+	// Zero: one more than the step's MaxCalls (51 when that is 0).
+	MaxTurns int
+	// MaxRetries is how often a request that failed with a connection
+	// error, 408, 409, 429 or 5xx is retried. Zero: 2; negative: never.
+	MaxRetries int
+}
+
+// String shows the Config without its API key.
+func (c Config) String() string {
+	key := "unset"
+	if c.APIKey != "" {
+		key = "[redacted]"
+	}
+	return fmt.Sprintf("anthropic.Config{Model: %q, BaseURL: %q, APIKey: %s, MaxTokens: %d, MaxTurns: %d}", c.Model, c.BaseURL, key, c.MaxTokens, c.MaxTurns)
+}
+
+// GoString is String, for %#v.
+func (c Config) GoString() string { return c.String() }
+
+// Driver runs agent steps through the Messages API. It is safe for
+// concurrent use.
+type Driver struct {
+	cfg  Config
+	svc  sdk.MessageService
+	base string // for errors: BaseURL without query
+}
+
+// New returns a Driver for cfg. It sends nothing yet.
+func New(cfg Config) (*Driver, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("anthropic: no model")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = DefaultMaxTokens
+	}
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("anthropic: the base URL %q is not an http(s) URL", cfg.BaseURL)
+	}
+	if u.User != nil {
+		return nil, errors.New("anthropic: the base URL holds user information; pass the API key as APIKey")
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	opts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithHTTPClient(client),
+		option.WithBaseURL(cfg.BaseURL),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	switch {
+	case cfg.MaxRetries < 0:
+		opts = append(opts, option.WithMaxRetries(0))
+	case cfg.MaxRetries > 0:
+		opts = append(opts, option.WithMaxRetries(cfg.MaxRetries))
+	}
+	shown := *u
+	shown.RawQuery, shown.Fragment = "", ""
+	client2 := sdk.NewClient(opts...)
+	return &Driver{cfg: cfg, svc: client2.Messages, base: shown.String()}, nil
+}
+
+// String shows the Driver without its API key.
+func (d *Driver) String() string { return "anthropic.Driver{" + d.cfg.String() + "}" }
+
+// GoString is String, for %#v.
+func (d *Driver) GoString() string { return d.String() }
+
+// RunStep runs the step's conversation: it sends the prompt and the tools,
+// passes each tool_use block of a response, in order, to caller, sends the
+// results back as tool_result blocks, and repeats until a response ends
+// its turn without tool use; that response's text, as a JSON string, is
+// the output.
+//
+// It returns caller's error unchanged ([driver.ErrSuspended],
+// [driver.ErrCallLimit], ...), ctx's error, [driver.ErrTurnLimit] after
+// MaxTurns requests, a *[driver.ProviderError] when the API answers with
+// an error status, and an error when the model's answer was cut off
+// (max_tokens) or refused. No error holds the API key.
+func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver.Caller) (jsontext.Value, error) {
+	tools, err := llm.Tools(Name, in)
+	if err != nil {
+		return nil, err
+	}
+	params := sdk.MessageNewParams{
+		Model:     sdk.Model(d.cfg.Model),
+		MaxTokens: int64(d.cfg.MaxTokens),
+		System:    []sdk.TextBlockParam{{Text: llm.SystemPrompt(in)}},
+		Messages:  []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock(llm.UserPrompt))},
+	}
+	for _, t := range tools {
+		tp := &sdk.ToolParam{
+			Name:        t.Wire,
+			InputSchema: param.Override[sdk.ToolInputSchemaParam](json.RawMessage(t.Schema)),
+		}
+		if t.Description != "" {
+			tp.Description = param.NewOpt(t.Description)
+		}
+		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: tp})
+	}
+
+	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
+	for turn := 0; turn < turns; turn++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		msg, err := d.svc.New(ctx, params)
+		if err != nil {
+			return nil, d.clean(ctx, err)
+		}
+		var uses []sdk.ContentBlockUnion
+		var text strings.Builder
+		for _, b := range msg.Content {
+			switch b.Type {
+			case "tool_use":
+				uses = append(uses, b)
+			case "text":
+				text.WriteString(b.Text)
+			}
+		}
+		if len(uses) == 0 {
+			switch msg.StopReason {
+			case sdk.StopReasonEndTurn, sdk.StopReasonStopSequence:
+				return llm.Output(text.String())
+			case sdk.StopReasonMaxTokens, sdk.StopReasonModelContextWindowExceeded:
+				return nil, fmt.Errorf("anthropic: the model's answer was cut off (stop_reason %q); raise maxTokens", msg.StopReason)
+			case sdk.StopReasonRefusal:
+				return nil, fmt.Errorf("anthropic: the model refused to answer (stop_reason %q)", msg.StopReason)
+			default:
+				return nil, fmt.Errorf("anthropic: the model stopped without an answer (stop_reason %q)", msg.StopReason)
+			}
+		}
+
+		params.Messages = append(params.Messages, msg.ToParam())
+		results := make([]sdk.ContentBlockParamUnion, 0, len(uses))
+		for _, u := range uses {
+			res, err := caller.Call(ctx, driver.Call{
+				ID:        u.ID,
+				Name:      driver.SpecName(u.Name),
+				Arguments: jsontext.Value(u.Input),
+			})
+			if err != nil {
+				return nil, err
+			}
+			if res.Error != "" {
+				results = append(results, sdk.NewToolResultBlock(u.ID, res.Error, true))
+			} else {
+				results = append(results, sdk.NewToolResultBlock(u.ID, llm.ResultText(res), false))
+			}
+		}
+		params.Messages = append(params.Messages, sdk.NewUserMessage(results...))
+	}
+	return nil, fmt.Errorf("anthropic: step %q: %w (%d requests)", in.StepID, driver.ErrTurnLimit, turns)
+}
+
+// clean turns an SDK error into one that names the server and status and
+// never holds the API key.
+func (d *Driver) clean(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("anthropic: %w", ctx.Err())
+	}
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		msg := apiErr.Message
+		if msg == "" {
+			msg = llm.BodyMessage(apiErr.RawJSON())
+		}
+		return llm.ProviderError(Name, d.cfg.Model, d.base, apiErr.StatusCode, string(apiErr.Type()), msg, d.cfg.APIKey)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// Not ue.Error(): its URL may hold a query the base URL was given.
+		return &llm.RedactedError{Msg: llm.Redact(fmt.Sprintf("anthropic: %s %s: %v", ue.Op, d.base, ue.Err), d.cfg.APIKey), Err: err}
+	}
+	return llm.Wrap(Name+": request to "+d.base, err, d.cfg.APIKey)
+}
+
+var _ driver.Driver = (*Driver)(nil)

@@ -1,0 +1,477 @@
+package anthropic_test
+
+import (
+	"context"
+	stdjson "encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/openplaybook/openplaybook/driver"
+	"github.com/openplaybook/openplaybook/driver/anthropic"
+	"github.com/openplaybook/openplaybook/driver/drivertest"
+)
+
+const apiKey = "sk-ant-api03-0123456789abcdefSECRET"
+
+// The request body of POST /v1/messages, as far as the driver sends it.
+type messagesRequest struct {
+	Model     string    `json:"model"`
+	MaxTokens int       `json:"max_tokens"`
+	System    []block   `json:"system"`
+	Messages  []message `json:"messages"`
+	Tools     []struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description"`
+		InputSchema jsontext.Value `json:"input_schema"`
+	} `json:"tools"`
+}
+
+type message struct {
+	Role    string  `json:"role"`
+	Content []block `json:"content"`
+}
+
+type block struct {
+	Type      string         `json:"type"`
+	Text      string         `json:"text"`
+	ID        string         `json:"id"`
+	Name      string         `json:"name"`
+	Input     jsontext.Value `json:"input"`
+	ToolUseID string         `json:"tool_use_id"`
+	IsError   *bool          `json:"is_error"`
+	Content   []block        `json:"content"`
+}
+
+type turn func(t *testing.T, req messagesRequest, raw map[string]jsontext.Value) (status int, body string)
+
+// fakeAPI is a Messages API server on loopback that answers each request
+// with the next scripted turn.
+type fakeAPI struct {
+	t     *testing.T
+	turns []turn
+
+	mu       sync.Mutex
+	requests []messagesRequest
+	headers  []http.Header
+}
+
+func (f *fakeAPI) start() *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+			f.t.Errorf("request %s %s, want POST /v1/messages", r.Method, r.URL.Path)
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var raw map[string]jsontext.Value
+		var req messagesRequest
+		if err := json.Unmarshal(body, &raw); err != nil {
+			f.t.Errorf("request body: %v", err)
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			f.t.Errorf("request body: %v", err)
+		}
+		f.mu.Lock()
+		n := len(f.requests)
+		f.requests = append(f.requests, req)
+		f.headers = append(f.headers, r.Header.Clone())
+		f.mu.Unlock()
+		if n >= len(f.turns) {
+			f.t.Errorf("unexpected request %d", n+1)
+			http.Error(w, "no more turns", http.StatusInternalServerError)
+			return
+		}
+		status, out := f.turns[n](f.t, req, raw)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		io.WriteString(w, out)
+	}))
+	f.t.Cleanup(srv.Close)
+	return srv
+}
+
+func response(stop string, content ...string) string {
+	return fmt.Sprintf(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[%s],`+
+		`"stop_reason":%q,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":5}}`, strings.Join(content, ","), stop)
+}
+
+func text(s string) string {
+	b, _ := json.Marshal(s)
+	return `{"type":"text","text":` + string(b) + `}`
+}
+
+func toolUse(id, name, input string) string {
+	return fmt.Sprintf(`{"type":"tool_use","id":%q,"name":%q,"input":%s}`, id, name, input)
+}
+
+var customerSchema = `{"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}`
+
+func stepInput() driver.StepInput {
+	return driver.StepInput{
+		RunID:   "run-1",
+		StepID:  "triage",
+		Agent:   "triage",
+		Purpose: "Look the customer up and summarise the account.",
+		Input:   jsontext.Value(`{"customerId":"cus_1"}`),
+		Prior:   []driver.Prior{{StepID: "intake", Output: jsontext.Value(`"ticket #42"`)}},
+		Tools: []driver.Tool{
+			{Name: "customer.get", Description: "Get a customer by id.", InputSchema: jsontext.Value(customerSchema)},
+			{Name: "mcp.memory.search_nodes", Description: "Search the memory graph.", InputSchema: jsontext.Value(`{"type":"object","properties":{"query":{"type":"string"}}}`)},
+		},
+		MaxCalls: 10,
+	}
+}
+
+func newDriver(t *testing.T, srv *httptest.Server, mod func(*anthropic.Config)) *anthropic.Driver {
+	t.Helper()
+	cfg := anthropic.Config{Model: "claude-test", BaseURL: srv.URL, APIKey: apiKey, HTTPClient: srv.Client(), MaxRetries: -1}
+	if mod != nil {
+		mod(&cfg)
+	}
+	d, err := anthropic.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func compact(s string) jsontext.Value {
+	v := jsontext.Value(s)
+	if err := v.Compact(); err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func sentKey(h http.Header) string {
+	if k := h.Get("X-Api-Key"); k != "" {
+		return k
+	}
+	return strings.TrimPrefix(h.Get("Authorization"), "Bearer ")
+}
+
+// The model uses an allowed tool, a tool the step does not allow and a
+// look-alike of the allowed one; the Caller refuses the two, the
+// refusals reach the model as is_error tool results, and the model ends
+// its turn with text.
+func TestConversation(t *testing.T) {
+	api := &fakeAPI{t: t}
+	api.turns = append(api.turns,
+		func(t *testing.T, req messagesRequest, raw map[string]jsontext.Value) (int, string) {
+			for k := range raw {
+				if !slices.Contains([]string{"model", "max_tokens", "system", "messages", "tools"}, k) {
+					t.Errorf("request member %q", k)
+				}
+			}
+			if req.Model != "claude-test" || req.MaxTokens != 4096 {
+				t.Errorf("model %q, max_tokens %d", req.Model, req.MaxTokens)
+			}
+			if len(req.System) != 1 || req.System[0].Type != "text" {
+				t.Fatalf("system %+v", req.System)
+			}
+			for _, want := range []string{`"triage"`, "Look the customer up and summarise the account.", `{"customerId":"cus_1"}`, `step intake: "ticket #42"`, "only the 2 tool(s) offered", "refused", "at most 10 tool call(s)"} {
+				if !strings.Contains(req.System[0].Text, want) {
+					t.Errorf("system prompt lacks %q:\n%s", want, req.System[0].Text)
+				}
+			}
+			if len(req.Messages) != 1 || req.Messages[0].Role != "user" || len(req.Messages[0].Content) != 1 || req.Messages[0].Content[0].Text != "Carry out this step." {
+				t.Fatalf("messages %+v", req.Messages)
+			}
+			if len(req.Tools) != 2 || req.Tools[0].Name != "customer__get" || req.Tools[1].Name != "mcp__memory__search_nodes" {
+				t.Fatalf("tools %+v", req.Tools)
+			}
+			if tl := req.Tools[0]; tl.Description != "Get a customer by id." || !slices.Equal(tl.InputSchema, compact(customerSchema)) {
+				t.Errorf("tool 0: %q %s", tl.Description, tl.InputSchema)
+			}
+			return 200, response("tool_use",
+				text("Let me look."),
+				toolUse("toolu_1", "customer__get", `{"id": "cus_1"}`),
+				toolUse("toolu_2", "charge__refund", `{"charge":"ch_1"}`),
+				toolUse("toolu_3", "customer__GET", `{"id":"cus_1"}`),
+			)
+		},
+		func(t *testing.T, req messagesRequest, raw map[string]jsontext.Value) (int, string) {
+			if len(req.Messages) != 3 {
+				t.Fatalf("%d messages, want user, assistant, user", len(req.Messages))
+			}
+			asst := req.Messages[1]
+			if asst.Role != "assistant" || len(asst.Content) != 4 || asst.Content[0].Text != "Let me look." || asst.Content[2].Name != "charge__refund" || asst.Content[2].ID != "toolu_2" {
+				t.Errorf("assistant message %+v", asst)
+			}
+			results := req.Messages[2]
+			want := []struct {
+				id, text string
+				isError  bool
+			}{
+				{"toolu_1", `{"customer":{"id":"cus_1","name":"Ada"}}`, false},
+				{"toolu_2", `tool "charge.refund" is not allowed in this step`, true},
+				{"toolu_3", `tool "customer.GET" is not allowed in this step`, true},
+			}
+			if results.Role != "user" || len(results.Content) != len(want) {
+				t.Fatalf("tool results %+v", results)
+			}
+			for i, w := range want {
+				b := results.Content[i]
+				isErr := b.IsError != nil && *b.IsError
+				if b.Type != "tool_result" || b.ToolUseID != w.id || isErr != w.isError || len(b.Content) != 1 || b.Content[0].Text != w.text {
+					t.Errorf("tool result %d: %+v, want %s %q is_error %v", i, b, w.id, w.text, w.isError)
+				}
+			}
+			return 200, response("end_turn", text("Ada's account "), text("is in good standing."))
+		},
+	)
+	srv := api.start()
+	caller := &drivertest.Caller{
+		Allowed: []string{"customer.get", "mcp.memory.search_nodes"},
+		Results: map[string]driver.Result{"customer.get": {Content: jsontext.Value(`{"customer":{"id":"cus_1","name":"Ada"}}`)}},
+	}
+	out, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), caller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != `"Ada's account is in good standing."` {
+		t.Errorf("output %s", out)
+	}
+	want := []driver.Call{
+		{ID: "toolu_1", Name: "customer.get", Arguments: jsontext.Value(`{"id": "cus_1"}`)},
+		{ID: "toolu_2", Name: "charge.refund", Arguments: jsontext.Value(`{"charge":"ch_1"}`)},
+		{ID: "toolu_3", Name: "customer.GET", Arguments: jsontext.Value(`{"id":"cus_1"}`)},
+	}
+	calls := caller.Calls()
+	if len(calls) != len(want) {
+		t.Fatalf("calls %+v", calls)
+	}
+	for i := range want {
+		if calls[i].ID != want[i].ID || calls[i].Name != want[i].Name || string(calls[i].Arguments) != string(want[i].Arguments) {
+			t.Errorf("call %d: %+v, want %+v", i, calls[i], want[i])
+		}
+	}
+	for _, h := range api.headers {
+		if sentKey(h) != apiKey || h.Get("Anthropic-Version") == "" {
+			t.Errorf("headers %v", h)
+		}
+	}
+}
+
+// Names a model invents reach the Caller mapped with SpecName only.
+func TestHostileNames(t *testing.T) {
+	names := []string{"customer__get ", "customer\u2024get", "Customer__get", "customer.get"}
+	var uses []string
+	for i, n := range names {
+		b, _ := json.Marshal(n)
+		uses = append(uses, fmt.Sprintf(`{"type":"tool_use","id":"t%d","name":%s,"input":{}}`, i, b))
+	}
+	api := &fakeAPI{t: t}
+	api.turns = append(api.turns,
+		func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
+			return 200, response("tool_use", uses...)
+		},
+		func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
+			return 200, response("end_turn")
+		},
+	)
+	srv := api.start()
+	caller := &drivertest.Caller{Allowed: []string{"customer.get"}}
+	out, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), caller)
+	if err != nil || string(out) != `""` {
+		t.Fatalf("RunStep = %s, %v", out, err)
+	}
+	wantNames := []string{"customer.get ", "customer\u2024get", "Customer.get", "customer.get"}
+	for i, c := range caller.Calls() {
+		if c.Name != wantNames[i] {
+			t.Errorf("call %d: %q, want %q", i, c.Name, wantNames[i])
+		}
+	}
+}
+
+func TestCallerErrorStopsTheStep(t *testing.T) {
+	for _, stop := range []error{driver.ErrSuspended, driver.ErrCallLimit} {
+		api := &fakeAPI{t: t}
+		api.turns = append(api.turns, func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
+			return 200, response("tool_use", toolUse("toolu_1", "customer__get", `{"id":"cus_1"}`), toolUse("toolu_2", "customer__get", `{"id":"cus_2"}`))
+		})
+		srv := api.start()
+		caller := &drivertest.Caller{Allowed: []string{"customer.get"}, Err: stop, ErrAt: 1}
+		out, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), caller)
+		if err != stop || !errors.Is(err, stop) || out != nil {
+			t.Errorf("RunStep = %s, %v; want %v unchanged", out, err, stop)
+		}
+		if n := len(caller.Calls()); n != 1 {
+			t.Errorf("%d calls, want 1", n)
+		}
+	}
+}
+
+func TestAPIErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		want   []string
+	}{
+		{"401", 401, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key ` + apiKey + `"},"request_id":"req_1"}`,
+			[]string{`anthropic: model "claude-test" at http://127.0.0.1:`, ": the API answered 401 Unauthorized (authentication_error): invalid x-api-key [redacted]"}},
+		{"404 model", 404, `{"type":"error","error":{"type":"not_found_error","message":"model: claude-nope"}}`, []string{"404 Not Found (not_found_error): model: claude-nope"}},
+		{"proxy text", 502, `upstream connect error`, []string{"502 Bad Gateway: upstream connect error"}},
+		{"other shape", 400, `{"message":"bad tools"}`, []string{"400 Bad Request: bad tools"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			api := &fakeAPI{t: t}
+			api.turns = append(api.turns, func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) { return tc.status, tc.body })
+			srv := api.start()
+			_, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), &drivertest.Caller{})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, apiKey) || strings.Contains(msg, "SECRET") {
+				t.Errorf("the error holds the key: %s", msg)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q lacks %q", msg, w)
+				}
+			}
+			var pe *driver.ProviderError
+			if !errors.As(err, &pe) || pe.StatusCode != tc.status {
+				t.Errorf("error %v is not a *driver.ProviderError with status %d", err, tc.status)
+			}
+		})
+	}
+}
+
+func TestStops(t *testing.T) {
+	use := func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
+		return 200, response("tool_use", toolUse("t", "customer__get", `{"id":"x"}`))
+	}
+	t.Run("turn limit", func(t *testing.T) {
+		api := &fakeAPI{t: t}
+		api.turns = append(api.turns, use, use)
+		srv := api.start()
+		_, err := newDriver(t, srv, func(c *anthropic.Config) { c.MaxTurns = 2 }).RunStep(context.Background(), stepInput(), &drivertest.Caller{Allowed: []string{"customer.get"}})
+		if !errors.Is(err, driver.ErrTurnLimit) {
+			t.Errorf("err = %v", err)
+		}
+	})
+	for _, stop := range []string{"max_tokens", "refusal", "pause_turn"} {
+		t.Run(stop, func(t *testing.T) {
+			api := &fakeAPI{t: t}
+			api.turns = append(api.turns, func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
+				return 200, response(stop, text("partial"))
+			})
+			srv := api.start()
+			_, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), &drivertest.Caller{})
+			if err == nil || !strings.Contains(err.Error(), stop) {
+				t.Errorf("err = %v", err)
+			}
+		})
+	}
+	t.Run("cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		api := &fakeAPI{t: t}
+		api.turns = append(api.turns, func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
+			cancel()
+			return 200, response("tool_use", toolUse("t", "customer__get", `{"id":"x"}`))
+		})
+		srv := api.start()
+		_, err := newDriver(t, srv, nil).RunStep(ctx, stepInput(), &drivertest.Caller{Allowed: []string{"customer.get"}})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("no tools, max tokens", func(t *testing.T) {
+		api := &fakeAPI{t: t}
+		api.turns = append(api.turns, func(t *testing.T, req messagesRequest, raw map[string]jsontext.Value) (int, string) {
+			if _, ok := raw["tools"]; ok {
+				t.Errorf("tools sent for a step with none")
+			}
+			if req.MaxTokens != 100 {
+				t.Errorf("max_tokens %d", req.MaxTokens)
+			}
+			return 200, response("end_turn", text("ok"))
+		})
+		srv := api.start()
+		in := stepInput()
+		in.Tools = nil
+		out, err := newDriver(t, srv, func(c *anthropic.Config) { c.MaxTokens = 100 }).RunStep(context.Background(), in, &drivertest.Caller{})
+		if err != nil || string(out) != `"ok"` {
+			t.Errorf("RunStep = %s, %v", out, err)
+		}
+	})
+}
+
+func TestNeverPrintsTheKey(t *testing.T) {
+	cfg := anthropic.Config{Model: "m", APIKey: apiKey}
+	d, err := anthropic.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprint(d), fmt.Sprintf("%+v", d), fmt.Sprintf("%#v", d)} {
+		if strings.Contains(s, apiKey) {
+			t.Errorf("printed the key: %s", s)
+		}
+	}
+}
+
+func TestFromSettings(t *testing.T) {
+	api := &fakeAPI{t: t}
+	api.turns = append(api.turns, func(t *testing.T, req messagesRequest, _ map[string]jsontext.Value) (int, string) {
+		if req.MaxTokens != 1000 {
+			t.Errorf("max_tokens %d", req.MaxTokens)
+		}
+		return 200, response("end_turn", text("ok"))
+	})
+	srv := api.start()
+	setup := &driver.Setup{
+		Secret: func(name string) (string, error) {
+			if name == "ANTHROPIC_API_KEY" {
+				return apiKey, nil
+			}
+			return "", fmt.Errorf("secret %q is not set", name)
+		},
+		HTTPClient: srv.Client(),
+	}
+	d, err := anthropic.FromSettings(map[string]any{
+		"model": "claude-test", "baseURL": srv.URL, "apiKeySecret": "ANTHROPIC_API_KEY",
+		"maxTokens": stdjson.Number("1000"), "maxRetries": stdjson.Number("0"),
+	}, setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := d.RunStep(context.Background(), stepInput(), &drivertest.Caller{}); err != nil || string(out) != `"ok"` {
+		t.Fatalf("RunStep = %s, %v", out, err)
+	}
+	if sentKey(api.headers[0]) != apiKey {
+		t.Errorf("key not sent")
+	}
+	for _, tc := range []struct {
+		settings map[string]any
+		want     string
+	}{
+		{map[string]any{"apiKeySecret": "ANTHROPIC_API_KEY"}, `anthropic driver: setting "model" is required`},
+		{map[string]any{"model": "m"}, `setting "apiKeySecret" is required`},
+		{map[string]any{"model": "m", "apiKeySecret": "ANTHROPIC_API_KEY", "temperature": stdjson.Number("1")}, `unknown setting "temperature"; the settings of driver "anthropic" are "model", "baseURL", "apiKeySecret", "maxTokens", "maxTurns", "maxRetries"`},
+		{map[string]any{"model": "m", "api_key": apiKey}, `unknown setting "api_key"; an API key is never written in the harness`},
+		{map[string]any{"model": "m", "apiKeySecret": "ANTHROPIC_API_KEY", "maxTokens": stdjson.Number("1.5")}, `setting "maxTokens" must be a whole number of at least 1`},
+		{map[string]any{"model": "m", "apiKeySecret": "NOPE"}, `setting "apiKeySecret": secret "NOPE" is not set`},
+	} {
+		_, err := anthropic.FromSettings(tc.settings, setup)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("FromSettings(%v):\n got %v\nwant %s", tc.settings, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), apiKey) {
+			t.Errorf("the error holds the key: %v", err)
+		}
+	}
+}
