@@ -42,6 +42,9 @@ func TestWireNamesRoundTripExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		doc, _ := playbook.Read(file, src, nil)
+		if doc.OpenPlaybook == nil {
+			continue // a data file beside the playbooks
+		}
 		var names []string
 		for _, tool := range doc.Tools {
 			names = append(names, playbook.Str(tool.Name))

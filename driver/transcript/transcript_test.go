@@ -219,3 +219,18 @@ func TestLoadAndFromSettings(t *testing.T) {
 		t.Errorf("secret path: %v", err)
 	}
 }
+
+// The example transcripts follow the contract.
+func TestExampleTranscripts(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/transcripts/*.json")
+	for _, f := range files {
+		tr, err := transcript.Load(f)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if len(tr.StepIDs()) == 0 {
+			t.Errorf("%s: no steps", f)
+		}
+	}
+}
