@@ -87,6 +87,16 @@ type checkResult struct {
 // resolution, drift and preflight diagnostics. The error is for I/O only.
 // The caller closes res.env.
 func (c *CLI) checkWithHarness(ctx context.Context, harnessPath string, paths []string) (*checkResult, error) {
+	inputs, err := expand(paths)
+	if err != nil {
+		return nil, err
+	}
+	return c.checkInputs(ctx, harnessPath, inputs)
+}
+
+// checkInputs is checkWithHarness over inputs already expanded; an input
+// with src set is not read again.
+func (c *CLI) checkInputs(ctx context.Context, harnessPath string, inputs []input) (*checkResult, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -98,19 +108,18 @@ func (c *CLI) checkWithHarness(ctx context.Context, harnessPath string, paths []
 	if err != nil {
 		return nil, fmt.Errorf("reading the harness: %w", err)
 	}
-	inputs, err := expand(paths)
-	if err != nil {
-		return nil, err
-	}
 	res := &checkResult{h: h, files: []report.File{{Name: harnessPath, Src: hsrc}}}
 	res.diags = append(res.diags, hds...)
 	var srcs [][]byte
 	for _, in := range inputs {
 		var src []byte
 		var rerr error
-		if in.stdin {
+		switch {
+		case in.src != nil:
+			src = in.src
+		case in.stdin:
 			src, rerr = c.readStdin()
-		} else {
+		default:
 			src, rerr = readFile(in.path)
 		}
 		if rerr != nil {

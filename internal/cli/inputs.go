@@ -22,6 +22,7 @@ type input struct {
 	name  string
 	path  string
 	stdin bool
+	src   []byte // the document itself, when it does not come from a file
 }
 
 // expand turns command-line paths into the documents they name: a file is

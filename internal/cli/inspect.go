@@ -1,0 +1,277 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/spf13/cobra"
+
+	"github.com/openplaybook/openplaybook/audit"
+	"github.com/openplaybook/openplaybook/harness"
+	"github.com/openplaybook/openplaybook/runtime"
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// storeFor opens the store a harness names (without connecting anything
+// else).
+func (c *CLI) storeFor(harnessPath string) (*store.Store, *harness.Harness, error) {
+	h, hds, err := harness.Load(harnessPath)
+	if err != nil {
+		return nil, nil, ioError(fmt.Errorf("reading the harness: %w", err))
+	}
+	for _, d := range hds {
+		if d.Severity == 2 {
+			return nil, nil, &exitError{code: ExitUsage, err: fmt.Errorf("%s:%d:%d: %s [%s]", d.File, d.Line, d.Column, d.Message, d.Rule)}
+		}
+	}
+	st, err := store.Open(h.Store.SQLite)
+	if err != nil {
+		return nil, nil, ioError(err)
+	}
+	return st, h, nil
+}
+
+// auditRecord builds an audit record for a decision made from the CLI.
+func auditRecord(run, kind, step, tool string, data map[string]any) audit.Record {
+	r := audit.Record{Run: run, Kind: kind, Step: step, Tool: tool}
+	if tool != "" && !utf8.ValidString(tool) {
+		data["toolQuoted"] = true
+		r.Tool = strconv.QuoteToASCII(tool)
+	}
+	if b, err := json.Marshal(data, json.Deterministic(true)); err == nil {
+		r.Data = b
+	}
+	return r
+}
+
+func (c *CLI) statusCommand() *cobra.Command {
+	var harnessPath string
+	format := newChoice("text", []string{"text", "json"})
+	cmd := &cobra.Command{
+		Use:                   "status --harness FILE [--format text|json] [RUN]",
+		DisableFlagsInUseLine: true,
+		Short:                 "List runs and what each waits for",
+		Args:                  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if harnessPath == "" {
+				return errors.New("status needs --harness FILE (for the store)")
+			}
+			st, _, err := c.storeFor(harnessPath)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			ctx := ctxOf(cmd)
+			var runs []store.Run
+			if len(args) == 1 {
+				r, err := st.GetRun(ctx, args[0])
+				if err != nil {
+					return &exitError{code: ExitProblems, err: fmt.Errorf("run %s: %w", args[0], err)}
+				}
+				runs = []store.Run{r}
+			} else if runs, err = st.ListRuns(ctx); err != nil {
+				return ioError(err)
+			}
+			type runStatus struct {
+				Run      string            `json:"run"`
+				Playbook string            `json:"playbook"`
+				Version  string            `json:"version"`
+				Status   string            `json:"status"`
+				Step     string            `json:"step"`
+				Reason   string            `json:"reason,omitempty"`
+				Updated  string            `json:"updated"`
+				Waiting  []runtime.Pending `json:"waiting"`
+			}
+			var out []runStatus
+			for _, r := range runs {
+				p, err := runtime.Pendings(ctx, st, r.ID)
+				if err != nil {
+					return ioError(err)
+				}
+				if p == nil {
+					p = []runtime.Pending{}
+				}
+				out = append(out, runStatus{Run: r.ID, Playbook: r.PlaybookID, Version: r.PlaybookVersion, Status: string(r.Status),
+					Step: r.CurrentStep, Reason: r.Reason, Updated: r.Updated.UTC().Format("2006-01-02T15:04:05Z"), Waiting: p})
+			}
+			if format.value == "json" {
+				if out == nil {
+					out = []runStatus{}
+				}
+				b, _ := json.Marshal(out, jsontext.WithIndent("  "))
+				fmt.Fprintln(c.stdout(), string(b))
+				return nil
+			}
+			tw := tabwriter.NewWriter(c.stdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tPLAYBOOK\tSTATUS\tSTEP\tUPDATED")
+			for _, r := range out {
+				fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\n", r.Run, r.Playbook, r.Version, r.Status, r.Step, r.Updated)
+			}
+			tw.Flush()
+			for _, r := range out {
+				for _, p := range r.Waiting {
+					fmt.Fprintf(c.stdout(), "%s waits: %s\n  openplaybook approve --harness %s %s %s   (or deny)\n", r.Run, p.Summary, harnessPath, r.Run, p.ID)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (its store holds the runs)")
+	cmd.Flags().Var(format, "format", "output format: text or json")
+	return cmd
+}
+
+func (c *CLI) auditCommand() *cobra.Command {
+	var harnessPath string
+	var verify bool
+	format := newChoice("text", []string{"text", "json"})
+	cmd := &cobra.Command{
+		Use:                   "audit --harness FILE [--format text|json] [--verify] RUN",
+		DisableFlagsInUseLine: true,
+		Short:                 "Print a run's audit log and prove its hash chain",
+		Long: `Audit prints RUN's audit log: every step, tool call (allowed, refused,
+waiting), approval and gate decision, each record carrying the SHA-256 of the
+record before it and of its own RFC 8785 canonical content.
+
+With --verify it also proves the chain: sequence numbers without gaps, each
+record linked to the one before, each hash matching its content, and the log
+ending at the run's recorded head. A tampered, removed or reordered record
+is named. Exit status: 0 the chain verifies (or was not asked to), 1 it does
+not.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if harnessPath == "" {
+				return errors.New("audit needs --harness FILE (for the store)")
+			}
+			st, _, err := c.storeFor(harnessPath)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			ctx := ctxOf(cmd)
+			if _, err := st.GetRun(ctx, args[0]); err != nil {
+				return &exitError{code: ExitProblems, err: fmt.Errorf("run %s: %w", args[0], err)}
+			}
+			recs, err := st.Audit(ctx, args[0])
+			if err != nil {
+				return ioError(err)
+			}
+			var probs []audit.Problem
+			if verify {
+				if probs, err = st.VerifyAudit(ctx, args[0]); err != nil {
+					return ioError(err)
+				}
+			}
+			if format.value == "json" {
+				if recs == nil {
+					recs = []audit.Record{}
+				}
+				out := map[string]any{"run": args[0], "records": recs}
+				if verify {
+					ps := make([]map[string]any, 0, len(probs))
+					for _, p := range probs {
+						ps = append(ps, map[string]any{"seq": p.Seq, "message": p.Message})
+					}
+					out["verified"] = len(probs) == 0
+					out["problems"] = ps
+				}
+				b, _ := json.Marshal(out, jsontext.WithIndent("  "), json.Deterministic(true))
+				fmt.Fprintln(c.stdout(), string(b))
+			} else {
+				for _, r := range recs {
+					line := fmt.Sprintf("%4d %s %-22s", r.Seq, r.Time, r.Kind)
+					if r.Step != "" {
+						line += " step=" + r.Step
+					}
+					if r.Tool != "" {
+						line += " tool=" + strconv.QuoteToASCII(r.Tool)
+					}
+					if len(r.Data) > 0 {
+						line += " " + string(r.Data)
+					}
+					fmt.Fprintf(c.stdout(), "%s\n     hash %s\n", line, r.Hash)
+				}
+				if verify {
+					for _, p := range probs {
+						fmt.Fprintf(c.stdout(), "TAMPERED: %s\n", p.Message)
+					}
+					if len(probs) == 0 {
+						fmt.Fprintf(c.stdout(), "chain verifies: %d records, head %s\n", len(recs), headOf(recs))
+					}
+				}
+			}
+			if len(probs) > 0 {
+				return failed
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (its store holds the run)")
+	cmd.Flags().BoolVar(&verify, "verify", false, "prove the hash chain; exit 1 and name the record when it is broken")
+	cmd.Flags().Var(format, "format", "output format: text or json")
+	return cmd
+}
+
+func headOf(recs []audit.Record) string {
+	if len(recs) == 0 {
+		return audit.Genesis
+	}
+	return recs[len(recs)-1].Hash
+}
+
+func (c *CLI) todayCommand() *cobra.Command {
+	var harnessPath string
+	var all bool
+	format := newChoice("text", []string{"text", "json"})
+	cmd := &cobra.Command{
+		Use:                   "today --harness FILE [--all] [--format text|json]",
+		DisableFlagsInUseLine: true,
+		Short:                 "List the items playbooks put in front of the operator (today.surface)",
+		Args:                  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if harnessPath == "" {
+				return errors.New("today needs --harness FILE (for the store)")
+			}
+			st, _, err := c.storeFor(harnessPath)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			items, err := st.ListToday(ctxOf(cmd), all)
+			if err != nil {
+				return ioError(err)
+			}
+			if format.value == "json" {
+				type item struct {
+					ID, Title, Summary, Priority, CustomerID, Link, Run, Step, Created string
+				}
+				out := []item{}
+				for _, it := range items {
+					out = append(out, item{it.ID, it.Title, it.Summary, it.Priority, it.CustomerID, it.Link, it.Run, it.Step, it.Created.UTC().Format("2006-01-02T15:04:05Z")})
+				}
+				b, _ := json.Marshal(out, jsontext.WithIndent("  "))
+				fmt.Fprintln(c.stdout(), string(b))
+				return nil
+			}
+			if len(items) == 0 {
+				fmt.Fprintln(c.stdout(), "nothing on today's list")
+			}
+			for _, it := range items {
+				fmt.Fprintf(c.stdout(), "[%s] %s  (%s, from run %s step %s)\n", it.Priority, it.Title, it.ID, it.Run, it.Step)
+				if it.Summary != "" {
+					fmt.Fprintf(c.stdout(), "    %s\n", it.Summary)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (its store holds the list)")
+	cmd.Flags().BoolVar(&all, "all", false, "include dismissed items")
+	cmd.Flags().Var(format, "format", "output format: text or json")
+	return cmd
+}

@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openplaybook/openplaybook/store"
+)
+
+func (c *CLI) runCommand() *cobra.Command {
+	var harnessPath, input string
+	format := newChoice("text", []string{"text", "json"})
+	cmd := &cobra.Command{
+		Use:                   "run --harness FILE [--input JSON|@file] [--format text|json] DOC",
+		DisableFlagsInUseLine: true,
+		Short:                 "Run a playbook with the capability boundary held",
+		Long: `Run imports DOC (validate and check against the harness: an error-level
+drift or preflight failure stops the run before anything executes), validates
+the input against the document's inputSchema, creates a run in the store and
+executes steps from the entry step. Progress goes to standard error: each
+step, each tool call allowed, refused or waiting for approval.
+
+Every tool call goes through one decision path: the exact name must be on
+the executing step's allowedTools, resolve in the registry, and have
+arguments valid against its inputSchema; a tool with requiresApproval waits
+for 'openplaybook approve'. Everything is recorded in the run's hash-chained
+audit log ('openplaybook audit RUN --verify').
+
+The run outlives the process: when it waits for a person, decide with
+'openplaybook approve|deny RUN ID' and continue with 'openplaybook resume RUN'.
+
+Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
+1 failed (or the document does not pass check), 2 bad usage.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if harnessPath == "" {
+				return errors.New("run needs --harness FILE (see docs/harness.md)")
+			}
+			if len(args) != 1 {
+				return errors.New("run takes exactly one DOC")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := ctxOf(cmd)
+			in, err := readInput(input)
+			if err != nil {
+				return ioError(fmt.Errorf("reading --input: %w", err))
+			}
+			s, err := c.importForRun(ctx, harnessPath, args[0], nil, "")
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			out, err := s.engine.Start(ctx, in)
+			if out.Run == "" && err != nil {
+				return &exitError{code: ExitProblems, err: err}
+			}
+			return c.finish(out, err, format.value, harnessPath)
+		},
+	}
+	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (YAML or JSON; see docs/harness.md)")
+	cmd.Flags().StringVar(&input, "input", "", "the run's input: a JSON object, or @file to read it from a file")
+	cmd.Flags().Var(format, "format", "output format: text or json (json prints {run, status, reason, waiting})")
+	return cmd
+}
+
+func (c *CLI) resumeCommand() *cobra.Command {
+	var harnessPath string
+	format := newChoice("text", []string{"text", "json"})
+	cmd := &cobra.Command{
+		Use:                   "resume --harness FILE [--format text|json] RUN",
+		DisableFlagsInUseLine: true,
+		Short:                 "Continue a run from its last recorded point",
+		Long: `Resume continues RUN with the document it was started with (kept in the
+store), checked again against the harness. Decisions made with approve and
+deny take effect now. Calls the run already made are answered from the store
+and never executed twice; a side-effecting call that started but has no
+recorded outcome is marked outcome-unknown and waits for a person.
+
+Exit status: as run.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if harnessPath == "" {
+				return errors.New("resume needs --harness FILE (the one the run was started with)")
+			}
+			ctx := ctxOf(cmd)
+			st, h, err := c.storeFor(harnessPath)
+			if err != nil {
+				return err
+			}
+			run, err := st.GetRun(ctx, args[0])
+			st.Close()
+			_ = h
+			if err != nil {
+				return &exitError{code: ExitProblems, err: fmt.Errorf("run %s: %w", args[0], err)}
+			}
+			s, err := c.importForRun(ctx, harnessPath, "", run.Document, "<document of "+run.ID+">")
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			out, err := s.engine.Resume(ctx, run.ID)
+			return c.finish(out, err, format.value, harnessPath)
+		},
+	}
+	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file the run was started with")
+	cmd.Flags().Var(format, "format", "output format: text or json")
+	return cmd
+}
+
+func ctxOf(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+// decideCommand is approve or deny.
+func (c *CLI) decideCommand(approve bool) *cobra.Command {
+	var harnessPath, reason, by string
+	verb := "deny"
+	if approve {
+		verb = "approve"
+	}
+	cmd := &cobra.Command{
+		Use:                   verb + " --harness FILE [--reason TEXT] [--by NAME] RUN ID",
+		DisableFlagsInUseLine: true,
+		Short:                 strings.ToUpper(verb[:1]) + verb[1:] + " a gate or a pending tool-call approval of a run",
+		Long: `ID is a gate's step id, or an approval id that 'openplaybook status RUN'
+shows (apr_...). The decision is recorded in the store and the audit log; it
+takes effect when the run is resumed ('openplaybook resume RUN').
+
+Approving a tool call lets exactly that call (same step, tool, definition
+and arguments) run once. Approving an outcome-unknown call runs it again;
+denying it leaves it not run.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if harnessPath == "" {
+				return errors.New(verb + " needs --harness FILE (for the store)")
+			}
+			st, _, err := c.storeFor(harnessPath)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if by == "" {
+				by = "cli"
+			}
+			what, err := decide(ctxOf(cmd), st, args[0], args[1], approve, reason, by)
+			if err != nil {
+				return &exitError{code: ExitProblems, err: err}
+			}
+			fmt.Fprintf(c.stdout(), "%s %s; continue with: openplaybook resume --harness %s %s\n", what, map[bool]string{true: "approved", false: "denied"}[approve], harnessPath, args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (its store holds the run)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit log)")
+	cmd.Flags().StringVar(&by, "by", "", "who decides (recorded; default \"cli\")")
+	return cmd
+}
+
+// decide records a person's decision on a gate or an approval of a run.
+func decide(ctx context.Context, st *store.Store, runID, id string, approve bool, reason, by string) (string, error) {
+	run, err := st.GetRun(ctx, runID)
+	if err != nil {
+		return "", fmt.Errorf("run %s: %w", runID, err)
+	}
+	if run.Status.Ended() {
+		return "", fmt.Errorf("run %s has ended (%s); there is nothing to decide", runID, run.Status)
+	}
+	kind := "decision"
+	if approve {
+		kind = "approved"
+	} else {
+		kind = "denied"
+	}
+	if strings.HasPrefix(id, "apr_") {
+		err := st.Tx(ctx, func(tx *store.Tx) error {
+			a, err := tx.DecideApproval(id, approve, reason, by)
+			if err != nil {
+				return err
+			}
+			if a.Run != runID {
+				return fmt.Errorf("approval %s belongs to run %s, not %s", id, a.Run, runID)
+			}
+			_, err = tx.Append(auditRecord(runID, "approval."+kind, a.Step, a.Tool, map[string]any{"approval": id, "by": by, "reason": reason, "kind": string(a.Kind)}))
+			return err
+		})
+		return "approval " + id, err
+	}
+	gates, err := st.Gates(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	for _, g := range gates {
+		if g.Step == id && g.Status == store.GateWaiting {
+			err := st.Tx(ctx, func(tx *store.Tx) error {
+				if _, err := tx.DecideGate(runID, id, g.Attempt, approve, reason, by); err != nil {
+					return err
+				}
+				data := map[string]any{"attempt": g.Attempt, "by": by, "reason": reason}
+				gk := "gate.approved"
+				if !approve {
+					gk = "gate.rejected"
+				}
+				_, err := tx.Append(auditRecord(runID, gk, id, "", data))
+				return err
+			})
+			return "gate " + id, err
+		}
+	}
+	return "", fmt.Errorf("run %s has no waiting gate or approval %q; 'openplaybook status %s' lists what it waits for", runID, id, runID)
+}
