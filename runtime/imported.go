@@ -281,3 +281,10 @@ func schemaErr(err error) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// NeedsApproval reports whether a call to the tool waits for a person's
+// approval (requiresApproval true in the document or the registry).
+func (im *Imported) NeedsApproval(name string) bool {
+	ti := im.tools[name]
+	return ti != nil && ti.approval
+}
