@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -60,7 +61,7 @@ type Transcript struct {
 
 // Calls returns the calls recorded for the step with id step, in order
 // (none when the transcript has no entry for it). The slice is the
-// caller's own.
+// caller's own; the Arguments bytes are shared and must not be changed.
 func (t *Transcript) Calls(step string) []Entry {
 	return append([]Entry(nil), t.steps[step]...)
 }
@@ -276,7 +277,8 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		res, err := caller.Call(ctx, driver.Call{Name: e.Tool, Arguments: e.Arguments})
+		// A copy: the transcript serves every run of the driver.
+		res, err := caller.Call(ctx, driver.Call{Name: e.Tool, Arguments: slices.Clone(e.Arguments)})
 		if err != nil {
 			return nil, err
 		}
