@@ -12,9 +12,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/driver"
-	"github.com/openplaybook/openplaybook/driver/anthropic"
-	"github.com/openplaybook/openplaybook/driver/openai"
-	"github.com/openplaybook/openplaybook/driver/transcript"
+	"github.com/openplaybook/openplaybook/driver/drivers"
 	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/report"
@@ -118,15 +116,11 @@ func buildDriver(h *harness.Harness, agent string, setup *driver.Setup) (driver.
 	if b == nil {
 		return nil, fmt.Errorf("the harness binds no agent %q", agent)
 	}
-	switch b.Driver {
-	case transcript.Name:
-		return transcript.FromSettings(b.Settings, setup)
-	case "openai":
-		return openai.FromSettings(b.Settings, setup)
-	case "anthropic":
-		return anthropic.FromSettings(b.Settings, setup)
+	d, err := drivers.New(b.Driver, b.Settings, setup)
+	if err != nil {
+		return nil, fmt.Errorf("agent %q: %w", agent, err)
 	}
-	return nil, fmt.Errorf("agent %q: unknown driver %q; the drivers are \"transcript\", \"openai\" and \"anthropic\"", agent, b.Driver)
+	return d, nil
 }
 
 // openStore opens the harness's store and loads its customer seed.
