@@ -29,6 +29,7 @@ import (
 	"github.com/openplaybook/openplaybook/connector/stripe"
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/drift"
+	"github.com/openplaybook/openplaybook/driver/drivers"
 	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/internal/suggest"
 	"github.com/openplaybook/openplaybook/mcphost"
@@ -435,8 +436,13 @@ func (c *checker) agents() {
 			continue
 		}
 		seen[s.Agent.Value] = true
-		if c.env.Harness.Agents[s.Agent.Value] == nil {
+		b := c.env.Harness.Agents[s.Agent.Value]
+		if b == nil {
 			c.errorf(s.Agent.Node, RuleAgent, "the harness binds no agent %q; add agents.%s with a driver (transcript, openai or anthropic)", s.Agent.Value, s.Agent.Value)
+			continue
+		}
+		if err := drivers.Check(b.Driver, b.Settings); err != nil {
+			c.errorf(s.Agent.Node, RuleAgent, "the harness's binding of agent %q (%s:%d) is not usable: %v", s.Agent.Value, c.env.Harness.Path, b.Pos.Line, err)
 		}
 	}
 }
