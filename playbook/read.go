@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/internal/credential"
 	"github.com/openplaybook/openplaybook/internal/suggest"
 	"github.com/openplaybook/openplaybook/syntax"
 )
@@ -57,12 +58,29 @@ type reader struct {
 
 // At builds a diagnostic of severity sev at byte offset off of the
 // document, with the given JSON Pointer.
+//
+// Every diagnostic of the reader and of the validator is built here, so
+// this is where credentials are kept out of them: anything in the message
+// or the pointer that looks like a credential (a member name written like
+// a token, a URL with a password quoted as a name) is replaced by
+// "[redacted <kind>]", and so is any piece of a credential held by one of
+// the string args that the message repeats in another form (lower-cased
+// in a "did you mean", cut short); see package internal/credential.
+// Callers need not check what they quote; the credential rule still
+// reports the credential itself.
 func (d *Document) At(off int, pointer string, sev diag.Severity, rule, format string, args ...any) diag.Diagnostic {
 	line, col := 1, off+1
 	if d.Lines != nil {
 		line, col = d.Lines.Position(off)
 	}
-	return diag.Diagnostic{File: d.File, Line: line, Column: col, Pointer: pointer, Severity: sev, Rule: rule, Message: fmt.Sprintf(format, args...)}
+	var quoted []string
+	for _, a := range args {
+		if s, ok := a.(string); ok && len(s) >= credential.MinLen {
+			quoted = append(quoted, s)
+		}
+	}
+	return diag.Diagnostic{File: d.File, Line: line, Column: col, Severity: sev, Rule: rule,
+		Pointer: credential.RedactPointer(pointer), Message: credential.RedactFrom(fmt.Sprintf(format, args...), quoted...)}
 }
 
 // Diag builds a diagnostic located at node n (its first byte and its JSON

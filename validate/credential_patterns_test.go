@@ -22,67 +22,24 @@ var (
 	fakeGitHubFine   = "github_" + "pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGH"
 	fakeSlack        = "xoxb-" + "2048123456-4096123456789-AbCdEfGhIjKlMnOpQrStUvWx"
 	fakeAWS          = "AKIA" + "Z3MNQ7RT5XK2PL4W"
+	fakeOpenAI       = "sk-" + "proj-" + "Qx7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0"
+	fakeAnthropic    = "sk-" + "ant-" + "api03-" + "Qx7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0_AbCdEf-012345"
 	fakeBearerHeader = "Bearer " + "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJl"
 	fakePEM          = "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\n-----END RSA PRIVATE KEY-----"
 	fakeURLPass      = "postgres://app:" + "Tr0ub4dor3@db.internal.example:5432/app"
 	fakeURLToken     = "https://" + "x9TqLm2VbR7cWd4Kz8Hn" + "@git.example.com/acme/repo.git"
 )
 
-func TestCredentialIn(t *testing.T) {
-	for _, tc := range []struct {
-		s    string
-		want string
-	}{
-		{fakeStripeLive, "a Stripe secret key"},
-		{"key=" + fakeStripeTest, "a Stripe secret key"},
-		{fakeStripeRK, "a Stripe restricted key"},
-		{fakeWebhook, "a Stripe webhook signing secret"},
-		{fakeGitHubPAT, "a GitHub token"},
-		{"token " + fakeGitHubOAuth, "a GitHub token"},
-		{fakeGitHubApp, "a GitHub token"},
-		{fakeGitHubFine, "a GitHub fine-grained personal access token"},
-		{fakeSlack, "a Slack token"},
-		{fakeAWS, "an AWS access key id"},
-		{fakeBearerHeader, "a bearer token (an Authorization header value)"},
-		{"authorization: BEARER " + "AbCdEf0123456789xyzXYZ", "a bearer token (an Authorization header value)"},
-		{fakePEM, "a PEM private key block"},
-		{fakeURLPass, "a URL with credentials in its user info"},
-		{fakeURLToken, "a URL with credentials in its user info"},
-
-		// Prose and placeholders are not credentials.
-		{"Stripe secret keys start with sk_live_ and restricted keys with rk_live_.", ""},
-		{"Use a test key (sk_test_...) while developing.", ""},
-		{"sk_live_XXXXXXXXXXXXXXXX", ""},
-		{"sk_live_your_key_here", ""},
-		{"GitHub personal access tokens look like ghp_ followed by 36 characters.", ""},
-		{"xoxb-your-bot-token-here", ""},
-		{"Send the Bearer token-based-authentication header.", ""},
-		{"Authorization: Bearer <token>", ""},
-		{"Authorization: Bearer ${ACME_MCP_TOKEN}", ""},
-		{"Paste the block that starts with -----BEGIN PRIVATE KEY----- into the harness.", ""},
-		{"ssh://git@github.com/acme/repo.git", ""},
-		{"postgres://${DB_USER}:${DB_PASSWORD}@db:5432/app", ""},
-		{"https://user:****@host.example", ""},
-		{"Email ops@example.com or see https://example.com/docs", ""},
-		{"https://example.com/users/a@b", ""},
-		{"AKIA is the prefix of an AWS access key id", ""},
-		{"desk_live_0123456789abcdefABCDEF", ""},
-		{"", ""},
-	} {
-		if got := credentialIn(tc.s); got != tc.want {
-			t.Errorf("credentialIn(%q) = %q, want %q", tc.s, got, tc.want)
-		}
-	}
-}
+// fakeSecrets are all the fake credentials above.
+var fakeSecrets = []string{fakeStripeLive, fakeStripeTest, fakeStripeRK, fakeWebhook, fakeGitHubPAT, fakeGitHubOAuth,
+	fakeGitHubApp, fakeGitHubFine, fakeSlack, fakeAWS, fakeOpenAI, fakeAnthropic, fakeBearerHeader, fakePEM, fakeURLPass, fakeURLToken}
 
 // TestCredentialNeverEchoed validates documents holding each fake
 // credential in a string value, in a member name and inside an
 // inputSchema default, and checks that the credential rule reports each
 // and that no message of any rule contains any part of the secret.
 func TestCredentialNeverEchoed(t *testing.T) {
-	secrets := []string{fakeStripeLive, fakeStripeTest, fakeStripeRK, fakeWebhook, fakeGitHubPAT, fakeGitHubOAuth,
-		fakeGitHubApp, fakeGitHubFine, fakeSlack, fakeAWS, fakeBearerHeader, fakePEM, fakeURLPass, fakeURLToken}
-	for _, secret := range secrets {
+	for _, secret := range fakeSecrets {
 		q := jsonQuote(secret)
 		places := map[string]string{
 			"description": `"description": ` + q,
@@ -110,6 +67,51 @@ func TestCredentialNeverEchoed(t *testing.T) {
 			}
 			if n != 1 {
 				t.Errorf("%.8s… in %s: got %d credential diagnostics, want 1:\n%s", secret, place, n, golden(ds))
+			}
+		}
+	}
+}
+
+// TestNoRuleEchoesCredential puts each fake credential where rules other
+// than "credential" quote what they find: (a) as an unknown member name,
+// (b) as the name of an MCP server (whose malformed and mismatched tool
+// names are reported with it), (c) as a tool name in allowedTools. Every
+// diagnostic of every rule that fires must be free of any 8-byte piece of
+// the credential, in its message and its pointer: [playbook.Document.At]
+// redacts them all.
+func TestNoRuleEchoesCredential(t *testing.T) {
+	for _, secret := range fakeSecrets {
+		q := jsonQuote(secret)
+		places := map[string]string{
+			"unknown member": strings.Replace(r2MinimalDoc, `"allowedTools": ["note.add"]`,
+				`"allowedTools": ["note.add"], `+q+`: true`, 1),
+			"MCP server name": strings.Replace(r2MinimalDoc, `"mcpServers": []`,
+				`"mcpServers": [{"name": `+q+`, "toolNames": ["mcp.acme.search", "mcp.acme.bad name"], "capabilities": []}]`, 1),
+			"allowedTools": strings.Replace(r2MinimalDoc, `"allowedTools": ["note.add"]`,
+				`"allowedTools": ["note.add", `+q+`]`, 1),
+		}
+		for place, src := range places {
+			ds := r2Validate(t, src)
+			rules := map[string]bool{}
+			for _, d := range ds {
+				rules[d.Rule] = true
+				for _, part := range secretParts(secret) {
+					if strings.Contains(d.Message, part) || strings.Contains(d.Pointer, part) {
+						t.Errorf("%.8s… as %s: diagnostic of [%s] contains %q: %s %s", secret, place, d.Rule, part, d.Pointer, d.Message)
+						break
+					}
+				}
+			}
+			// The case is only worth something if the credential rule and
+			// at least one rule that quotes names fired.
+			others := 0
+			for r := range rules {
+				if r != "credential" {
+					others++
+				}
+			}
+			if !rules["credential"] || others == 0 {
+				t.Errorf("%.8s… as %s: want [credential] and another rule, got:\n%s", secret, place, golden(ds))
 			}
 		}
 	}
@@ -174,27 +176,6 @@ func BenchmarkCredential(b *testing.B) {
 		ruleCredential{}.Check(c)
 		if len(c.diags) > 0 {
 			b.Fatal(c.diags[0].Message)
-		}
-	}
-}
-
-// BenchmarkCredentialProse runs credentialIn over 5 MB of prose-like
-// strings that trip the cheap triggers (underscores, "gh", "bearer",
-// "://" and "@") without holding a credential: the slow path.
-func BenchmarkCredentialProse(b *testing.B) {
-	line := "Bearer tokens through the high gateway: see https://example.com/a@b for sk_live_ docs and ghp_ prefixes. "
-	var ss []string
-	total := 0
-	for total < 5<<20 {
-		ss = append(ss, line)
-		total += len(line)
-	}
-	b.SetBytes(int64(total))
-	for b.Loop() {
-		for _, s := range ss {
-			if credentialIn(s) != "" {
-				b.Fatal(s)
-			}
 		}
 	}
 }

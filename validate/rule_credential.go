@@ -15,9 +15,11 @@ import (
 // member names and string values alike, that looks like a credential is an
 // error naming where it is, without echoing the value".
 //
-// The kinds recognised are in credential_patterns.go. The message names
-// the kind, and the diagnostic's pointer names the place; no part of the
-// value is ever shown.
+// The kinds recognised are those of package internal/credential. The
+// message names the kind, and the diagnostic's pointer names the place; no
+// part of the value is ever shown: a pointer that passes through a member
+// named like a credential is redacted by [playbook.Document.At], as every
+// diagnostic is.
 type ruleCredential struct{}
 
 func (ruleCredential) Name() string { return "credential" }
@@ -38,7 +40,7 @@ func credentialWalk(c *Context, n *syntax.Node) {
 	case syntax.String:
 		if len(n.Text) >= minCredentialLen {
 			if kind := credentialIn(n.Text); kind != "" {
-				c.diags = append(c.diags, c.Doc.At(n.Offset, credentialSafePointer(n), diag.Error, c.rule,
+				c.diags = append(c.diags, c.Doc.At(n.Offset, n.Pointer(), diag.Error, c.rule,
 					"%s looks like %s; %s", credentialSubject(n), kind, credentialFix))
 			}
 		}
@@ -46,9 +48,7 @@ func credentialWalk(c *Context, n *syntax.Node) {
 		for _, m := range n.Members {
 			if len(m.Name) >= minCredentialLen {
 				if kind := credentialIn(m.Name); kind != "" {
-					// The member's own pointer would spell the name out:
-					// point at the object holding it.
-					c.diags = append(c.diags, c.Doc.At(m.NameOffset, credentialSafePointer(n), diag.Error, c.rule,
+					c.diags = append(c.diags, c.Doc.At(m.NameOffset, m.Value.Pointer(), diag.Error, c.rule,
 						"a member name looks like %s; %s", kind, credentialFix))
 				}
 			}
@@ -59,20 +59,6 @@ func credentialWalk(c *Context, n *syntax.Node) {
 			credentialWalk(c, e)
 		}
 	}
-}
-
-// credentialSafePointer returns the JSON Pointer of n, or, when the path
-// to n passes through a member whose name looks like a credential, the
-// pointer of the object holding the outermost such member: a pointer
-// never spells out a credential.
-func credentialSafePointer(n *syntax.Node) string {
-	safe := n
-	for x := n; x != nil; x = x.Parent() {
-		if key, ok := x.Key(); ok && len(key) >= minCredentialLen && credentialIn(key) != "" {
-			safe = x.Parent()
-		}
-	}
-	return safe.Pointer()
 }
 
 // credentialSubject names a string value in a message by the member

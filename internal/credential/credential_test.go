@@ -1,0 +1,338 @@
+package credential
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The fake credentials below are built from pieces so that secret scanners
+// do not mistake this file for a leak; none of them is real.
+var (
+	fakeStripeLive   = "sk_" + "live_" + "51HqLyjWDarjtT1zdp7dcXq"
+	fakeStripeTest   = "sk_" + "test_" + "4eC39HqLyjWDarjtT1zdp7dc"
+	fakeStripeRK     = "rk_" + "live_" + "51HqLyjWDarjtT1zdp7dcRk"
+	fakeWebhook      = "whsec_" + "5WbX5kEWLlfzsGNjH64I8lOOqUB6e8FH"
+	fakeGitHubPAT    = "ghp_" + "R2d2C3p0BB8aLuKeSkYwAlKeR0123456789"
+	fakeGitHubOAuth  = "gho_" + "16C7e42F292c6912E7710c838347Ae178B4a"
+	fakeGitHubApp    = "ghs_" + "16C7e42F292c6912E7710c838347Ae178B4a"
+	fakeGitHubFine   = "github_" + "pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGH"
+	fakeSlack        = "xoxb-" + "2048123456-4096123456789-AbCdEfGhIjKlMnOpQrStUvWx"
+	fakeAWS          = "AKIA" + "Z3MNQ7RT5XK2PL4W"
+	fakeOpenAI       = "sk-" + "proj-" + "Qx7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0"
+	fakeOpenAIOld    = "sk-" + "Qx7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0T3BlbkFJ"
+	fakeAnthropic    = "sk-" + "ant-" + "api03-" + "Qx7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0_AbCdEf-012345"
+	fakeBearerToken  = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJl"
+	fakeBearerHeader = "Bearer " + fakeBearerToken
+	fakePEMBody      = "MIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\nz8Hn3Kq0Vb2Lm5Tr7Wd9Xc1Ys4Ga6Ef8Jh0Pk2Nq5Rs7Tu9Vw1Xy3Za5Bc7De9Fg"
+	fakePEM          = "-----BEGIN " + "RSA PRIVATE KEY-----\n" + fakePEMBody + "\n-----END RSA PRIVATE KEY-----"
+	fakeURLPass      = "postgres://app:" + "Tr0ub4dor3@db.internal.example:5432/app"
+	fakeURLToken     = "https://" + "x9TqLm2VbR7cWd4Kz8Hn" + "@git.example.com/acme/repo.git"
+	fakeURLAtInPass  = "https://app:" + "p@ssW0rd-Secret@mcp.example.com/sse"
+)
+
+// fakes maps each fake credential to its kind.
+var fakes = []struct{ secret, kind string }{
+	{fakeStripeLive, StripeSecretKey},
+	{fakeStripeTest, StripeSecretKey},
+	{fakeStripeRK, StripeRestrictedKey},
+	{fakeWebhook, StripeWebhookSecret},
+	{fakeGitHubPAT, GitHubToken},
+	{fakeGitHubOAuth, GitHubToken},
+	{fakeGitHubApp, GitHubToken},
+	{fakeGitHubFine, GitHubFineGrainedPAT},
+	{fakeSlack, SlackToken},
+	{fakeAWS, AWSAccessKeyID},
+	{fakeOpenAI, OpenAIAPIKey},
+	{fakeOpenAIOld, OpenAIAPIKey},
+	{fakeAnthropic, AnthropicAPIKey},
+	{fakeBearerHeader, BearerToken},
+	{fakePEM, PEMPrivateKey},
+	{fakeURLPass, URLWithCredentials},
+	{fakeURLToken, URLWithCredentials},
+	{fakeURLAtInPass, URLWithCredentials},
+}
+
+func TestFind(t *testing.T) {
+	tests := []struct {
+		s    string
+		want string
+	}{
+		{"key=" + fakeStripeTest, StripeSecretKey},
+		{"token " + fakeGitHubOAuth, GitHubToken},
+		{"authorization: BEARER " + "AbCdEf0123456789xyzXYZ", BearerToken},
+		{"PEM without its END line: -----BEGIN " + "PRIVATE KEY-----\n" + fakePEMBody, PEMPrivateKey},
+
+		// Prose and placeholders are not credentials.
+		{"Stripe secret keys start with sk_live_ and restricted keys with rk_live_.", ""},
+		{"Use a test key (sk_test_...) while developing.", ""},
+		{"sk_live_XXXXXXXXXXXXXXXX", ""},
+		{"sk_live_your_key_here", ""},
+		{"GitHub personal access tokens look like ghp_ followed by 36 characters.", ""},
+		{"xoxb-your-bot-token-here", ""},
+		{"OpenAI keys start with sk-proj- and Anthropic keys with sk-ant-api03-.", ""},
+		{"sk-proj-XXXXXXXXXXXXXXXXXXXXXXXX", ""},
+		{"risk-assessment-for-the-quarterly-review", ""},
+		{"Send the Bearer token-based-authentication header.", ""},
+		{"Authorization: Bearer <token>", ""},
+		{"Authorization: Bearer ${ACME_MCP_TOKEN}", ""},
+		{"Paste the block that starts with -----BEGIN PRIVATE KEY----- into the harness.", ""},
+		{"ssh://git@github.com/acme/repo.git", ""},
+		{"postgres://${DB_USER}:${DB_PASSWORD}@db:5432/app", ""},
+		{"https://user:<password>@host.example", ""},
+		{"https://user:****@host.example", ""},
+		{"https://user:@host.example", ""},
+		{"Email ops@example.com or see https://example.com/docs", ""},
+		{"https://example.com/users/a@b", ""},
+		{"://user:pass@host", ""},
+		{"AKIA is the prefix of an AWS access key id", ""},
+		{"desk_live_0123456789abcdefABCDEF", ""},
+		{"additionalProperties", ""},
+		{"", ""},
+	}
+	for _, f := range fakes {
+		tests = append(tests, struct{ s, want string }{f.secret, f.kind})
+	}
+	for _, tc := range tests {
+		got, ok := Find(tc.s)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("Find(%q) = %q, %v; want %q", tc.s, got, ok, tc.want)
+		}
+		if spans := Spans(tc.s); (len(spans) > 0) != ok {
+			t.Errorf("Spans(%q) = %v, but Find says %v", tc.s, spans, ok)
+		}
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	for kind, want := range map[string]string{
+		StripeSecretKey:    "a Stripe secret key",
+		AWSAccessKeyID:     "an AWS access key id",
+		OpenAIAPIKey:       "an OpenAI API key",
+		BearerToken:        "a bearer token (an Authorization header value)",
+		URLWithCredentials: "a URL with credentials in its user info",
+		"no such kind":     "a credential",
+	} {
+		if got := Describe(kind); got != want {
+			t.Errorf("Describe(%q) = %q, want %q", kind, got, want)
+		}
+	}
+}
+
+// pieces returns every 8-byte window of a secret but those with a blank
+// (the word "Bearer ", which stays, and PEM framing): the parts that must
+// never survive redaction.
+func pieces(secret string) []string {
+	var ps []string
+	for i := 0; i+8 <= len(secret); i++ {
+		if w := secret[i : i+8]; !strings.ContainsAny(w, " \n") {
+			ps = append(ps, w)
+		}
+	}
+	return ps
+}
+
+// TestRedact redacts each fake credential as it is, inside prose, quoted
+// by %q (as messages quote names) and twice in one string, and checks
+// that no 8-byte piece survives while the text around it does.
+func TestRedact(t *testing.T) {
+	for _, f := range fakes {
+		for _, s := range []string{
+			f.secret,
+			"before " + f.secret + " after",
+			fmt.Sprintf("unknown member %q in %q; valid members are \"a\", \"b\"", f.secret, "tools"),
+			"(" + f.secret + ")\n" + f.secret,
+			strconv.Quote(strconv.Quote(f.secret)),
+		} {
+			got := Redact(s)
+			for _, p := range pieces(f.secret) {
+				if strings.Contains(got, p) {
+					t.Errorf("Redact(%q) = %q: it leaves %q", s, got, p)
+					break
+				}
+			}
+			if !strings.Contains(got, "[redacted "+f.kind+"]") {
+				t.Errorf("Redact(%q) = %q: no [redacted %s]", s, got, f.kind)
+			}
+			if strings.HasPrefix(s, "before") && (!strings.HasPrefix(got, "before ") || !strings.HasSuffix(got, " after")) {
+				t.Errorf("Redact(%q) = %q: the text around the credential is lost", s, got)
+			}
+			if strings.HasPrefix(s, "unknown") && !strings.HasSuffix(got, ` in "tools"; valid members are "a", "b"`) {
+				t.Errorf("Redact(%q) = %q: the rest of the message is lost", s, got)
+			}
+		}
+	}
+}
+
+func TestRedactForms(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"Authorization: Bearer " + fakeBearerToken, "Authorization: Bearer [redacted bearer token]"},
+		{`name "` + fakeURLPass + `" here`, `name "[redacted URL with credentials]" here`},
+		{"two: " + fakeGitHubPAT + ", " + fakeAWS + ".", "two: [redacted GitHub token], [redacted AWS access key id]."},
+		// A token as user info is one redaction, of the whole URL.
+		{"see https://" + fakeGitHubPAT + "@github.com/acme/x.", "see [redacted URL with credentials]"},
+		// sk-ant- keys also have the shape of OpenAI keys.
+		{fakeAnthropic, "[redacted Anthropic API key]"},
+		{"key: " + fakePEM + "\nthat was it", "key: [redacted PEM private key block]\nthat was it"},
+		// A replacement takes the word around it along, so that it does not
+		// give a token in the same word the boundary (\b) its pattern needs
+		// (a case found by FuzzRedact).
+		{"292C6912gh" + "s_0000000000000000000A gh" + "s_00010000292C69120000", "[redacted GitHub token] [redacted GitHub token]"},
+		{"no credential here at all", "no credential here at all"},
+		{"short", "short"},
+	} {
+		if got := RedactFrom(tc.in, tc.in); got != tc.want {
+			t.Errorf("RedactFrom(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestRedactFrom checks that pieces of a credential quoted in another
+// form (another case, cut short) are redacted, and that nothing else is.
+func TestRedactFrom(t *testing.T) {
+	for _, f := range fakes {
+		for _, form := range []string{strings.ToLower(f.secret), strings.ToUpper(f.secret), f.secret[:len(f.secret)/2], f.secret[len(f.secret)/2:]} {
+			msg := fmt.Sprintf("name %q is not valid (did you mean %q?)", f.secret, form)
+			got := RedactFrom(msg, f.secret, "unrelated")
+			left := strings.ToLower(strings.ReplaceAll(got, "[redacted "+f.kind+"]", "#"))
+			for _, p := range pieces(f.secret) {
+				if strings.Contains(left, strings.ToLower(p)) {
+					t.Errorf("RedactFrom(%q) = %q: it leaves %q", msg, got, p)
+					break
+				}
+			}
+			if !strings.HasPrefix(got, "name ") || !strings.HasSuffix(got, `?)`) {
+				t.Errorf("RedactFrom(%q) = %q: the message around it is lost", msg, got)
+			}
+		}
+	}
+	msg := `unknown member "AllowedTool" in step "investigate"; did you mean "allowedTools"?`
+	if got := RedactFrom(msg, "AllowedTool", "investigate", "allowedTools"); got != msg {
+		t.Errorf("RedactFrom changed a message without credentials: %q", got)
+	}
+}
+
+func TestRedactPointer(t *testing.T) {
+	esc := strings.NewReplacer("~", "~0", "/", "~1")
+	for _, tc := range []struct{ in, want string }{
+		{"/tools/0/inputSchema/properties/" + esc.Replace(fakeGitHubPAT) + "/type", "/tools/0/inputSchema/properties/[redacted GitHub token]/type"},
+		{"/requires/mcpServers/" + esc.Replace(fakeURLPass), "/requires/mcpServers/[redacted URL with credentials]"},
+		{"/a/" + esc.Replace("x/y~z Bearer "+fakeBearerToken) + "/b", "/a/x~1y~0z Bearer [redacted bearer token]/b"},
+		{"/steps/0/allowedTools/2", "/steps/0/allowedTools/2"},
+		{"/a~1b/c~0d/additionalProperties", "/a~1b/c~0d/additionalProperties"},
+		{"", ""},
+	} {
+		if got := RedactPointer(tc.in); got != tc.want {
+			t.Errorf("RedactPointer(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestLinear checks that adversarial inputs of 512 KB take well under the
+// minutes a quadratic scan would.
+func TestLinear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: several MB of adversarial input")
+	}
+	const n = 1 << 19
+	inputs := map[string]string{
+		"urls":          strings.Repeat("a://b:c@d/", n/10),
+		"schemes":       strings.Repeat("a://", n/4),
+		"at signs":      "https://" + strings.Repeat("@", n),
+		"authorities":   strings.Repeat("a://x@", n/6),
+		"emails":        strings.Repeat("ops@example.com,", n/16),
+		"pem headers":   strings.Repeat("-----BEGIN PRIVATE KEY-----\nA0b1C2d3E4f5G6h7I8j9K0l1M2\n", n/56),
+		"pem no end":    "-----BEGIN PRIVATE KEY-----" + strings.Repeat("-----BEGIN PRIVATE KEY-----A0b1C2d3E4f5G6h7I8j9K0l1M2 ", n/56),
+		"bearers":       strings.Repeat("bearer bearer A0b1C2d3E4f5G6h7I8j9 ", n/36),
+		"random run":    strings.Repeat("A0b1C2d3E4", n/10),
+		"stripe-shaped": strings.Repeat("sk_live_"+"A0b1C2d3E4f5 ", n/21),
+	}
+	for name, s := range inputs {
+		start := time.Now()
+		Find(s)
+		Redact(s)
+		RedactFrom(s, s)
+		RedactPointer("/" + s)
+		if d := time.Since(start); d > 30*time.Second {
+			t.Errorf("%s: %v for 512 KB", name, d)
+		}
+	}
+}
+
+// BenchmarkFindProse runs Find over 5 MB of prose-like strings that trip
+// the cheap triggers (underscores, "gh", "bearer", "sk-", "://" and "@")
+// without holding a credential: the slow path.
+func BenchmarkFindProse(b *testing.B) {
+	line := "Bearer tokens through the high gateway: see https://example.com/a@b for sk_live_ docs, sk-proj- keys and ghp_ prefixes. "
+	var ss []string
+	total := 0
+	for total < 5<<20 {
+		ss = append(ss, line)
+		total += len(line)
+	}
+	b.SetBytes(int64(total))
+	for b.Loop() {
+		for _, s := range ss {
+			if _, ok := Find(s); ok {
+				b.Fatal(s)
+			}
+		}
+	}
+}
+
+// BenchmarkRedactMessage redacts a typical diagnostic message holding no
+// credential: the cost every diagnostic pays.
+func BenchmarkRedactMessage(b *testing.B) {
+	msg := `unknown member "AllowedTool" in step "investigate"; did you mean "allowedTools"? valid members are "id", "kind", "agent", "purpose", "allowedTools", "next"`
+	b.ReportAllocs()
+	for b.Loop() {
+		if Redact(msg) != msg {
+			b.Fatal(msg)
+		}
+	}
+}
+
+// BenchmarkRedactPointer redacts a typical pointer holding no credential.
+func BenchmarkRedactPointer(b *testing.B) {
+	p := "/tools/12/inputSchema/properties/customerEmail/format"
+	b.ReportAllocs()
+	for b.Loop() {
+		if RedactPointer(p) != p {
+			b.Fatal(p)
+		}
+	}
+}
+
+// FuzzRedact: Spans are in bounds, sorted and apart; Find agrees with
+// Spans; what Redact and RedactFrom leave holds no credential.
+func FuzzRedact(f *testing.F) {
+	for _, x := range fakes {
+		f.Add("see " + x.secret + " and " + strings.ToLower(x.secret))
+	}
+	f.Add("https://a:b@c@d/e -----BEGIN PRIVATE KEY-----\nA0b1C2d3E4f5G6h7I8j9K0l1M2\n-----END")
+	f.Fuzz(func(t *testing.T, s string) {
+		spans := Spans(s)
+		prev := 0
+		for _, sp := range spans {
+			if sp.Start < prev || sp.End <= sp.Start || sp.End > len(s) {
+				t.Fatalf("Spans(%q): bad span %v in %v", s, sp, spans)
+			}
+			prev = sp.End
+		}
+		if _, ok := Find(s); ok != (len(spans) > 0) {
+			t.Fatalf("Find(%q) = %v, Spans = %v", s, ok, spans)
+		}
+		for _, r := range []string{Redact(s), RedactFrom(s, s)} {
+			if kind, ok := Find(r); ok {
+				t.Fatalf("redacted %q is %q, which still holds a %s", s, r, kind)
+			}
+		}
+		for _, tok := range strings.Split(RedactPointer(s), "/") {
+			if kind, ok := Find(strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)); ok {
+				t.Fatalf("RedactPointer(%q) has token %q, which still holds a %s", s, tok, kind)
+			}
+		}
+	})
+}
