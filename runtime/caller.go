@@ -179,13 +179,19 @@ func (c *caller) approvalGate(ctx context.Context, name string, d Decision, exis
 			return err
 		}
 		if decided != nil {
-			refused = fmt.Sprintf("the call to %s was %s by a person", quote(name), decided.Status)
-			if decided.Reason != "" {
-				refused += ": " + decided.Reason
+			if decided.Status == store.ApprovalExpired {
+				refused = fmt.Sprintf("the approval request for the call to %s expired before a person decided; it was not run", quote(name))
+			} else {
+				refused = fmt.Sprintf("the call to %s was %s by a person", quote(name), decided.Status)
+				if decided.Reason != "" {
+					refused += ": " + decided.Reason
+				}
+				refused += "; it was not run"
 			}
-			refused += "; it was not run"
 			if existing != nil {
-				if err := tx.DecideCall(existing.CallKey, false, refused); err != nil {
+				// The stored reason starts with the refusal code, as
+				// every refusal's does: replay strips it.
+				if err := tx.DecideCall(existing.CallKey, false, c.e.opt.Redact(string(decided.Status)+": "+refused)); err != nil {
 					return err
 				}
 				_, err := tx.Append(c.e.record(c.run, "call.refused", c.step, name, map[string]any{"index": existing.Index, "approval": decided.ID, "reason": refused}))
