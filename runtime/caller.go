@@ -28,7 +28,8 @@ type caller struct {
 	run     string
 	step    string
 	attempt int
-	count   int
+	count   int // calls the driver made in this run of the step
+	fresh   int // of them, calls not answered from memo
 
 	memo []store.Call // the attempt's recorded calls
 	used []bool
@@ -49,16 +50,20 @@ func (e *Engine) newCaller(ctx context.Context, runID, stepID string, attempt in
 // Call is the single decision path; see the package documentation.
 func (c *caller) Call(ctx context.Context, call driver.Call) (driver.Result, error) {
 	c.count++
-	if c.count > c.e.opt.MaxToolCalls {
+	d := c.e.im.Decide(c.step, call.Name, call.Arguments)
+	if m := c.match(call.Name, d.ArgsDigest); m != nil {
+		return c.replay(ctx, m, d)
+	}
+	// The limit bounds the attempt's calls: those recorded before this
+	// run of the step (an agent asked again on resume need not repeat
+	// them) and the new ones.
+	c.fresh++
+	if len(c.memo)+c.fresh > c.e.opt.MaxToolCalls {
 		err := c.tx(ctx, func(tx *store.Tx) error {
 			_, err := tx.Append(c.e.record(c.run, "step.call-limit", c.step, call.Name, map[string]any{"limit": c.e.opt.MaxToolCalls}))
 			return err
 		})
 		return driver.Result{}, errors.Join(fmt.Errorf("%w (%d calls)", driver.ErrCallLimit, c.e.opt.MaxToolCalls), err)
-	}
-	d := c.e.im.Decide(c.step, call.Name, call.Arguments)
-	if m := c.match(call.Name, d.ArgsDigest); m != nil {
-		return c.replay(ctx, m, d)
 	}
 	if !d.Allowed {
 		return c.refuse(ctx, call.Name, d, d.Code, d.Reason)
