@@ -327,17 +327,38 @@ func (c *caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 			if err != nil {
 				return err
 			}
+			open := false
 			for _, a := range all {
-				if a.Kind == store.KindOutcomeUnknown && a.Call != nil && *a.Call == m.CallKey && a.Status == store.ApprovalDenied {
+				if a.Kind != store.KindOutcomeUnknown || a.Call == nil || *a.Call != m.CallKey {
+					continue
+				}
+				switch a.Status {
+				case store.ApprovalDenied:
 					denied = "the outcome of this call is unknown and a person decided not to run it again"
 					if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, denied); err != nil {
 						return err
 					}
 					_, err := tx.Append(c.e.record(c.run, "call.failed", c.step, m.Tool, map[string]any{"index": m.Index, "approval": a.ID, "reason": denied}))
 					return err
+				case store.ApprovalPending, store.ApprovalApproved:
+					open = true
 				}
 			}
-			return nil
+			if open {
+				return nil
+			}
+			// Every decision on it was used: a person had it run again and
+			// the process stopped before that outcome was recorded. Its
+			// outcome is unknown again, and a person decides again.
+			ap, err := tx.CreateApproval(store.Approval{
+				Kind: store.KindOutcomeUnknown, Run: c.run, Step: c.step, Tool: m.Tool, DefDigest: m.DefDigest, ArgsDigest: m.ArgsDigest,
+				Call: &m.CallKey, Reason: "the process stopped after the call was run again and before its outcome was recorded",
+			})
+			if err != nil {
+				return err
+			}
+			_, err = tx.Append(c.e.record(c.run, "call.outcome-unknown", c.step, m.Tool, map[string]any{"index": m.Index, "approval": ap.ID}))
+			return err
 		})
 		switch {
 		case err != nil:

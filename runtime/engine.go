@@ -273,7 +273,7 @@ func (e *Engine) loop(ctx context.Context, runID string) (Outcome, error) {
 		case playbook.KindAgent:
 			next, out, done, err = e.agentStep(ctx, runID, si, attempt, status)
 		case playbook.KindGate:
-			next, out, done, err = e.gateStep(ctx, runID, si, attempt)
+			next, out, done, err = e.gateStep(ctx, runID, si, attempt, status)
 		default:
 			return e.fail(ctx, runID, fmt.Sprintf("step %q has kind %q, which this runtime cannot run", stepID, playbook.Str(si.step.Kind)))
 		}
@@ -519,8 +519,10 @@ func Pendings(ctx context.Context, s *store.Store, runID string) ([]Pending, err
 	return out, nil
 }
 
-// gateStep opens a gate, or follows a person's decision on it.
-func (e *Engine) gateStep(ctx context.Context, runID string, si *stepInfo, attempt int) (next string, out Outcome, done bool, err error) {
+// gateStep opens a gate, or follows a person's decision on it. status is
+// the attempt's: done when the decision was followed before (the process
+// stopped before the next step started).
+func (e *Engine) gateStep(ctx context.Context, runID string, si *stepInfo, attempt int, status store.StepStatus) (next string, out Outcome, done bool, err error) {
 	stepID := playbook.Str(si.step.ID)
 	gates, err := e.opt.Store.Gates(ctx, runID)
 	if err != nil {
@@ -566,12 +568,14 @@ func (e *Engine) gateStep(ctx context.Context, runID string, si *stepInfo, attem
 	case store.GateRejected:
 		next = playbook.Str(si.step.OnReject)
 	}
-	decision, _ := json.Marshal(map[string]any{"decision": string(g.Status), "reason": g.Reason, "by": g.DecidedBy})
-	err = e.opt.Store.Tx(ctx, func(tx *store.Tx) error {
-		return tx.FinishStep(runID, stepID, attempt, store.StepDone, decision, "")
-	})
-	if err != nil {
-		return "", Outcome{}, true, err
+	if status != store.StepDone {
+		decision, _ := json.Marshal(map[string]any{"decision": string(g.Status), "reason": g.Reason, "by": g.DecidedBy})
+		err = e.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+			return tx.FinishStep(runID, stepID, attempt, store.StepDone, decision, "")
+		})
+		if err != nil {
+			return "", Outcome{}, true, err
+		}
 	}
 	e.progress("gate %s %s", stepID, g.Status)
 	if g.Status == store.GateRejected && next == "" {
