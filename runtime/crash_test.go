@@ -28,7 +28,7 @@ import (
 	"github.com/openplaybook/openplaybook/store"
 )
 
-var crashSeed = flag.Uint64("crash.seed", 0, "seed of TestCrash's kill points; 0 takes one from the clock (the test logs it)")
+var crashSeed = flag.Uint64("crash.seed", 0, "seed of TestCrash's kill delays; 0 takes one from the clock (the test logs it)")
 
 // TestCrash kills the runtime (the openplaybook binary, SIGKILL) while it
 // runs a playbook whose agent calls a side-effecting MCP tool (it appends a
