@@ -3,12 +3,11 @@ package mcphost
 import (
 	"regexp"
 	"strconv"
-	"strings"
+
+	"github.com/openplaybook/openplaybook/playbook"
 )
 
-// maxToolNameLen is the longest tool name, in bytes (docs/format.md,
-// "Names").
-const maxToolNameLen = 128
+const maxToolNameLen = playbook.MaxToolNameLen
 
 // serverNameRE is the shape of a logical MCP server name (docs/format.md,
 // "requires").
@@ -42,35 +41,14 @@ func nameProblem(server, tool string) string {
 	return ""
 }
 
-// segmentsProblem is validate's toolNameProblem without the length check:
-// why s is not dot-joined segments of [A-Za-z0-9_-], or "".
-//
-// TODO: this duplicates validate/names.go (toolNameProblem); share it once
-// the name rules move to a common package.
+// segmentsProblem is why s is not dot-joined segments of [A-Za-z0-9_-]
+// ([playbook.ToolNameProblem] without its length limit, which applies to
+// the composed name), or "".
 func segmentsProblem(s string) string {
-	switch {
-	case s[0] == '.' || s[len(s)-1] == '.':
-		return "starts or ends with a dot"
-	case strings.Contains(s, ".."):
-		return "has an empty segment (two dots in a row)"
+	if len(s) > playbook.MaxToolNameLen {
+		s = s[:playbook.MaxToolNameLen] // the composed name's length is checked apart
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '.' || c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
-			continue
-		}
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			return "contains whitespace"
-		case c < 0x20 || c == 0x7f:
-			return "contains a control character"
-		case c >= 0x80:
-			return "contains a non-ASCII character"
-		default:
-			return "contains '" + string(rune(c)) + "'"
-		}
-	}
-	return ""
+	return playbook.ToolNameProblem(s)
 }
 
 // quoteName quotes a name for a message: Go syntax, so control characters,
