@@ -15,6 +15,7 @@ import (
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/drift"
 	"github.com/openplaybook/openplaybook/driver"
+	"github.com/openplaybook/openplaybook/mcphost"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/store"
 )
@@ -448,8 +449,9 @@ func (c *caller) redactJSON(v jsontext.Value) jsontext.Value {
 }
 
 // drifted re-lists an MCP tool's server when the server announced a
-// changed tool list since import, and returns why the call must be
-// refused when the live definition drifted at error level ("" when not).
+// changed tool list since import, or never announces changes (it did not
+// declare tools.listChanged), and returns why the call must be refused
+// when the live definition drifted at error level ("" when not).
 func (e *Engine) drifted(ctx context.Context, ti *toolInfo) string {
 	server, _, ok := playbook.MCPParts(ti.def.Name)
 	if !ok || e.opt.Env == nil {
@@ -462,7 +464,7 @@ func (e *Engine) drifted(ctx context.Context, ti *toolInfo) string {
 	e.epochMu.Lock()
 	same := s.Epoch() == e.epochs[server]
 	e.epochMu.Unlock()
-	if same {
+	if same && announcesChanges(s) {
 		return ""
 	}
 	tools, err := s.Tools(ctx)
@@ -481,6 +483,14 @@ func (e *Engine) drifted(ctx context.Context, ti *toolInfo) string {
 		return ""
 	}
 	return fmt.Sprintf("MCP server %q no longer lists %s; the call was refused and not run", server, quote(ti.def.Name))
+}
+
+// announcesChanges reports whether a server declared tools.listChanged:
+// only then does an unchanged epoch mean unchanged tools. A server that
+// did not is listed again before each call (mcphost's Tools does).
+func announcesChanges(s *mcphost.Server) bool {
+	r := s.InitializeResult()
+	return r != nil && r.Capabilities != nil && r.Capabilities.Tools != nil && r.Capabilities.Tools.ListChanged
 }
 
 // validateJSON validates a JSON text against a compiled schema.
