@@ -114,7 +114,9 @@ func (c *caller) match(name, argsDigest string) *store.Call {
 func (c *caller) start(tx *store.Tx, name string, d Decision, decision store.Decision, reason string) (store.CallKey, error) {
 	sc := store.Call{
 		CallKey: store.CallKey{Run: c.run, Step: c.step, Attempt: c.attempt},
-		Tool:    name, Args: c.redactJSON(d.Args), ArgsDigest: d.ArgsDigest,
+		// An agent may send a secret it was shown as a tool name: the
+		// name is stored as received unless it holds one.
+		Tool: c.e.opt.Redact(name), Args: c.redactJSON(d.Args), ArgsDigest: d.ArgsDigest,
 		Decision: decision, Reason: c.e.opt.Redact(reason),
 	}
 	if d.tool != nil {

@@ -130,7 +130,7 @@ func (e *Engine) builtin(ctx context.Context, key store.CallKey, name string, ra
 		return map[string]any{"notes": out}, nil, nil
 	case "note.add":
 		return nil, func(tx *store.Tx) (any, error) {
-			n, err := tx.AddNote(store.Note{CustomerID: args.CustomerID, Body: e.opt.Redact(args.Body), Tags: args.Tags, Author: e.agentOf(key.Step), Run: key.Run, Step: key.Step})
+			n, err := tx.AddNote(store.Note{CustomerID: e.opt.Redact(args.CustomerID), Body: e.opt.Redact(args.Body), Tags: e.redactAll(args.Tags), Author: e.agentOf(key.Step), Run: key.Run, Step: key.Step})
 			if err != nil {
 				return nil, err
 			}
@@ -138,8 +138,8 @@ func (e *Engine) builtin(ctx context.Context, key store.CallKey, name string, ra
 		}, nil
 	case "today.surface":
 		return nil, func(tx *store.Tx) (any, error) {
-			it, err := tx.SurfaceToday(store.TodayItem{Title: e.opt.Redact(args.Title), Summary: e.opt.Redact(args.Summary), Priority: args.Priority,
-				CustomerID: args.CustomerID, Link: args.Link, Run: key.Run, Step: key.Step})
+			it, err := tx.SurfaceToday(store.TodayItem{Title: e.opt.Redact(args.Title), Summary: e.opt.Redact(args.Summary), Priority: e.opt.Redact(args.Priority),
+				CustomerID: e.opt.Redact(args.CustomerID), Link: e.opt.Redact(args.Link), Run: key.Run, Step: key.Step})
 			if err != nil {
 				return nil, err
 			}
@@ -147,6 +147,19 @@ func (e *Engine) builtin(ctx context.Context, key store.CallKey, name string, ra
 		}, nil
 	}
 	return nil, nil, fmt.Errorf("this runtime has no built-in %s", quote(name))
+}
+
+// redactAll redacts each of ss: built-ins write every value an agent
+// gives them through the redactor, not only the free text.
+func (e *Engine) redactAll(ss []string) []string {
+	if ss == nil {
+		return nil
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = e.opt.Redact(s)
+	}
+	return out
 }
 
 func (e *Engine) agentOf(step string) string {

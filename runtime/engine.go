@@ -628,7 +628,8 @@ func (e *Engine) stepInput(ctx context.Context, runID string, si *stepInfo) (dri
 
 // record builds an audit record. The tool name goes in as received; a
 // name that is not valid UTF-8 is recorded quoted (Go syntax, ASCII) with
-// data.toolQuoted true, since the audit log is JSON.
+// data.toolQuoted true, since the audit log is JSON, and a name holding a
+// secret value is recorded redacted with data.toolRedacted true.
 func (e *Engine) record(runID, kind, step, tool string, data map[string]any) audit.Record {
 	if tool != "" && !utf8.ValidString(tool) {
 		if data == nil {
@@ -636,6 +637,13 @@ func (e *Engine) record(runID, kind, step, tool string, data map[string]any) aud
 		}
 		data["toolQuoted"] = true
 		tool = quote(tool)
+	}
+	if red := e.opt.Redact(tool); red != tool {
+		if data == nil {
+			data = map[string]any{}
+		}
+		data["toolRedacted"] = true
+		tool = red
 	}
 	r := audit.Record{Run: runID, Kind: kind, Step: step, Tool: tool}
 	if len(data) > 0 {

@@ -127,6 +127,7 @@ func newRig(t *testing.T, cfg rigConfig, docs ...[]byte) *rig {
 		fmt.Fprintf(&dotenv, "%s=%s\n", k, v)
 	}
 	writeRigFile(t, filepath.Join(dir, "secrets.env"), []byte(dotenv.String()))
+	writeAgentFiles(t, dir, h["agents"].(map[string]any))
 	hb, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +210,16 @@ func agentsOf(t *testing.T, docs [][]byte) map[string]any {
 		}
 	}
 	return agents
+}
+
+// writeAgentFiles writes an empty transcript for each agent binding, so
+// that the preflight's driver check finds the file; the engine's drivers
+// replay the transcripts each test gives.
+func writeAgentFiles(t *testing.T, dir string, agents map[string]any) {
+	t.Helper()
+	for name := range agents {
+		writeRigFile(t, filepath.Join(dir, name+".json"), []byte(`{"steps": {}}`))
+	}
 }
 
 // engine imports document i and returns an engine whose drivers replay

@@ -68,9 +68,14 @@ func testServerDefs() map[string]map[string]any {
 			"riskClass": "money", "sideEffecting": true, "requiresApproval": true, "dataScopeWrites": []string{"ctr.widgets"},
 			"inputSchema": schemaOf(launchIn), "outputSchema": schemaOf(launchOut),
 		},
-		"mcp.ctr.badout":  read("mcp.ctr.badout", badoutDesc, badoutIn, badoutOut),
-		"mcp.chg.probe":   read("mcp.chg.probe", "Reads a widget's status (variant a).", probeIn, probeOut),
-		"mcp.chg.quiet":   read("mcp.chg.quiet", "Has no annotations.", `{"type":"object"}`, `{"type":"string"}`),
+		"mcp.ctr.badout": read("mcp.ctr.badout", badoutDesc, badoutIn, badoutOut),
+		"mcp.chg.probe":  read("mcp.chg.probe", "Reads a widget's status (variant a).", probeIn, probeOut),
+		"mcp.chg.quiet":  read("mcp.chg.quiet", "Has no annotations.", `{"type":"object"}`, `{"type":"string"}`),
+		"mcp.chg.flip": {
+			"name": "mcp.chg.flip", "source": "mcp", "description": "Switches probe to the other variant.", "permissions": []string{},
+			"riskClass": "internal", "sideEffecting": true, "requiresApproval": false, "dataScopeWrites": []string{"chg.variant"},
+			"inputSchema": schemaOf(`{"type":"object"}`), "outputSchema": schemaOf(`{"type":"string"}`),
+		},
 		"mcp.echo.reveal": read("mcp.echo.reveal", "Returns the value of the server's ECHO_SECRET environment variable.", revealIn, revealOut),
 	}
 }
