@@ -159,10 +159,12 @@ while [ ! -s "$CHILD" ]; do sleep 0.05; done
 exec "$NODE" -e "require('fs').writeFileSync(process.env.PIDFILE, String(process.pid)); setInterval(()=>{},1000)"`
 	cfg := mcphost.ServerConfig{
 		Name: "family", Command: sh, Args: []string{"-c", script},
-		Env:     map[string]string{"NODE": node, "CHILD": child, "PIDFILE": filepath.Join(dir, "pid")},
-		Timeout: time.Second,
+		Env: map[string]string{"NODE": node, "CHILD": child, "PIDFILE": filepath.Join(dir, "pid")},
+		// Long enough for two node processes to start on a loaded 2-core
+		// machine and write their pid files before the timeout fires.
+		Timeout: 3 * time.Second,
 	}
-	fail(t, cfg, 4*time.Second)
+	fail(t, cfg, 8*time.Second)
 	assertGone(t, filepath.Join(dir, "pid"))
 	assertGone(t, child)
 }

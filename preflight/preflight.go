@@ -29,12 +29,14 @@ import (
 	"github.com/openplaybook/openplaybook/connector/stripe"
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/drift"
+	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/drivers"
 	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/internal/suggest"
 	"github.com/openplaybook/openplaybook/mcphost"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/registry"
+	"github.com/openplaybook/openplaybook/store"
 	"github.com/openplaybook/openplaybook/syntax"
 )
 
@@ -48,6 +50,7 @@ const (
 	RuleMCPToolName   = "preflight-mcp-tool-name"
 	RuleAgent         = "preflight-agent"
 	RuleRegistryClash = "preflight-registry"
+	RuleStore         = "preflight-store"
 )
 
 // Env is what the documents are checked against: the harness and the
@@ -102,6 +105,12 @@ func Connect(ctx context.Context, h *harness.Harness, docs []*playbook.Document)
 		ServerTools: map[string][]mcphost.Tool{},
 	}
 	e.Diagnostics = append(e.Diagnostics, e.Secrets.Check()...)
+	if h.Store != nil && h.Store.Seed != "" {
+		if _, err := store.ReadSeed(h.Store.Seed); err != nil {
+			e.Diagnostics = append(e.Diagnostics, diag.Diagnostic{File: h.Path, Line: 1, Column: 1, Pointer: "/store/seed", Severity: diag.Error, Rule: RuleStore,
+				Message: fmt.Sprintf("the store seed cannot be used: %v", err)})
+		}
+	}
 	for _, d := range builtin.Definitions() {
 		e.add(d, registry.Origin{Kind: "builtin"})
 	}
@@ -441,8 +450,14 @@ func (c *checker) agents() {
 			c.errorf(s.Agent.Node, RuleAgent, "the harness binds no agent %q; add agents.%s with a driver (transcript, openai or anthropic)", s.Agent.Value, s.Agent.Value)
 			continue
 		}
-		if err := drivers.Check(b.Driver, b.Settings); err != nil {
-			c.errorf(s.Agent.Node, RuleAgent, "the harness's binding of agent %q (%s:%d) is not usable: %v", s.Agent.Value, c.env.Harness.Path, b.Pos.Line, err)
+		// Build the driver as a run would (a transcript is read, an API
+		// key secret resolved), without sending anything.
+		setup := &driver.Setup{Secret: c.env.Secrets.Resolve, Expand: c.env.Secrets.Expand, Path: c.env.Harness.ResolvePath}
+		if c.doc.Manifest != nil {
+			setup.PlaybookID = playbook.Str(c.doc.Manifest.ID)
+		}
+		if _, err := drivers.New(b.Driver, b.Settings, setup); err != nil {
+			c.errorf(s.Agent.Node, RuleAgent, "the harness's binding of agent %q (%s:%d) cannot be used: %v", s.Agent.Value, c.env.Harness.Path, b.Pos.Line, err)
 		}
 	}
 }

@@ -149,6 +149,9 @@ type Pending struct {
 	ID   string `json:"id"`
 	Step string `json:"step"`
 	Tool string `json:"tool,omitempty"`
+	// Arguments are the arguments of the call to approve (canonical JSON,
+	// secrets redacted), so a person sees exactly what runs.
+	Arguments jsontext.Value `json:"arguments,omitempty"`
 	// Summary says what is to be decided.
 	Summary string `json:"summary"`
 }
@@ -234,15 +237,24 @@ func (im *Imported) CheckInput(input jsontext.Value) (jsontext.Value, error) {
 		in = jsontext.Value("{}")
 	}
 	if err := in.Canonicalize(); err != nil {
-		return nil, fmt.Errorf("the input is not valid JSON: %v", trimJSONErr(err))
+		return nil, &InputError{Syntax: true, Msg: fmt.Sprintf("the input is not valid JSON: %v", trimJSONErr(err))}
 	}
 	if im.input != nil {
 		if err := validateJSON(im.input, in); err != nil {
-			return nil, fmt.Errorf("the input does not match the document's inputSchema: %s", schemaErr(err))
+			return nil, &InputError{Msg: fmt.Sprintf("the input does not match the document's inputSchema: %s", schemaErr(err))}
 		}
 	}
 	return in, nil
 }
+
+// InputError is a run input that is not JSON (Syntax) or does not match
+// the document's inputSchema.
+type InputError struct {
+	Syntax bool
+	Msg    string
+}
+
+func (e *InputError) Error() string { return e.Msg }
 
 // loop executes steps from the run's current point until the run ends or
 // waits.
@@ -431,7 +443,7 @@ func (e *Engine) agentStep(ctx context.Context, runID string, si *stepInfo, atte
 	if err != nil {
 		return "", Outcome{}, true, err
 	}
-	e.progress("step %s finished (%d tool calls)", stepID, c.count)
+	e.progress("step %s finished (%s)", stepID, plural(c.count, "tool call"))
 	return playbook.Str(si.step.Next), Outcome{}, false, nil
 }
 
@@ -509,6 +521,12 @@ func Pendings(ctx context.Context, s *store.Store, runID string) ([]Pending, err
 	}
 	for _, a := range apr {
 		p := Pending{Kind: string(a.Kind), ID: a.ID, Step: a.Step, Tool: a.Tool}
+		if a.Call != nil {
+			idx := a.Call.Index
+			if calls, err := s.Calls(ctx, runID, store.CallFilter{Step: a.Call.Step, Attempt: a.Call.Attempt, Index: &idx}); err == nil && len(calls) == 1 {
+				p.Arguments = calls[0].Args
+			}
+		}
 		if a.Kind == store.KindOutcomeUnknown {
 			p.Summary = fmt.Sprintf("the outcome of call %s in step %s is unknown: approve to run it again, deny to leave it", quote(a.Tool), a.Step)
 		} else {
@@ -660,4 +678,12 @@ func (e *Engine) record(runID, kind, step, tool string, data map[string]any) aud
 
 func (e *Engine) progress(format string, args ...any) {
 	fmt.Fprintln(e.opt.Progress, e.opt.Redact(fmt.Sprintf(format, args...)))
+}
+
+// plural renders "1 tool call", "2 tool calls".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

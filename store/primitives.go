@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -286,4 +287,24 @@ func tagsJSON(tags []string) (string, error) {
 		return "", fmt.Errorf("store: encoding tags: %w", err)
 	}
 	return string(b), nil
+}
+
+// ReadSeed reads a customer seed file: a JSON array of [Customer] objects
+// (id, name, email, and optionally company, plan, tags, createdAt), read
+// strictly (unknown members are errors). Every customer needs an id.
+func ReadSeed(path string) ([]Customer, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var cs []Customer
+	if err := json.Unmarshal(src, &cs, json.RejectUnknownMembers(true)); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for i, c := range cs {
+		if c.ID == "" {
+			return nil, fmt.Errorf("%s: customer %d has no id", path, i)
+		}
+	}
+	return cs, nil
 }

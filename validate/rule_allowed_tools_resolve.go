@@ -39,7 +39,7 @@ func (ruleAllowedToolsResolve) Check(c *Context) {
 			if c.Opts.Registry != nil {
 				where += " or the registry"
 			}
-			c.Errorf(a.Node, "tool %q in %s is not defined in %s%s; embed its definition in \"tools\"",
+			c.Errorf(a.Node, "tool %q in %s is not defined in %s%s; embed its definition in \"tools\" (openplaybook pin --write adds it from the registry)",
 				a.Value, stepLabel(s), where, suggest.Phrase(a.Value, names))
 		}
 	}

@@ -37,6 +37,9 @@ func checkEnv(t *testing.T, variant string) (string, string) {
 	fmt.Fprintf(&b, "  broken:\n    command: %q\n    args: [\"-e\", \"console.error('boom: cannot open the database'); process.exit(3)\"]\n    env: {TOKEN: \"${secret:BROKEN_TOKEN}\"}\n    timeout: 5s\n", mem.Command)
 	fmt.Fprintf(&b, "connections:\n  stripe:\n    authKind: api_token\n    secrets: {apiKey: STRIPE_API_KEY}\n    baseURL: %s\n", stripeURL)
 	b.WriteString("agents:\n  lou: {driver: transcript, transcript: t.json}\n")
+	if err := os.WriteFile(filepath.Join(dir, "t.json"), []byte(`{"steps": {}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(dir, "harness.yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)

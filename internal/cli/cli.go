@@ -105,9 +105,11 @@ func (c *CLI) printErrors(err error) {
 func (c *CLI) root() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "openplaybook",
-		Short: "Check and explain OpenPlaybook documents",
+		Short: "Validate, explain, check and run OpenPlaybook documents",
 		Long: `openplaybook checks OpenPlaybook 1.6 JSON documents against the format and
-its consistency rules, and explains what a document does.
+its consistency rules, explains what a document does, checks it against a
+harness (registry, drift, preflight) and runs it with each step's
+allowedTools held as its capability boundary.
 
 Exit codes: 0 no problems, 1 problems found, 2 bad usage or unreadable input,
 70 internal error. run and resume add 3 (waits for a person) and 4 (rejected

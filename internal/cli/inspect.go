@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"text/tabwriter"
 	"unicode/utf8"
@@ -28,6 +29,9 @@ func (c *CLI) storeFor(harnessPath string) (*store.Store, *harness.Harness, erro
 		if d.Severity == 2 {
 			return nil, nil, &exitError{code: ExitUsage, err: fmt.Errorf("%s:%d:%d: %s [%s]", d.File, d.Line, d.Column, d.Message, d.Rule)}
 		}
+	}
+	if _, err := os.Stat(h.Store.SQLite); err != nil {
+		return nil, nil, &exitError{code: ExitProblems, err: fmt.Errorf("there is no store at %s yet: no run was started with this harness (%v)", h.Store.SQLite, err)}
 	}
 	st, err := store.Open(h.Store.SQLite)
 	if err != nil {
@@ -56,7 +60,11 @@ func (c *CLI) statusCommand() *cobra.Command {
 		Use:                   "status --harness FILE [--format text|json] [RUN]",
 		DisableFlagsInUseLine: true,
 		Short:                 "List runs and what each waits for",
-		Args:                  cobra.MaximumNArgs(1),
+		Long: `Status lists the runs in the harness's store: status, current step, and
+what each waits for with the command that decides it. Given one RUN, it also
+shows each step attempt with its output (what a gate's reviewer reads) and
+the exact arguments of every call waiting for approval.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if harnessPath == "" {
 				return errors.New("status needs --harness FILE (for the store)")
@@ -86,6 +94,7 @@ func (c *CLI) statusCommand() *cobra.Command {
 				Reason   string            `json:"reason,omitempty"`
 				Updated  string            `json:"updated"`
 				Waiting  []runtime.Pending `json:"waiting"`
+				Steps    []stepView        `json:"steps,omitempty"`
 			}
 			var out []runStatus
 			for _, r := range runs {
@@ -96,8 +105,18 @@ func (c *CLI) statusCommand() *cobra.Command {
 				if p == nil {
 					p = []runtime.Pending{}
 				}
-				out = append(out, runStatus{Run: r.ID, Playbook: r.PlaybookID, Version: r.PlaybookVersion, Status: string(r.Status),
-					Step: r.CurrentStep, Reason: r.Reason, Updated: r.Updated.UTC().Format("2006-01-02T15:04:05Z"), Waiting: p})
+				rs := runStatus{Run: r.ID, Playbook: r.PlaybookID, Version: r.PlaybookVersion, Status: string(r.Status),
+					Step: r.CurrentStep, Reason: r.Reason, Updated: r.Updated.UTC().Format("2006-01-02T15:04:05Z"), Waiting: p}
+				if len(args) == 1 {
+					steps, err := st.Steps(ctx, r.ID)
+					if err != nil {
+						return ioError(err)
+					}
+					for _, s := range steps {
+						rs.Steps = append(rs.Steps, stepView{Step: s.Step, Attempt: s.Attempt, Status: string(s.Status), Output: s.Output, Error: s.Error})
+					}
+				}
+				out = append(out, rs)
 			}
 			if format.value == "json" {
 				if out == nil {
@@ -114,8 +133,22 @@ func (c *CLI) statusCommand() *cobra.Command {
 			}
 			tw.Flush()
 			for _, r := range out {
+				for _, s := range r.Steps {
+					line := fmt.Sprintf("  step %s (attempt %d): %s", s.Step, s.Attempt, s.Status)
+					if len(s.Output) > 0 {
+						line += "\n    output: " + clip(string(s.Output), 400)
+					}
+					if s.Error != "" {
+						line += "\n    error: " + clip(s.Error, 400)
+					}
+					fmt.Fprintln(c.stdout(), line)
+				}
 				for _, p := range r.Waiting {
-					fmt.Fprintf(c.stdout(), "%s waits: %s\n  openplaybook approve --harness %s %s %s   (or deny)\n", r.Run, p.Summary, harnessPath, r.Run, p.ID)
+					fmt.Fprintf(c.stdout(), "%s waits: %s\n", r.Run, p.Summary)
+					if len(p.Arguments) > 0 {
+						fmt.Fprintf(c.stdout(), "  arguments: %s\n", clip(string(p.Arguments), 1000))
+					}
+					fmt.Fprintf(c.stdout(), "  openplaybook approve --harness %s %s %s   (or deny)\n", harnessPath, r.Run, p.ID)
 				}
 			}
 			return nil
@@ -124,6 +157,26 @@ func (c *CLI) statusCommand() *cobra.Command {
 	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (its store holds the runs)")
 	cmd.Flags().Var(format, "format", "output format: text or json")
 	return cmd
+}
+
+// stepView is one step attempt in `status RUN`.
+type stepView struct {
+	Step    string         `json:"step"`
+	Attempt int            `json:"attempt"`
+	Status  string         `json:"status"`
+	Output  jsontext.Value `json:"output,omitempty"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// clip shortens s to at most n bytes (on a rune boundary), marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 func (c *CLI) auditCommand() *cobra.Command {
@@ -232,7 +285,9 @@ func (c *CLI) todayCommand() *cobra.Command {
 		Use:                   "today --harness FILE [--all] [--format text|json]",
 		DisableFlagsInUseLine: true,
 		Short:                 "List the items playbooks put in front of the operator (today.surface)",
-		Args:                  cobra.NoArgs,
+		Long: `Today lists the items the built-in tool today.surface put on the operator's
+list, by priority (high, normal, low), then newest first.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if harnessPath == "" {
 				return errors.New("today needs --harness FILE (for the store)")
@@ -248,7 +303,15 @@ func (c *CLI) todayCommand() *cobra.Command {
 			}
 			if format.value == "json" {
 				type item struct {
-					ID, Title, Summary, Priority, CustomerID, Link, Run, Step, Created string
+					ID         string `json:"id"`
+					Title      string `json:"title"`
+					Summary    string `json:"summary"`
+					Priority   string `json:"priority"`
+					CustomerID string `json:"customerId,omitempty"`
+					Link       string `json:"link,omitempty"`
+					Run        string `json:"run,omitempty"`
+					Step       string `json:"step,omitempty"`
+					Created    string `json:"createdAt"`
 				}
 				out := []item{}
 				for _, it := range items {

@@ -66,7 +66,11 @@ invalid, 2 bad usage or unreadable input.`,
 				return nil
 			}
 			fmt.Fprint(c.stdout(), pin.Diff(doc.File, doc.Source, plan.Source))
-			fmt.Fprintf(c.stderr(), "%s: %d tool definitions differ from the registry:\n%s", doc.File, len(plan.Changes), pin.Summary(plan.Changes))
+			what := fmt.Sprintf("%d tool definitions differ", len(plan.Changes))
+			if len(plan.Changes) == 1 {
+				what = "1 tool definition differs"
+			}
+			fmt.Fprintf(c.stderr(), "%s: %s from the registry:\n%s", doc.File, what, pin.Summary(plan.Changes))
 
 			after, ds := playbook.Read(doc.File, plan.Source, nil)
 			ds = append(ds, validate.Document(after, &validate.Options{Registry: res.env.Registry.Has})...)

@@ -95,13 +95,13 @@ document does not pass check), 2 bad usage or unreadable input.`,
 				fmt.Fprintln(c.stdout(), string(b))
 			} else {
 				tw := tabwriter.NewWriter(c.stdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "STEP\tTOOL\tDECISION\tREASON")
+				fmt.Fprintln(tw, "LOCATION\tSTEP\tTOOL\tDECISION\tREASON")
 				for _, rc := range calls {
 					reason := rc.Reason
 					if rc.Approval {
 						reason = "waits for a person's approval (requiresApproval)"
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", rc.Step, strconv.QuoteToASCII(rc.Tool), rc.Decision, reason)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", rc.Location, rc.Step, strconv.QuoteToASCII(rc.Tool), rc.Decision, reason)
 				}
 				tw.Flush()
 				fmt.Fprintf(c.stdout(), "%d calls, %d would be refused\n", len(calls), refused)

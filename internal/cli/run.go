@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
 )
 
@@ -57,6 +58,10 @@ Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 			defer s.Close()
 			out, err := s.engine.Start(ctx, in)
 			if out.Run == "" && err != nil {
+				var bad *runtime.InputError
+				if errors.As(err, &bad) && bad.Syntax {
+					return &exitError{code: ExitUsage, err: fmt.Errorf("--input: %w", err)}
+				}
 				return &exitError{code: ExitProblems, err: err}
 			}
 			return c.finish(out, err, format.value, harnessPath)
@@ -130,14 +135,8 @@ func (c *CLI) decideCommand(approve bool) *cobra.Command {
 		Use:                   verb + " --harness FILE [--reason TEXT] [--by NAME] RUN ID",
 		DisableFlagsInUseLine: true,
 		Short:                 strings.ToUpper(verb[:1]) + verb[1:] + " a gate or a pending tool-call approval of a run",
-		Long: `ID is a gate's step id, or an approval id that 'openplaybook status RUN'
-shows (apr_...). The decision is recorded in the store and the audit log; it
-takes effect when the run is resumed ('openplaybook resume RUN').
-
-Approving a tool call lets exactly that call (same step, tool, definition
-and arguments) run once. Approving an outcome-unknown call runs it again;
-denying it leaves it not run.`,
-		Args: cobra.ExactArgs(2),
+		Long:                  decideHelp[approve],
+		Args:                  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if harnessPath == "" {
 				return errors.New(verb + " needs --harness FILE (for the store)")
@@ -162,6 +161,26 @@ denying it leaves it not run.`,
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit log)")
 	cmd.Flags().StringVar(&by, "by", "", "who decides (recorded; default \"cli\")")
 	return cmd
+}
+
+var decideHelp = map[bool]string{
+	true: `ID is a waiting gate's step id, or an approval id (apr_...) that
+'openplaybook status --harness FILE RUN' shows with the call's exact
+arguments. The decision is recorded in the store and the audit log; it takes
+effect when the run is resumed ('openplaybook resume --harness FILE RUN').
+
+Approving a gate follows its "next". Approving a tool call lets exactly that
+call (same step, tool, definition and arguments) run once. Approving an
+outcome-unknown call runs it again.`,
+	false: `ID is a waiting gate's step id, or an approval id (apr_...) that
+'openplaybook status --harness FILE RUN' shows. The decision is recorded in
+the store and the audit log; it takes effect when the run is resumed
+('openplaybook resume --harness FILE RUN').
+
+Denying a gate follows its "onReject", or ends the run rejected when it has
+none. Denying a tool call refuses it: it never runs, and the agent is told.
+Denying an outcome-unknown call leaves it as it is: it is not run again, and
+the agent is told.`,
 }
 
 // decide records a person's decision on a gate or an approval of a run.
@@ -214,5 +233,10 @@ func decide(ctx context.Context, st *store.Store, runID, id string, approve bool
 			return "gate " + id, err
 		}
 	}
-	return "", fmt.Errorf("run %s has no waiting gate or approval %q; 'openplaybook status %s' lists what it waits for", runID, id, runID)
+	for _, g := range gates {
+		if g.Step == id {
+			return "", fmt.Errorf("gate %s of run %s was already decided (%s by %s); only a waiting gate can be decided", id, runID, g.Status, g.DecidedBy)
+		}
+	}
+	return "", fmt.Errorf("run %s has no waiting gate or approval %q; 'openplaybook status --harness FILE %s' lists what it waits for", runID, id, runID)
 }

@@ -118,7 +118,7 @@ func buildDriver(h *harness.Harness, agent string, setup *driver.Setup) (driver.
 	}
 	d, err := drivers.New(b.Driver, b.Settings, setup)
 	if err != nil {
-		return nil, fmt.Errorf("agent %q: %w", agent, err)
+		return nil, err
 	}
 	return d, nil
 }
@@ -133,15 +133,10 @@ func openStore(ctx context.Context, h *harness.Harness) (*store.Store, error) {
 		return nil, err
 	}
 	if h.Store.Seed != "" {
-		src, err := os.ReadFile(h.Store.Seed)
+		cs, err := store.ReadSeed(h.Store.Seed)
 		if err != nil {
 			st.Close()
 			return nil, fmt.Errorf("reading the store seed: %w", err)
-		}
-		var cs []store.Customer
-		if err := json.Unmarshal(src, &cs, json.RejectUnknownMembers(true)); err != nil {
-			st.Close()
-			return nil, fmt.Errorf("reading the store seed %s: %w", h.Store.Seed, err)
 		}
 		if err := st.SeedCustomers(ctx, cs); err != nil {
 			st.Close()
