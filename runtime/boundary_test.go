@@ -101,6 +101,10 @@ func TestBoundaryRefusesEveryOtherName(t *testing.T) {
 	out, err := r.engine(0, map[string]string{"mallory": tr}, seen, nil).Start(ctx, nil)
 	wantOutcome(t, "run", out, err, runtime.Completed)
 
+	// The driver is offered the step's own tools only.
+	if got := strings.Join(seen.tools("work"), " "); got != "customer.get billing_customer.get mcp.ctr.lookup" {
+		t.Errorf("the driver of step work was offered %q", got)
+	}
 	got := seen.of("work")
 	rows := r.calls(out.Run)
 	if len(got) != len(calls) || len(rows) != len(calls) {
@@ -271,4 +275,34 @@ func auditIndex(t *testing.T, r audit.Record) int {
 		return -1
 	}
 	return *d.Index
+}
+
+// TestBoundaryEmptyAllowList: an agent step with no allowed tools is
+// offered none and every call it makes is refused.
+func TestBoundaryEmptyAllowList(t *testing.T) {
+	t.Parallel()
+	ctr := startCtr(t, true)
+	doc := buildDoc(t, "no-tools",
+		agentStep("think", "mallory", []string{}, "act"),
+		agentStep("act", "mallory", []string{"mcp.ctr.lookup", "note.add"}, ""),
+	)
+	r := newRig(t, rigConfig{http: map[string]string{"ctr": ctr.URL}}, doc)
+	tr := transcriptOf(map[string][]tcall{"think": {
+		{"mcp.ctr.lookup", map[string]any{"id": "w1"}},
+		{"note.add", map[string]any{"body": "from a step with no tools"}},
+	}})
+	seen := &agentLog{}
+	out, err := r.engine(0, map[string]string{"mallory": tr}, seen, nil).Start(context.Background(), nil)
+	wantOutcome(t, "run", out, err, runtime.Completed)
+	if tools := seen.tools("think"); len(tools) != 0 {
+		t.Errorf("a step with no tools was offered %q", tools)
+	}
+	for _, s := range seen.of("think") {
+		if s.Res.Content != nil || !strings.Contains(s.Res.Error, `step "think"`) {
+			t.Errorf("%s in a step with no tools: %+v", s.Name, s.Res)
+		}
+	}
+	if ns, _ := r.st.ListNotes(context.Background(), "", "", 10); ctr.calls() != 0 || len(ns) != 0 {
+		t.Errorf("a step with no tools reached ctr (%s) or wrote notes (%d)", ctr, len(ns))
+	}
 }

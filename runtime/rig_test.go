@@ -399,8 +399,9 @@ func wantOutcome(t *testing.T, what string, out runtime.Outcome, err error, want
 // agentLog keeps every call an agent made through the runtime's Caller and
 // what it was answered.
 type agentLog struct {
-	mu    sync.Mutex
-	calls []seenCall
+	mu      sync.Mutex
+	calls   []seenCall
+	offered map[string][]string // step id to the tool names the driver was offered
 }
 
 type seenCall struct {
@@ -434,7 +435,24 @@ type recordingDriver struct {
 }
 
 func (r recordingDriver) RunStep(ctx context.Context, in driver.StepInput, c driver.Caller) (jsontext.Value, error) {
+	r.log.mu.Lock()
+	if r.log.offered == nil {
+		r.log.offered = map[string][]string{}
+	}
+	names := []string{}
+	for _, tl := range in.Tools {
+		names = append(names, tl.Name)
+	}
+	r.log.offered[in.StepID] = names
+	r.log.mu.Unlock()
 	return r.d.RunStep(ctx, in, recordingCaller{c: c, step: in.StepID, log: r.log})
+}
+
+// tools returns the tool names the driver of step was offered.
+func (l *agentLog) tools(step string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.offered[step]
 }
 
 type recordingCaller struct {
