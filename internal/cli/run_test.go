@@ -44,6 +44,7 @@ type rtConfig struct {
 	stripe         string            // the stripe connection's base URL; "" none
 	memory         bool              // server-memory, with Ada Lovelace in its graph
 	transcripts    map[string]string // agent name to transcript JSON
+	servers        map[string]any    // more MCP server bindings, by name
 	maxToolCalls   int
 	approvalExpiry string
 }
@@ -59,6 +60,9 @@ func newRTEnv(t *testing.T, cfg rtConfig) *rtEnv {
 		e.write("memory.jsonl", `{"type":"entity","name":"Ada Lovelace","entityType":"customer","observations":["Reported CSV export timeouts."]}`+"\n")
 		servers["memory"] = map[string]any{"command": m.Command, "args": m.Args, "timeout": "20s",
 			"env": map[string]any{"MEMORY_FILE_PATH": graph, "MEMORY_API_TOKEN": "${secret:MEMORY_TOKEN}"}}
+	}
+	for name, b := range cfg.servers {
+		servers[name] = b
 	}
 	agents := map[string]any{}
 	for name, tr := range cfg.transcripts {
@@ -461,4 +465,69 @@ func TestRunCallLimitExitCode(t *testing.T) {
 	if n != 2 || !rtHasRecord(recs, "step.call-limit", "note.add") {
 		t.Errorf("%d calls succeeded, want 2, then step.call-limit", n)
 	}
+}
+
+// TestRunResumeAfterDriftCLI: a run waits at a gate; meanwhile its MCP
+// server is updated and a tool the next step uses turns destructive
+// (mcphost/testdata/changing, variant b). Resume, a new process, checks
+// the document against the live server again: the drift is an error, the
+// run is not resumed (exit 1) and the tool is never called.
+func TestRunResumeAfterDriftCLI(t *testing.T) {
+	t.Parallel()
+	bin := mcptest.BuildChangingServer(t)
+	probe := map[string]any{
+		"name": "mcp.chg.probe", "source": "mcp", "description": "Reads a widget's status (variant a).", "permissions": []string{},
+		"riskClass": "read", "sideEffecting": false, "requiresApproval": false,
+		"inputSchema":  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`),
+		"outputSchema": json.RawMessage(`{"type":"object","properties":{"status":{"type":"string"}}}`),
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(rtDoc(t, "drift",
+		map[string]any{"id": "hold", "kind": "gate", "purpose": "A person confirms.", "next": "probe"},
+		map[string]any{"id": "probe", "kind": "agent", "agent": "dana", "purpose": "Probe the widget.", "allowedTools": []string{"mcp.chg.probe"}},
+	), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["tools"] = append(doc["tools"].([]any), probe)
+	doc["requires"].(map[string]any)["mcpServers"] = []any{map[string]any{"name": "chg", "toolNames": []string{"mcp.chg.probe"}, "capabilities": []string{}}}
+	src, _ := json.MarshalIndent(doc, "", "  ")
+	binding := func(variant string) map[string]any {
+		return map[string]any{"chg": map[string]any{"command": bin, "env": map[string]any{"VARIANT": variant}}}
+	}
+	tr := map[string]string{"dana": rtTranscript(map[string][]map[string]any{"probe": {rtCall("mcp.chg.probe", map[string]any{"id": "w1", "force": true})}})}
+	e := newRTEnv(t, rtConfig{servers: binding("a"), transcripts: tr})
+	path := e.write("doc.json", string(src))
+	o := e.outcome(ExitWaiting, "run", path)
+	e.cli(ExitOK, "approve", o.Run, "hold")
+
+	// The server is updated: the same binding, now variant b.
+	var h map[string]any
+	if err := json.Unmarshal([]byte(mustReadFile(t, e.harness)), &h); err != nil {
+		t.Fatal(err)
+	}
+	h["mcpServers"].(map[string]any)["chg"] = binding("b")["chg"]
+	hb, _ := json.Marshal(h)
+	e.write("harness.json", string(hb))
+	_, stderr := e.cli(ExitProblems, "resume", o.Run)
+	if !strings.Contains(stderr, "nothing was run") || !strings.Contains(stderr, "[drift-") {
+		t.Errorf("resume after the drift printed:\n%s", stderr)
+	}
+	_, recs := e.auditJSON(o.Run)
+	for _, r := range recs {
+		if r["step"] == "probe" {
+			t.Errorf("the step after the gate was run after the drift: %v", r)
+		}
+	}
+	if status, _ := e.cli(ExitOK, "status", "--format", "json", o.Run); !strings.Contains(status, `"waiting"`) {
+		t.Errorf("the run is no longer waiting:\n%s", status)
+	}
+}
+
+func mustReadFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
