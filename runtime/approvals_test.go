@@ -233,8 +233,8 @@ func TestApprovalExpires(t *testing.T) {
 	if err := r.decide(run, apr.ID, true, "too late"); !errors.Is(err, store.ErrExpired) {
 		t.Fatalf("approving an expired request: %v, want store.ErrExpired", err)
 	}
-	if p := r.pending(run); len(p) != 0 {
-		t.Errorf("an expired request is still listed as pending: %+v", p)
+	if p := r.pending(run); len(p) != 1 || p[0].Kind != "resume" {
+		t.Errorf("an expired request must not be listed as decidable; the run should only ask to be resumed: %+v", p)
 	}
 	seen := &agentLog{}
 	out, err = r.engine(0, tr, seen, nil).Resume(ctx, run)

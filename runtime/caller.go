@@ -141,6 +141,7 @@ func (c *caller) start(tx *store.Tx, name string, d Decision, decision store.Dec
 
 // refuse records a refused call; the agent gets the reason and may go on.
 func (c *caller) refuse(ctx context.Context, name string, d Decision, code, reason string) (driver.Result, error) {
+	reason = c.inStep(reason)
 	err := c.tx(ctx, func(tx *store.Tx) error {
 		_, err := c.start(tx, name, d, store.DecisionRefused, code+": "+reason)
 		return err
@@ -188,9 +189,9 @@ func (c *caller) approvalGate(ctx context.Context, name string, d Decision, exis
 		}
 		if decided != nil {
 			if decided.Status == store.ApprovalExpired {
-				refused = fmt.Sprintf("the approval request for the call to %s expired before a person decided; it was not run", quote(name))
+				refused = fmt.Sprintf("the approval request for the call to %s in step %s expired before a person decided; it was not run", quote(name), quote(c.step))
 			} else {
-				refused = fmt.Sprintf("the call to %s was %s by a person", quote(name), decided.Status)
+				refused = fmt.Sprintf("the call to %s in step %s was %s by a person", quote(name), quote(c.step), decided.Status)
 				if decided.Reason != "" {
 					refused += ": " + decided.Reason
 				}
@@ -502,4 +503,13 @@ func validateJSON(s *jsonschema.Schema, v jsontext.Value) error {
 		return err
 	}
 	return s.Validate(inst)
+}
+
+// inStep makes sure a refusal names the step: every refusal the agent
+// gets names the step and the tool as received.
+func (c *caller) inStep(reason string) string {
+	if strings.Contains(reason, "step "+quote(c.step)) {
+		return reason
+	}
+	return "in step " + quote(c.step) + ": " + reason
 }

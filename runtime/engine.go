@@ -431,7 +431,9 @@ func (e *Engine) agentStep(ctx context.Context, runID string, si *stepInfo, atte
 	}
 	output = jsontext.Value(e.opt.Redact(string(output)))
 	if !output.IsValid() {
-		output, _ = json.Marshal(string(output))
+		// Not JSON (or not UTF-8): kept as a JSON string, invalid bytes
+		// read as U+FFFD, so the output is never lost.
+		output, _ = json.Marshal(string(output), jsontext.AllowInvalidUTF8(true))
 	}
 	err = e.opt.Store.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.FinishStep(runID, stepID, attempt, store.StepDone, output, ""); err != nil {
@@ -533,6 +535,12 @@ func Pendings(ctx context.Context, s *store.Store, runID string) ([]Pending, err
 			p.Summary = fmt.Sprintf("call %s in step %s needs approval", quote(a.Tool), a.Step)
 		}
 		out = append(out, p)
+	}
+	if len(out) == 0 {
+		if run, err := s.GetRun(ctx, runID); err == nil && run.Status == store.RunWaiting {
+			out = append(out, Pending{Kind: "resume", ID: runID, Step: run.CurrentStep,
+				Summary: "nothing is left to decide (an approval request expired or was decided): resume the run"})
+		}
 	}
 	return out, nil
 }

@@ -206,7 +206,7 @@ func (im *Imported) Decide(step, name string, args []byte) Decision {
 	ti := im.tools[name]
 	if ti == nil || !ti.resolved {
 		return Decision{Code: CodeUnresolved, ArgsDigest: digest(args), Reason: fmt.Sprintf(
-			"tool %s does not resolve in this runtime's registry; the call was refused and not run", quote(name))}
+			"tool %s in step %s does not resolve in this runtime's registry; the call was refused and not run", quote(name), quote(step))}
 	}
 	d := Decision{tool: ti}
 	canon := jsontext.Value(bytes.Clone(args))
@@ -215,13 +215,13 @@ func (im *Imported) Decide(step, name string, args []byte) Decision {
 	}
 	if err := canon.Canonicalize(); err != nil {
 		d.Code, d.ArgsDigest = CodeInvalidArguments, digest(args)
-		d.Reason = fmt.Sprintf("the arguments to %s are not valid JSON (%v); the call was refused and not run", quote(name), trimJSONErr(err))
+		d.Reason = fmt.Sprintf("the arguments to %s in step %s are not valid JSON (%v); the call was refused and not run", quote(name), quote(step), trimJSONErr(err))
 		return d
 	}
 	d.Args, d.ArgsDigest = canon, digest(canon)
 	if canon.Kind() != '{' {
 		d.Code = CodeInvalidArguments
-		d.Reason = fmt.Sprintf("the arguments to %s must be a JSON object; the call was refused and not run", quote(name))
+		d.Reason = fmt.Sprintf("the arguments to %s in step %s must be a JSON object; the call was refused and not run", quote(name), quote(step))
 		return d
 	}
 	if ti.input != nil {
@@ -231,7 +231,7 @@ func (im *Imported) Decide(step, name string, args []byte) Decision {
 		}
 		if err != nil {
 			d.Code = CodeInvalidArguments
-			d.Reason = fmt.Sprintf("the arguments to %s do not match its inputSchema: %s; the call was refused and not run", quote(name), schemaErr(err))
+			d.Reason = fmt.Sprintf("the arguments to %s in step %s do not match its inputSchema: %s; the call was refused and not run", quote(name), quote(step), schemaErr(err))
 			return d
 		}
 	}

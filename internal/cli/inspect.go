@@ -144,6 +144,10 @@ the exact arguments of every call waiting for approval.`,
 					fmt.Fprintln(c.stdout(), line)
 				}
 				for _, p := range r.Waiting {
+					if p.Kind == "resume" {
+						fmt.Fprintf(c.stdout(), "%s: %s\n  openplaybook resume --harness %s %s\n", r.Run, p.Summary, harnessPath, r.Run)
+						continue
+					}
 					fmt.Fprintf(c.stdout(), "%s waits: %s\n", r.Run, p.Summary)
 					if len(p.Arguments) > 0 {
 						fmt.Fprintf(c.stdout(), "  arguments: %s\n", clip(string(p.Arguments), 1000))

@@ -180,6 +180,10 @@ func (c *CLI) finish(out runtime.Outcome, runErr error, format, harnessPath stri
 	} else if out.Run != "" {
 		fmt.Fprintf(c.stdout(), "run %s %s\n", out.Run, out.Status)
 		for _, p := range out.Waiting {
+			if p.Kind == "resume" {
+				fmt.Fprintf(c.stdout(), "  %s\n", p.Summary)
+				continue
+			}
 			fmt.Fprintf(c.stdout(), "  waiting: %s\n    openplaybook approve --harness %s %s %s   (or deny)\n", p.Summary, harnessPath, out.Run, p.ID)
 		}
 		if out.Status == runtime.Waiting {
