@@ -165,6 +165,9 @@ func (e *Engine) Start(ctx context.Context, input jsontext.Value) (Outcome, erro
 	if err != nil {
 		return Outcome{}, err
 	}
+	if r := jsontext.Value(e.opt.Redact(string(in))); r.IsValid() {
+		in = r // a secret value in the input is never stored
+	}
 	doc := e.im.Doc
 	var run store.Run
 	err = e.opt.Store.Tx(ctx, func(tx *store.Tx) error {
@@ -184,6 +187,11 @@ func (e *Engine) Start(ctx context.Context, input jsontext.Value) (Outcome, erro
 	if err != nil {
 		return Outcome{}, fmt.Errorf("creating the run: %w", err)
 	}
+	unlock, err := e.opt.Store.LockRun(run.ID)
+	if err != nil {
+		return Outcome{Run: run.ID}, err
+	}
+	defer unlock()
 	e.progress("run %s started: %s %s", run.ID, run.PlaybookID, run.PlaybookVersion)
 	out, err := e.loop(ctx, run.ID)
 	out.Run = run.ID
@@ -195,6 +203,13 @@ func (e *Engine) Start(ctx context.Context, input jsontext.Value) (Outcome, erro
 // without a recorded outcome is retried when it is a read call and marked
 // outcome-unknown, waiting for a person, otherwise.
 func (e *Engine) Resume(ctx context.Context, runID string) (Outcome, error) {
+	// One process runs a run: a second resume while one is executing
+	// fails here, before it can touch a call.
+	unlock, err := e.opt.Store.LockRun(runID)
+	if err != nil {
+		return Outcome{Run: runID}, fmt.Errorf("run %s: %w", runID, err)
+	}
+	defer unlock()
 	run, err := e.opt.Store.GetRun(ctx, runID)
 	if err != nil {
 		return Outcome{Run: runID}, err

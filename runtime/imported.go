@@ -15,6 +15,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/openplaybook/openplaybook/driver"
+	"github.com/openplaybook/openplaybook/internal/jsonnum"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/registry"
 )
@@ -133,6 +134,9 @@ func compileSchema(name string, raw jsontext.Value) (*jsonschema.Schema, error) 
 	if len(raw) == 0 {
 		return nil, nil
 	}
+	if lit, bad := jsonnum.OutOfRange(raw); bad {
+		return nil, fmt.Errorf("%s holds the number %s, which does not fit a 64-bit float (a validator would ignore it)", name, clipLit(lit))
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("%s is not JSON: %w", name, err)
@@ -209,6 +213,11 @@ func (im *Imported) Decide(step, name string, args []byte) Decision {
 			"tool %s in step %s does not resolve in this runtime's registry; the call was refused and not run", quote(name), quote(step))}
 	}
 	d := Decision{tool: ti}
+	if lit, bad := jsonnum.OutOfRange(args); bad {
+		d.Code, d.ArgsDigest = CodeInvalidArguments, digest(args)
+		d.Reason = fmt.Sprintf("the arguments to %s in step %s hold the number %s, which does not fit a 64-bit float; the call was refused and not run", quote(name), quote(step), clipLit(lit))
+		return d
+	}
 	canon := jsontext.Value(bytes.Clone(args))
 	if len(bytes.TrimSpace(canon)) == 0 {
 		canon = jsontext.Value("{}")
@@ -287,4 +296,12 @@ func schemaErr(err error) string {
 func (im *Imported) NeedsApproval(name string) bool {
 	ti := im.tools[name]
 	return ti != nil && ti.approval
+}
+
+// clipLit shortens a long number literal for a message.
+func clipLit(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
 }

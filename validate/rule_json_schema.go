@@ -3,6 +3,7 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"github.com/openplaybook/openplaybook/internal/jsonnum"
 	"runtime"
 	"strconv"
 	"strings"
@@ -43,15 +44,25 @@ func (ruleJSONSchema) Description() string {
 func (ruleJSONSchema) Check(c *Context) {
 	d := c.Doc
 	jobs := make([]schemaJob, 0, 1+2*len(d.Tools))
+	add := func(j schemaJob) {
+		// A number a float64 cannot hold is dropped silently by the
+		// schema library (a "minimum" that no longer bounds anything):
+		// refuse the schema instead, and do not compile it.
+		if n := outOfRangeNumber(j.n); n != nil {
+			c.Errorf(n, "number %s in %q does not fit a 64-bit float, so a JSON Schema validator would ignore or change it; use a number between -1.7976931348623157e308 and 1.7976931348623157e308, and not one that rounds to 0", n.Text, j.member)
+			return
+		}
+		jobs = append(jobs, j)
+	}
 	if d.InputSchema != nil {
-		jobs = append(jobs, schemaJob{n: d.InputSchema, member: "inputSchema"})
+		add(schemaJob{n: d.InputSchema, member: "inputSchema"})
 	}
 	for _, t := range d.Tools {
 		if t.InputSchema != nil {
-			jobs = append(jobs, schemaJob{n: t.InputSchema, member: "inputSchema", tool: t})
+			add(schemaJob{n: t.InputSchema, member: "inputSchema", tool: t})
 		}
 		if t.OutputSchema != nil {
-			jobs = append(jobs, schemaJob{n: t.OutputSchema, member: "outputSchema", tool: t})
+			add(schemaJob{n: t.OutputSchema, member: "outputSchema", tool: t})
 		}
 	}
 	compileAll(jobs)
@@ -462,4 +473,20 @@ func warnNotObject(c *Context, t *playbook.Tool, n *syntax.Node) {
 	}
 	c.Warnf(typ, "%q of %s does not describe an object; a tool's arguments are a JSON object (MCP requires %s), so make it %s and describe the arguments in %q",
 		"inputSchema", toolLabel(t), `"type": "object"`, `"type": "object"`, "properties")
+}
+
+// outOfRangeNumber returns the first number below n that a float64 cannot
+// hold (see package internal/jsonnum), or nil.
+func outOfRangeNumber(n *syntax.Node) *syntax.Node {
+	var bad *syntax.Node
+	syntax.Walk(n, func(x *syntax.Node) bool {
+		if bad != nil {
+			return false
+		}
+		if x.Kind == syntax.Number && jsonnum.Bad(x.Text) {
+			bad = x
+		}
+		return true
+	})
+	return bad
 }
