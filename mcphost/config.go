@@ -55,6 +55,12 @@ type ServerConfig struct {
 	// Timeout bounds start-up, initialize and the first tools/list
 	// together, and each later re-listing. Zero means [DefaultTimeout].
 	Timeout time.Duration
+
+	// Secrets are more values to keep out of every error and stderr tail
+	// of this package, besides Env and Headers values: for example
+	// secrets the caller expanded into Args. Values shorter than 6 bytes
+	// are ignored, as for Env.
+	Secrets []string
 }
 
 func (c *ServerConfig) timeout() time.Duration {
@@ -165,6 +171,9 @@ func (c *ServerConfig) secrets() []string {
 		}
 	}
 	for _, v := range c.Env {
+		add(v)
+	}
+	for _, v := range c.Secrets {
 		add(v)
 	}
 	for _, v := range c.Headers {

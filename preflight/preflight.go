@@ -121,6 +121,15 @@ func Connect(ctx context.Context, h *harness.Harness, docs []*playbook.Document)
 		e.Stripe, e.StripeErr = e.stripeConnector(c)
 	}
 
+	// Every secret the harness names, resolved once: each server's errors
+	// and stderr tail are cleaned of all of them (a secret expanded into
+	// args would otherwise show in a crash message).
+	var secretValues []string
+	for _, name := range h.SecretNames() {
+		if v, err := e.Secrets.Resolve(name); err == nil {
+			secretValues = append(secretValues, v)
+		}
+	}
 	var cfgs []mcphost.ServerConfig
 	for _, name := range requiredServers(docs) {
 		bound := h.MCPServers[name]
@@ -134,7 +143,7 @@ func Connect(ctx context.Context, h *harness.Harness, docs []*playbook.Document)
 		}
 		cfgs = append(cfgs, mcphost.ServerConfig{
 			Name: name, Command: expanded.Command, Args: expanded.Args, Env: expanded.Env, Dir: expanded.Cwd,
-			URL: expanded.URL, Headers: expanded.Headers, Timeout: expanded.Timeout,
+			URL: expanded.URL, Headers: expanded.Headers, Timeout: expanded.Timeout, Secrets: secretValues,
 		})
 	}
 	for name, res := range mcphost.ConnectAll(ctx, cfgs) {
@@ -149,6 +158,23 @@ func Connect(ctx context.Context, h *harness.Harness, docs []*playbook.Document)
 				e.add(t.Definition, registry.Origin{Kind: "mcp", Name: name})
 			}
 		}
+	}
+	return e
+}
+
+// Offline is the environment of a harness that must not be used to
+// contact anything (it has errors): the built-ins and the Stripe
+// connector's definitions, no live connection.
+func Offline(h *harness.Harness) *Env {
+	e := &Env{
+		Harness: h, Secrets: h.SecretResolver(), Registry: registry.New(),
+		Servers: map[string]*mcphost.Server{}, ServerErrs: map[string]error{}, ServerTools: map[string][]mcphost.Tool{},
+	}
+	for _, d := range builtin.Definitions() {
+		e.add(d, registry.Origin{Kind: "builtin"})
+	}
+	for _, d := range stripe.Definitions() {
+		e.add(d, registry.Origin{Kind: "connector", Name: stripe.Provider})
 	}
 	return e
 }

@@ -130,13 +130,26 @@ func (c *CLI) checkInputs(ctx context.Context, harnessPath string, inputs []inpu
 		srcs = append(srcs, src)
 		res.files = append(res.files, report.File{Name: in.name, Src: src})
 	}
-	res.env = preflight.Connect(ctx, h, res.docs)
+	if diag.Count(hds, diag.Error) > 0 {
+		// A harness with errors (a credential written into it, a bad
+		// binding) is not used to start or contact anything.
+		res.env = preflight.Offline(h)
+	} else {
+		res.env = preflight.Connect(ctx, h, res.docs)
+	}
 	res.diags = append(res.diags, res.env.Diagnostics...)
 	for i, doc := range res.docs {
 		_, rds := playbook.Read(doc.File, srcs[i], nil)
 		res.diags = append(res.diags, rds...)
 		res.diags = append(res.diags, validate.Document(doc, &validate.Options{Registry: res.env.Registry.Has})...)
-		res.diags = append(res.diags, res.env.Check(ctx, doc)...)
+		if diag.Count(hds, diag.Error) == 0 {
+			res.diags = append(res.diags, res.env.Check(ctx, doc)...)
+		}
+	}
+	// Last line of defence: no secret value the harness resolved is ever
+	// printed, whichever check produced the message.
+	for i := range res.diags {
+		res.diags[i].Message = res.env.Secrets.Redact(res.diags[i].Message)
 	}
 	diag.Sort(res.diags)
 	return res, nil

@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openplaybook/openplaybook/harness"
+	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
 )
@@ -141,7 +143,7 @@ func (c *CLI) decideCommand(approve bool) *cobra.Command {
 			if harnessPath == "" {
 				return errors.New(verb + " needs --harness FILE (for the store)")
 			}
-			st, _, err := c.storeFor(harnessPath)
+			st, h, err := c.storeFor(harnessPath)
 			if err != nil {
 				return err
 			}
@@ -149,7 +151,9 @@ func (c *CLI) decideCommand(approve bool) *cobra.Command {
 			if by == "" {
 				by = "cli"
 			}
-			what, err := decide(ctxOf(cmd), st, args[0], args[1], approve, reason, by)
+			// A secret value typed into a reason is never stored.
+			redact := secretRedactor(ctxOf(cmd), h, st, args[0])
+			what, err := decide(ctxOf(cmd), st, args[0], args[1], approve, redact(reason), redact(by))
 			if err != nil {
 				return &exitError{code: ExitProblems, err: err}
 			}
@@ -239,4 +243,23 @@ func decide(ctx context.Context, st *store.Store, runID, id string, approve bool
 		}
 	}
 	return "", fmt.Errorf("run %s has no waiting gate or approval %q; 'openplaybook status --harness FILE %s' lists what it waits for", runID, id, runID)
+}
+
+// secretRedactor resolves every secret the harness names and the run's
+// document requires, and returns what removes their values from text.
+func secretRedactor(ctx context.Context, h *harness.Harness, st *store.Store, runID string) func(string) string {
+	sec := h.SecretResolver()
+	names := h.SecretNames()
+	if run, err := st.GetRun(ctx, runID); err == nil {
+		doc, _ := playbook.Read("run", run.Document, nil)
+		if doc.Requires != nil {
+			for _, s := range doc.Requires.Secrets {
+				names = append(names, playbook.Str(s.Name))
+			}
+		}
+	}
+	for _, n := range names {
+		_, _ = sec.Resolve(n)
+	}
+	return sec.Redact
 }

@@ -368,12 +368,19 @@ func (e *rtEnv) noSecrets() {
 	if err != nil || len(ents) == 0 {
 		e.t.Fatalf("the store's directory: %v", err)
 	}
-	for _, ent := range ents {
-		b, err := os.ReadFile(filepath.Join(state, ent.Name()))
+	err = filepath.WalkDir(state, func(p string, ent os.DirEntry, err error) error {
+		if err != nil || ent.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
 		if err != nil {
-			e.t.Fatal(err)
+			return err
 		}
 		look(ent.Name(), b)
+		return nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
 	}
 }
 
