@@ -74,19 +74,30 @@ type Problem struct {
 
 // Verify checks a run's records in order: sequence numbers 1, 2, 3, ...
 // without gaps, each prev equal to the hash before it, and each hash equal
-// to the SHA-256 of the record's canonical content. When lastSeq and
+// to the SHA-256 of the record's canonical content. A gap is reported once
+// (the records around it are not reported again for not linking). When lastSeq and
 // lastHash are given (the run's head as recorded apart from the log; 0 and
 // "" to skip), the log must end there, so truncation is found too. It
 // returns every problem found; none means the chain verifies.
 func Verify(records []Record, lastSeq int64, lastHash string) []Problem {
 	var probs []Problem
 	prev := Genesis
-	for i, r := range records {
-		want := int64(i + 1)
-		if r.Seq != want {
-			probs = append(probs, Problem{r.Seq, fmt.Sprintf("record %d is out of sequence: expected record %d here (a record was removed or reordered)", r.Seq, want)})
+	var prevSeq int64
+	for _, r := range records {
+		gap := false
+		switch {
+		case r.Seq > prevSeq+1:
+			gap = true
+			if r.Seq == prevSeq+2 {
+				probs = append(probs, Problem{r.Seq, fmt.Sprintf("record %d is missing: the log goes from record %d to record %d (a record was removed)", prevSeq+1, prevSeq, r.Seq)})
+			} else {
+				probs = append(probs, Problem{r.Seq, fmt.Sprintf("records %d to %d are missing: the log goes from record %d to record %d (records were removed)", prevSeq+1, r.Seq-1, prevSeq, r.Seq)})
+			}
+		case r.Seq <= prevSeq:
+			gap = true
+			probs = append(probs, Problem{r.Seq, fmt.Sprintf("record %d is out of sequence: it comes after record %d (records were reordered or repeated)", r.Seq, prevSeq)})
 		}
-		if r.Prev != prev {
+		if r.Prev != prev && !gap {
 			probs = append(probs, Problem{r.Seq, fmt.Sprintf("record %d does not follow the record before it: its prev is %s, the hash before it is %s", r.Seq, short(r.Prev), short(prev))})
 		}
 		sealed, err := Seal(r, r.Prev)
@@ -96,12 +107,14 @@ func Verify(records []Record, lastSeq int64, lastHash string) []Problem {
 		case sealed.Hash != r.Hash:
 			probs = append(probs, Problem{r.Seq, fmt.Sprintf("record %d was altered: its content hashes to %s but it says %s", r.Seq, short(sealed.Hash), short(r.Hash))})
 		}
-		prev = r.Hash
+		prev, prevSeq = r.Hash, r.Seq
 	}
 	if lastSeq > 0 {
-		n := int64(len(records))
-		if n != lastSeq || prev != lastHash {
-			probs = append(probs, Problem{n, fmt.Sprintf("the log ends at record %d (%s) but the run's head is record %d (%s): records were removed from the end", n, short(prev), lastSeq, short(lastHash))})
+		switch {
+		case prevSeq < lastSeq:
+			probs = append(probs, Problem{prevSeq, fmt.Sprintf("the log ends at record %d but the run's head is record %d (%s): records were removed from the end", prevSeq, lastSeq, short(lastHash))})
+		case prevSeq > lastSeq || prev != lastHash:
+			probs = append(probs, Problem{prevSeq, fmt.Sprintf("the log ends at record %d (%s) but the run's head is record %d (%s): the log or the head was changed", prevSeq, short(prev), lastSeq, short(lastHash))})
 		}
 	}
 	return probs

@@ -38,8 +38,9 @@ func TestVerifyFindsTampering(t *testing.T) {
 	}{
 		{"altered data", func(rs []Record) []Record { rs[2].Data = jsontext.Value(`{"a":"y","b":1}`); return rs }, 3, "altered"},
 		{"altered tool", func(rs []Record) []Record { rs[1].Tool = "charge.refund"; return rs }, 2, "altered"},
-		{"removed record", func(rs []Record) []Record { return append(rs[:2], rs[3:]...) }, 4, "out of sequence"},
-		{"swapped records", func(rs []Record) []Record { rs[1], rs[2] = rs[2], rs[1]; return rs }, 3, "out of sequence"},
+		{"removed record", func(rs []Record) []Record { return append(rs[:2], rs[3:]...) }, 4, "record 3 is missing"},
+		{"removed records", func(rs []Record) []Record { return append(rs[:1], rs[3:]...) }, 4, "records 2 to 3 are missing"},
+		{"swapped records", func(rs []Record) []Record { rs[1], rs[2] = rs[2], rs[1]; return rs }, 3, "record 2 is missing"},
 		{"truncated", func(rs []Record) []Record { return rs[:4] }, 4, "removed from the end"},
 		{"rehashed without relinking", func(rs []Record) []Record {
 			rs[2].Kind = "call.refused"
@@ -70,5 +71,17 @@ func TestCanonicalIgnoresKeyOrder(t *testing.T) {
 	b, _ := Seal(Record{Run: "r", Seq: 1, Kind: "k", Data: jsontext.Value(`{ "a" : [1, "\u00e9"], "b" : 1 }`)}, Genesis)
 	if a.Hash != b.Hash {
 		t.Errorf("hashes differ: %s vs %s", a.Hash, b.Hash)
+	}
+}
+
+// TestVerifyMiddleDeletionIsNamedOnce: removing a record in the middle is
+// one problem at the record after it, not one per later record, and not a
+// truncation.
+func TestVerifyMiddleDeletionIsNamedOnce(t *testing.T) {
+	rs := chain(t, 8)
+	head := rs[7].Hash
+	probs := Verify(append(rs[:3], rs[4:]...), 8, head)
+	if len(probs) != 1 || probs[0].Seq != 5 || !strings.Contains(probs[0].Message, "record 4 is missing") {
+		t.Fatalf("problems = %+v, want one naming record 4 as missing", probs)
 	}
 }
