@@ -115,7 +115,15 @@ func Parse(file string, src []byte) (*Transcript, error) {
 		if where == "" {
 			where = "(the document)"
 		}
-		return fmt.Errorf("transcript: %s:%d:%d: %s: %s", file, line, col, where, fmt.Sprintf(format, args...))
+		if len(where) > 200 {
+			// A hostile, deeply nested file must not make a huge message.
+			where = where[:200] + "..."
+		}
+		msg := fmt.Sprintf(format, args...)
+		if len(msg) > 500 {
+			msg = msg[:500] + "..."
+		}
+		return fmt.Errorf("transcript: %s:%d:%d: %s: %s", file, line, col, where, msg)
 	}
 
 	var fj fileJSON
