@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/internal/credential"
 	"github.com/openplaybook/openplaybook/syntax"
 )
 
@@ -33,23 +34,24 @@ const credentialFix = "a document never holds credentials: remove it, and name t
 func (ruleCredential) Check(c *Context) { credentialWalk(c, c.Doc.Root) }
 
 // credentialWalk checks n and everything below it. It is a plain
-// recursion rather than [syntax.Walk] because it runs over every value of
-// the document and the callback's cost shows.
+// recursion rather than [syntax.Walk], and calls [credential.Find]
+// directly, because it runs over every value of the document and every
+// call's cost shows.
 func credentialWalk(c *Context, n *syntax.Node) {
 	switch n.Kind {
 	case syntax.String:
 		if len(n.Text) >= minCredentialLen {
-			if kind := credentialIn(n.Text); kind != "" {
+			if kind, ok := credential.Find(n.Text); ok {
 				c.diags = append(c.diags, c.Doc.At(n.Offset, n.Pointer(), diag.Error, c.rule,
-					"%s looks like %s; %s", credentialSubject(n), kind, credentialFix))
+					"%s looks like %s; %s", credentialSubject(n), credential.Describe(kind), credentialFix))
 			}
 		}
 	case syntax.Object:
 		for _, m := range n.Members {
 			if len(m.Name) >= minCredentialLen {
-				if kind := credentialIn(m.Name); kind != "" {
+				if kind, ok := credential.Find(m.Name); ok {
 					c.diags = append(c.diags, c.Doc.At(m.NameOffset, m.Value.Pointer(), diag.Error, c.rule,
-						"a member name looks like %s; %s", kind, credentialFix))
+						"a member name looks like %s; %s", credential.Describe(kind), credentialFix))
 				}
 			}
 			credentialWalk(c, m.Value)
