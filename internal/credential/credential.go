@@ -8,9 +8,12 @@
 // The patterns need enough token characters that prose mentioning a
 // prefix ("Stripe secret keys start with sk_live_") does not match, and
 // the token part must also look generated (see [randomRun]), so
-// placeholders such as "sk_live_XXXXXXXXXXXX" pass. Template placeholders
-// ("${PASSWORD}", "<token>", "{{token}}") and masks ("****") in a URL's
-// user info pass too.
+// placeholders such as "sk_live_XXXXXXXXXXXX" pass. A key joined to a
+// word by '_' ("x_sk_live_...") is still found; one in the middle of a
+// word ("desk_live_...") is not. Template placeholders ("${PASSWORD}",
+// "<token>", "{{token}}") and masks ("****") in a URL's user info pass
+// too. HTTP Basic credentials must decode to text holding a ':', and a
+// JSON Web Token's header to a JSON object with an "alg".
 //
 // All patterns are RE2 (package regexp), and every other scan is a single
 // pass: detection and redaction are linear in the length of the string,
@@ -18,9 +21,13 @@
 package credential
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // MinLen is the length of the shortest string any kind matches
@@ -44,6 +51,8 @@ const (
 	OpenAIAPIKey         = "OpenAI API key"
 	PEMPrivateKey        = "PEM private key block"
 	BearerToken          = "bearer token"
+	JSONWebToken         = "JSON Web Token"
+	BasicCredentials     = "HTTP Basic credentials"
 	URLWithCredentials   = "URL with credentials"
 )
 
@@ -58,7 +67,19 @@ const (
 	pemEnd         = "-----END "
 	// pemMaxEndLabel bounds the label of an END line ("RSA PRIVATE KEY").
 	pemMaxEndLabel = 60
+	// basicWhat names [BasicCredentials] in messages.
+	basicWhat = "HTTP Basic credentials (an Authorization header value)"
+	// minBasicLen is the length of the shortest HTTP Basic credentials
+	// recognised ("Basic " and 8 characters of base64).
+	minBasicLen = len("Basic ") + 8
 )
+
+// keyStart is what comes before a key that starts with a prefix
+// ("sk_live_", "ghp_"): the start of the string or anything but a letter
+// or digit. A '_' counts (unlike for \b): a key joined to a word by one
+// ("x_sk_live_...", "key_ghp_...") is still a key, while one in the middle
+// of a word ("desk_live_...") is not. The pattern's group 1 is the key.
+const keyStart = `(?:^|[^0-9A-Za-z])`
 
 // kind is one kind of credential recognised by its shape.
 type kind struct {
@@ -73,9 +94,12 @@ type kind struct {
 	// subgroup holding the random part, which must pass [randomRun].
 	re    *regexp.Regexp
 	token int
-	// spanToken says the credential is the token subgroup alone (a bearer
-	// token, not the word "Bearer"); otherwise it is the whole match.
-	spanToken bool
+	// cred is the index of the subgroup that is the credential: 0 for the
+	// whole match, 1 for a pattern starting with [keyStart] or for a
+	// header value without its word ("Bearer").
+	cred int
+	// valid, when not nil, is a last test of the credential.
+	valid func(cred string) bool
 }
 
 // kinds are tried in order: where two match the same text ("sk-ant-..."
@@ -85,64 +109,73 @@ var kinds = []kind{
 		name:    StripeSecretKey,
 		what:    "a Stripe secret key",
 		trigger: func(s string) bool { return strings.Contains(s, "sk_live_") || strings.Contains(s, "sk_test_") },
-		re:      regexp.MustCompile(`\bsk_(?:live|test)_([0-9A-Za-z]{10,})`),
-		token:   1,
+		re:      regexp.MustCompile(keyStart + `(sk_(?:live|test)_([0-9A-Za-z]{10,}))`),
+		token:   2,
+		cred:    1,
 	},
 	{
 		name:    StripeRestrictedKey,
 		what:    "a Stripe restricted key",
 		trigger: func(s string) bool { return strings.Contains(s, "rk_live_") || strings.Contains(s, "rk_test_") },
-		re:      regexp.MustCompile(`\brk_(?:live|test)_([0-9A-Za-z]{10,})`),
-		token:   1,
+		re:      regexp.MustCompile(keyStart + `(rk_(?:live|test)_([0-9A-Za-z]{10,}))`),
+		token:   2,
+		cred:    1,
 	},
 	{
 		name:    StripeWebhookSecret,
 		what:    "a Stripe webhook signing secret",
 		trigger: func(s string) bool { return strings.Contains(s, "whsec_") },
-		re:      regexp.MustCompile(`\bwhsec_([0-9A-Za-z]{20,})`),
-		token:   1,
+		re:      regexp.MustCompile(keyStart + `(whsec_([0-9A-Za-z]{20,}))`),
+		token:   2,
+		cred:    1,
 	},
 	{
 		name:    GitHubToken,
 		what:    "a GitHub token",
 		trigger: func(s string) bool { return strings.Contains(s, "gh") },
-		re:      regexp.MustCompile(`\bgh[pousr]_([0-9A-Za-z]{20,})`),
-		token:   1,
+		re:      regexp.MustCompile(keyStart + `(gh[pousr]_([0-9A-Za-z]{20,}))`),
+		token:   2,
+		cred:    1,
 	},
 	{
 		name:    GitHubFineGrainedPAT,
 		what:    "a GitHub fine-grained personal access token",
 		trigger: func(s string) bool { return strings.Contains(s, "github_pat_") },
-		re:      regexp.MustCompile(`\bgithub_pat_([0-9A-Za-z_]{22,})`),
-		token:   1,
+		re:      regexp.MustCompile(keyStart + `(github_pat_([0-9A-Za-z_]{22,}))`),
+		token:   2,
+		cred:    1,
 	},
 	{
 		name:    SlackToken,
 		what:    "a Slack token",
 		trigger: func(s string) bool { return strings.Contains(s, "xox") },
-		re:      regexp.MustCompile(`\bxox[abprs]-([0-9]+-[0-9A-Za-z-]{10,})`),
-		token:   1,
+		re:      regexp.MustCompile(keyStart + `(xox[abprs]-([0-9]+-[0-9A-Za-z-]{10,}))`),
+		token:   2,
+		cred:    1,
 	},
 	{
 		name:    AWSAccessKeyID,
 		what:    "an AWS access key id",
 		trigger: func(s string) bool { return strings.Contains(s, "AKIA") || strings.Contains(s, "ASIA") },
-		re:      regexp.MustCompile(`\b(?:AKIA|ASIA)([0-9A-Z]{16})\b`),
-		token:   1,
+		re:      regexp.MustCompile(keyStart + `((?:AKIA|ASIA)([0-9A-Z]{16}))\b`),
+		token:   2,
+		cred:    1,
 	},
 	{
 		name:    AnthropicAPIKey,
 		what:    "an Anthropic API key",
 		trigger: func(s string) bool { return strings.Contains(s, "sk-ant-") },
-		re:      regexp.MustCompile(`\bsk-ant-[a-z]+[0-9]*-([0-9A-Za-z_-]{20,})`),
-		token:   1,
+		re:      regexp.MustCompile(keyStart + `(sk-ant-[a-z]+[0-9]*-([0-9A-Za-z_-]{20,}))`),
+		token:   2,
+		cred:    1,
 	},
 	{
 		name:    OpenAIAPIKey,
 		what:    "an OpenAI API key",
 		trigger: func(s string) bool { return strings.Contains(s, "sk-") },
-		re:      regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?([0-9A-Za-z_-]{20,})`),
-		token:   1,
+		re:      regexp.MustCompile(keyStart + `(sk-(?:proj-|svcacct-|admin-)?([0-9A-Za-z_-]{20,}))`),
+		token:   2,
+		cred:    1,
 	},
 	{
 		name:    PEMPrivateKey,
@@ -155,13 +188,39 @@ var kinds = []kind{
 		token: -1,
 	},
 	{
-		name:      BearerToken,
-		what:      "a bearer token (an Authorization header value)",
-		trigger:   containsBearer,
-		re:        regexp.MustCompile(`\b(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{16,}=*)`),
-		token:     1,
-		spanToken: true,
+		name:    BearerToken,
+		what:    "a bearer token (an Authorization header value)",
+		trigger: containsBearer,
+		re:      regexp.MustCompile(`\b(?i:bearer)(?:[ \t]|\\+t)+([A-Za-z0-9._~+/-]{16,}=*)`),
+		token:   1,
+		cred:    1,
 	},
+	{
+		// header.payload.signature, each base64url; the header is a JSON
+		// object naming its "alg", so it always starts with "eyJ" ('{"').
+		// After the bearer token, so that "Bearer eyJ..." is named that.
+		name:    JSONWebToken,
+		what:    "a JSON Web Token (JWT)",
+		trigger: func(s string) bool { return strings.Contains(s, "eyJ") },
+		re:      regexp.MustCompile(keyStart + `(eyJ[0-9A-Za-z_-]+\.[0-9A-Za-z_-]+\.[0-9A-Za-z_-]*)`),
+		token:   -1,
+		cred:    1,
+		valid:   jwtHeader,
+	},
+}
+
+// basic is HTTP Basic credentials: "Basic " and the base64 of
+// "user:password"; what decodes must be text holding a ':' besides
+// something else. The base64 of a short pair need not look generated, so
+// it is tried apart from the kinds (see [mayHoldBasic]).
+var basic = kind{
+	name:    BasicCredentials,
+	what:    basicWhat,
+	trigger: func(s string) bool { return containsBasic(s, true) },
+	re:      regexp.MustCompile(`\b(?i:basic)(?:[ \t]|\\+t)+([A-Za-z0-9+/]{8,}={0,2})`),
+	token:   -1,
+	cred:    1,
+	valid:   basicUserPass,
 }
 
 // Find reports whether s holds a credential, and names its kind (one of
@@ -169,29 +228,30 @@ var kinds = []kind{
 // it names one. It never returns any part of s.
 //
 // It is built to be fast on ordinary strings, which hold no credential:
-// every kind but URL user info needs a run of letters and digits that
-// looks generated, and one pass over the bytes finds whether there is one;
-// only then are the kinds' triggers and patterns tried. URL user info
-// needs an '@'.
+// every kind but URL user info and HTTP Basic credentials needs a run of
+// letters and digits that looks generated, and one pass over the bytes
+// finds whether there is one; only then are the kinds' triggers and
+// patterns tried. URL user info needs an '@', and HTTP Basic credentials
+// the word "Basic" (see [mayHoldBasic]).
 func Find(s string) (kind string, ok bool) {
 	if len(s) < MinLen {
 		return "", false
 	}
-	if randomRun(s) {
+	random := randomRun(s)
+	if random {
 		for i := range kinds {
-			k := &kinds[i]
-			if !k.trigger(s) {
-				continue
-			}
-			for _, m := range k.re.FindAllStringSubmatchIndex(s, -1) {
-				if k.token < 0 || randomRun(s[m[2*k.token]:m[2*k.token+1]]) {
-					return k.name, true
-				}
+			if k := &kinds[i]; k.trigger(s) && k.any(s) {
+				return k.name, true
 			}
 		}
 	}
-	if _, _, ok := nextURL(s, 0); ok {
-		return URLWithCredentials, true
+	if mayHoldBasic(s, random) && basic.any(s) {
+		return basic.name, true
+	}
+	if strings.IndexByte(s, '@') >= 0 {
+		if _, _, ok := nextURL(s, 0); ok {
+			return URLWithCredentials, true
+		}
 	}
 	return "", false
 }
@@ -205,7 +265,10 @@ func Describe(kind string) string {
 			return kinds[i].what
 		}
 	}
-	if kind == URLWithCredentials {
+	switch kind {
+	case BasicCredentials:
+		return basicWhat
+	case URLWithCredentials:
 		return urlWhat
 	}
 	return "a credential"
@@ -231,7 +294,8 @@ func Spans(s string) []Span {
 }
 
 // match is a credential found in a string: its [Span], and the rank of
-// its kind (the order of kinds, URL last), which names a merged span.
+// its kind (the order of kinds, then [basic], URL last), which names a
+// merged span.
 type match struct {
 	Span
 	rank int
@@ -244,37 +308,63 @@ func matches(s string) []match {
 		return nil
 	}
 	var ms []match
-	if randomRun(s) {
+	random := randomRun(s)
+	if random {
 		for i := range kinds {
 			k := &kinds[i]
 			if !k.trigger(s) {
 				continue
 			}
 			endAt := -1 // see pemBlockEnd
-			for _, m := range k.re.FindAllStringSubmatchIndex(s, -1) {
-				if k.token >= 0 && !randomRun(s[m[2*k.token]:m[2*k.token+1]]) {
-					continue
-				}
-				x := match{Span{m[0], m[1], k.name}, i}
-				if k.spanToken {
-					x.Start, x.End = m[2*k.token], m[2*k.token+1]
-				}
+			k.each(s, func(start, end int) bool {
 				if k.name == PEMPrivateKey {
-					x.End, endAt = pemBlockEnd(s, m[1], endAt)
+					end, endAt = pemBlockEnd(s, end, endAt)
 				}
-				ms = append(ms, x)
-			}
+				ms = append(ms, match{Span{start, end, k.name}, i})
+				return true
+			})
 		}
+	}
+	if mayHoldBasic(s, random) {
+		basic.each(s, func(start, end int) bool {
+			ms = append(ms, match{Span{start, end, basic.name}, len(kinds)})
+			return true
+		})
 	}
 	for off := 0; ; {
 		start, end, ok := nextURL(s, off)
 		if !ok {
 			break
 		}
-		ms = append(ms, match{Span{start, end, URLWithCredentials}, len(kinds)})
+		ms = append(ms, match{Span{start, end, URLWithCredentials}, len(kinds) + 1})
 		off = end
 	}
 	return ms
+}
+
+// each calls f with where each credential of kind k in s is, s[start:end],
+// in order, until f returns false: each match of the pattern whose token
+// looks generated and that passes the kind's last test.
+func (k *kind) each(s string, f func(start, end int) bool) {
+	for _, m := range k.re.FindAllStringSubmatchIndex(s, -1) {
+		if k.token >= 0 && !randomRun(s[m[2*k.token]:m[2*k.token+1]]) {
+			continue
+		}
+		start, end := m[2*k.cred], m[2*k.cred+1]
+		if k.valid != nil && !k.valid(s[start:end]) {
+			continue
+		}
+		if !f(start, end) {
+			return
+		}
+	}
+}
+
+// any reports whether s holds a credential of kind k.
+func (k *kind) any(s string) bool {
+	found := false
+	k.each(s, func(int, int) bool { found = true; return false })
+	return found
 }
 
 // merge sorts ms by start (then rank) and merges those that overlap.
@@ -419,8 +509,9 @@ func isWordByte(c byte) bool { return tokenClass[c] != 0 || c == '_' }
 // as it is.
 func RedactPointer(p string) string {
 	// Escaping only lengthens runs of letters and digits ("~1" before a
-	// run), so the quick test of the whole pointer rules out the tokens.
-	if len(p) < MinLen || !randomRun(p) && strings.IndexByte(p, '@') < 0 {
+	// run), so the quick tests of the whole pointer rule out the tokens,
+	// URLs and HTTP Basic credentials.
+	if len(p) < MinLen || !randomRun(p) && strings.IndexByte(p, '@') < 0 && !mayHoldBasic(p, false) {
 		return p
 	}
 	var b strings.Builder
@@ -507,6 +598,76 @@ func containsBearer(s string) bool {
 		i++
 	}
 	return false
+}
+
+// mayHoldBasic reports whether s, which holds a run that looks generated
+// when random is true (see [randomRun]), may hold HTTP Basic credentials.
+// It needs the word "basic" in any case, followed by a blank or a '\\' (a
+// tab quoted as `\t` or `\\t`, as %q quotes one once or twice); in a
+// string with no run that looks generated, only with a capital 'B'
+// ("Basic", the usual spelling, or "BASIC"): most strings have no such
+// run, and a search for the rarer 'B' is cheap enough to run on all.
+func mayHoldBasic(s string, random bool) bool {
+	if len(s) < minBasicLen {
+		return false
+	}
+	if random {
+		return basic.trigger(s)
+	}
+	return containsBasic(s, false)
+}
+
+// containsBasic reports whether s contains "basic" in any ASCII case,
+// followed by a blank or a '\\'; only with a capital 'B' unless anyCase.
+func containsBasic(s string, anyCase bool) bool {
+	for i := 0; i+len("basic ") <= len(s); {
+		var j int
+		if anyCase {
+			j = strings.IndexAny(s[i:], "bB")
+		} else {
+			j = strings.IndexByte(s[i:], 'B')
+		}
+		if j < 0 {
+			return false
+		}
+		i += j
+		if i+len("basic ") <= len(s) && strings.EqualFold(s[i+1:i+5], "asic") && strings.IndexByte(" \t\\", s[i+5]) >= 0 {
+			return true
+		}
+		i++
+	}
+	return false
+}
+
+// basicUserPass reports whether the value of an HTTP Basic header is the
+// base64 of "user:password": text (UTF-8, no control characters) holding a
+// ':' and something besides (a key as the user with no password counts:
+// Stripe takes its keys so).
+func basicUserPass(v string) bool {
+	dec, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		if dec, err = base64.RawStdEncoding.DecodeString(v); err != nil {
+			return false
+		}
+	}
+	u := string(dec)
+	return len(u) >= 2 && strings.IndexByte(u, ':') >= 0 && utf8.ValidString(u) && !strings.ContainsFunc(u, unicode.IsControl)
+}
+
+// jwtHeader reports whether the first part of a JSON Web Token (up to its
+// first '.') is the base64url of a JSON object with an "alg" member.
+func jwtHeader(tok string) bool {
+	head, _, _ := strings.Cut(tok, ".")
+	dec, err := base64.RawURLEncoding.DecodeString(head)
+	if err != nil {
+		return false
+	}
+	var h map[string]json.RawMessage
+	if json.Unmarshal(dec, &h) != nil {
+		return false
+	}
+	_, ok := h["alg"]
+	return ok
 }
 
 // nextURL finds the first URL at or after byte off of s whose user info

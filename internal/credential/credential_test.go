@@ -31,6 +31,14 @@ var (
 	fakeURLPass      = "postgres://app:" + "Tr0ub4dor3@db.internal.example:5432/app"
 	fakeURLToken     = "https://" + "x9TqLm2VbR7cWd4Kz8Hn" + "@git.example.com/acme/repo.git"
 	fakeURLAtInPass  = "https://app:" + "p@ssW0rd-Secret@mcp.example.com/sse"
+	// Keys joined to a word by '_', as in a member name.
+	fakeStripeJoined = "x_" + "sk_" + "live_" + "51Hq8ZtLkR9vXw2Yp4Nm7QcB3dF6gJ"
+	fakeGitHubJoined = "key_" + "ghp_" + "R2d2C3p0BB8aLuKeSkYwAlKeR0123456789"
+	// "Basic " and the base64 of "user:password", and of "ab:cdef".
+	fakeBasic      = "Basic " + "dXNlcjpwYXNzd29yZA=="
+	fakeBasicShort = "basic\t" + "YWI6Y2RlZg=="
+	// header {"alg":"HS256","typ":"JWT"}, payload {"sub":"1234567890"}.
+	fakeJWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" + "." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0" + "." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
 )
 
 // fakes maps each fake credential to its kind.
@@ -53,6 +61,11 @@ var fakes = []struct{ secret, kind string }{
 	{fakeURLPass, URLWithCredentials},
 	{fakeURLToken, URLWithCredentials},
 	{fakeURLAtInPass, URLWithCredentials},
+	{fakeStripeJoined, StripeSecretKey},
+	{fakeGitHubJoined, GitHubToken},
+	{fakeBasic, BasicCredentials},
+	{fakeBasicShort, BasicCredentials},
+	{fakeJWT, JSONWebToken},
 }
 
 func TestFind(t *testing.T) {
@@ -89,6 +102,27 @@ func TestFind(t *testing.T) {
 		{"://user:pass@host", ""},
 		{"AKIA is the prefix of an AWS access key id", ""},
 		{"desk_live_0123456789abcdefABCDEF", ""},
+		{"ask_test_0123456789abcdefABCDEF and risk-x0123456789abcdefABCDEFGH", ""},
+		// A key joined to a word by '_' or '-' is still a key.
+		{`{"key_sk_live_51Hq8ZtLkR9vXw2Yp4Nm7QcB3dF6gJ": 1}`, StripeSecretKey},
+		{"see risk-x_sk-" + "proj-Qx7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0", OpenAIAPIKey},
+		{"id-AKIA" + "Z3MNQ7RT5XK2PL4W", AWSAccessKeyID},
+		{"x_sk_live_XXXXXXXXXXXXXXXX", ""},
+		// HTTP Basic credentials decode to text with a ':'.
+		{"Authorization: Basic " + "YWI6Y2Rl", BasicCredentials},
+		{`"Authorization: Bearer\t` + "AbCdEf0123456789xyzXYZ" + `"`, BearerToken}, // a tab, quoted
+		{"Use HTTP Basic authentication over TLS.", ""},
+		{"Send Basic base64(user:pass) in the Authorization header.", ""},
+		{"Authorization: Basic <credentials>", ""},
+		{"Authorization: Basic ${BASIC_AUTH}", ""},
+		{"Basic " + "YWJjZGVmZ2hpams=", ""},       // "abcdefghijk": no ':'
+		{"Basic " + "AQID" + "OgQF" + "BgcI", ""}, // binary
+		{"basically nothing", ""},
+		// A JSON Web Token's header names its "alg".
+		{"token: " + fakeJWT + ".", JSONWebToken},
+		{"eyJ is how the base64 of a JSON object starts, as in eyJhbGciOi", ""},
+		{"eyJub3QiOiJhIGp3dCJ9" + ".eyJzdWIiOiIxIn0.c2ln", ""}, // header {"not":"a jwt"}
+		{"eyJhbGciOiJIUzI1NiJ9" + ".%%%.sig", ""},
 		{"additionalProperties", ""},
 		{"", ""},
 	}
@@ -113,6 +147,8 @@ func TestDescribe(t *testing.T) {
 		OpenAIAPIKey:       "an OpenAI API key",
 		BearerToken:        "a bearer token (an Authorization header value)",
 		URLWithCredentials: "a URL with credentials in its user info",
+		BasicCredentials:   "HTTP Basic credentials (an Authorization header value)",
+		JSONWebToken:       "a JSON Web Token (JWT)",
 		"no such kind":     "a credential",
 	} {
 		if got := Describe(kind); got != want {
@@ -221,6 +257,8 @@ func TestRedactPointer(t *testing.T) {
 		{"/requires/mcpServers/" + esc.Replace(fakeURLPass), "/requires/mcpServers/[redacted URL with credentials]"},
 		{"/a/" + esc.Replace("x/y~z Bearer "+fakeBearerToken) + "/b", "/a/x~1y~0z Bearer [redacted bearer token]/b"},
 		{"/steps/0/allowedTools/2", "/steps/0/allowedTools/2"},
+		{"/a/" + esc.Replace(fakeBasic) + "/b", "/a/Basic [redacted HTTP Basic credentials]/b"},
+		{"/properties/" + fakeStripeJoined, "/properties/[redacted Stripe secret key]"},
 		{"/a~1b/c~0d/additionalProperties", "/a~1b/c~0d/additionalProperties"},
 		{"", ""},
 	} {
@@ -248,6 +286,11 @@ func TestLinear(t *testing.T) {
 		"bearers":       strings.Repeat("bearer bearer A0b1C2d3E4f5G6h7I8j9 ", n/36),
 		"random run":    strings.Repeat("A0b1C2d3E4", n/10),
 		"stripe-shaped": strings.Repeat("sk_live_"+"A0b1C2d3E4f5 ", n/21),
+		"joined keys":   strings.Repeat("x_sk_live_"+"A0b1C2d3E4f5_", n/23),
+		"basics":        strings.Repeat("Basic YWI6Y2Rl basic ", n/21),
+		"asics":         strings.Repeat("asic", n/4),
+		"jwts":          strings.Repeat("eyJhbGciOiJIUzI1NiJ9.eyJ.eyJ.", n/30),
+		"jwt headers":   strings.Repeat("eyJ", n/3) + ".x.y",
 	}
 	for name, s := range inputs {
 		start := time.Now()
@@ -255,9 +298,11 @@ func TestLinear(t *testing.T) {
 		Redact(s)
 		RedactFrom(s, s)
 		RedactPointer("/" + s)
-		if d := time.Since(start); d > 30*time.Second {
+		d := time.Since(start)
+		if d > 30*time.Second {
 			t.Errorf("%s: %v for 512 KB", name, d)
 		}
+		t.Logf("%s: %v", name, d)
 	}
 }
 
