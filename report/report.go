@@ -167,7 +167,8 @@ func newSources(files []File) *sources {
 }
 
 // line returns line n (1-based) of file without its line ending ("\n" or
-// "\r\n"), and false when the file is unknown or has no such line.
+// "\r\n"), and false when the file is unknown or has no such line. Its
+// cost does not depend on the length of the line.
 func (s *sources) line(file string, n int) ([]byte, bool) {
 	src, ok := s.src[file]
 	if !ok || n < 1 {
@@ -176,19 +177,22 @@ func (s *sources) line(file string, n int) ([]byte, bool) {
 	starts, ok := s.starts[file]
 	if !ok {
 		starts = []int{0}
-		for i, c := range src {
-			if c == '\n' {
-				starts = append(starts, i+1)
+		for i := 0; ; {
+			j := bytes.IndexByte(src[i:], '\n')
+			if j < 0 {
+				break
 			}
+			i += j + 1
+			starts = append(starts, i)
 		}
 		s.starts[file] = starts
 	}
 	if n > len(starts) {
 		return nil, false
 	}
-	l := src[starts[n-1]:]
-	if i := bytes.IndexByte(l, '\n'); i >= 0 {
-		l = l[:i]
+	start, end := starts[n-1], len(src)
+	if n < len(starts) {
+		end = starts[n] - 1 // the '\n'
 	}
-	return bytes.TrimSuffix(l, []byte("\r")), true
+	return bytes.TrimSuffix(src[start:end], []byte("\r")), true
 }

@@ -16,6 +16,13 @@ import (
 // where it was cut.
 const snippetWidth = 100
 
+// snippetReach is how many bytes of a line [snippet] reads before the
+// column at most: enough for snippetWidth whole characters of up to
+// [utf8.UTFMax] bytes, however the line is written. It never reads more
+// than snippetWidth+1 characters after the column, so the cost of a
+// snippet is bounded, whatever the length of the line.
+const snippetReach = (snippetWidth + 1) * utf8.UTFMax
+
 // writeText renders diagnostics for a terminal:
 //
 //	examples/x.json:12:7: error: unknown member "nxt" in step "a" [unknown-member]
@@ -53,6 +60,9 @@ func writeText(b *bytes.Buffer, src *sources, diags []diag.Diagnostic) {
 // control character (tab aside), a line or paragraph separator, or a
 // bidirectional formatting character.
 func hidden(r rune) bool {
+	if ' ' <= r && r < 0x7f {
+		return false // printable ASCII, most of any line
+	}
 	return r != '\t' && (unicode.IsControl(r) || unicode.In(r, unicode.Bidi_Control, unicode.Zl, unicode.Zp))
 }
 
@@ -71,29 +81,36 @@ func shown(s string) string {
 	}, strings.ToValidUTF8(s, "\uFFFD"))
 }
 
+// cell is one character of a line: line[off:off+n].
+type cell struct{ off, n int }
+
 // snippet returns the line as shown and the padding that puts a caret
 // under byte column col (1-based). Tabs are kept, in the line and in the
 // padding, so the caret lines up whatever the tab width. Bytes that are
 // not UTF-8, control characters, line and paragraph separators and
-// bidirectional formatting characters are shown as U+FFFD, so that a document cannot drive the terminal or
-// make the snippet read differently from the bytes. A line longer than
-// snippetWidth characters is cut to a window around the column.
+// bidirectional formatting characters are shown as U+FFFD, so that a
+// document cannot drive the terminal or make the snippet read differently
+// from the bytes. A line longer than snippetWidth characters is cut to a
+// window around the column.
+//
+// It reads at most [snippetReach] bytes before the column (and the rest
+// of the character there) and snippetWidth+1 characters after it, never
+// the whole line, and shows exactly what reading the whole line would.
 func snippet(line []byte, col int) (text, pad string) {
 	at := min(max(col-1, 0), len(line)) // byte offset of the caret
-	var cells []string                  // the characters of the line, as shown
-	k := -1                             // index of the character under the caret
-	for off := 0; off < len(line); {
-		r, n := utf8.DecodeRune(line[off:])
+	lo := runeStart(line, max(at-snippetReach, 0))
+	// The characters from lo on, as far as snippetWidth+1 after the
+	// caret's: enough to place the window as if the whole line were read.
+	// (When lo > 0, at least snippetWidth+1 whole characters come before
+	// the caret's, so the window starts after lo and is cut there too.)
+	cells := make([]cell, 0, snippetReach+utf8.UTFMax+snippetWidth)
+	k := -1 // index of the character under the caret
+	for off := lo; off < len(line) && (k < 0 || len(cells) <= k+snippetWidth); {
+		_, n := utf8.DecodeRune(line[off:])
 		if k < 0 && at < off+n {
 			k = len(cells)
 		}
-		s := string(r)
-		switch {
-		case r == '\t':
-		case r == utf8.RuneError && n == 1, hidden(r):
-			s = "\uFFFD"
-		}
-		cells = append(cells, s)
+		cells = append(cells, cell{off, n})
 		off += n
 	}
 	if k < 0 {
@@ -104,20 +121,27 @@ func snippet(line []byte, col int) (text, pad string) {
 	if len(cells) > snippetWidth {
 		start = min(max(k-snippetWidth/2, 0), len(cells)-snippetWidth)
 		end = start + snippetWidth
-		if start > 0 {
-			pre = "..."
-		}
-		if end < len(cells) {
-			post = "..."
-		}
+	}
+	if start > 0 {
+		pre = "..."
+	}
+	if end < len(cells) {
+		post = "..."
 	}
 	var t, p strings.Builder
 	t.WriteString(pre)
 	p.WriteString(strings.Repeat(" ", len(pre)))
 	for i := start; i < end; i++ {
-		t.WriteString(cells[i])
+		c := cells[i]
+		r, _ := utf8.DecodeRune(line[c.off:])
+		switch {
+		case r == utf8.RuneError && c.n == 1, hidden(r):
+			t.WriteString("\uFFFD")
+		default:
+			t.Write(line[c.off : c.off+c.n])
+		}
 		if i < k {
-			if cells[i] == "\t" {
+			if r == '\t' {
 				p.WriteByte('\t')
 			} else {
 				p.WriteByte(' ')
@@ -126,4 +150,24 @@ func snippet(line []byte, col int) (text, pad string) {
 	}
 	t.WriteString(post)
 	return t.String(), p.String()
+}
+
+// runeStart returns where the character holding byte p of line starts,
+// as decoding line from its start finds the characters (p itself when p
+// is past the end). Decoding never takes a byte that can start a
+// character (see [utf8.RuneStart]) as part of another one, so this looks
+// back over at most [utf8.UTFMax]-1 continuation bytes.
+func runeStart(line []byte, p int) int {
+	if p >= len(line) {
+		return p
+	}
+	for i := p; i >= 0 && i > p-utf8.UTFMax; i-- {
+		if utf8.RuneStart(line[i]) {
+			if _, n := utf8.DecodeRune(line[i:]); i+n > p {
+				return i
+			}
+			return p // the bytes after that character stand alone
+		}
+	}
+	return p
 }
