@@ -2,8 +2,10 @@
 // machines, in the output formats of `openplaybook validate --format`:
 //
 //   - "text": for a terminal. Each diagnostic is a line
-//     `file:line:col: severity: message [rule]`, then the source line and a
-//     caret under the column; a last line counts errors and warnings.
+//     `file:line:col: severity: message [rule]`, then the source line (a
+//     window of it when long, every character of a credential shown as
+//     '*') and a caret under the column; a last line counts errors and
+//     warnings.
 //   - "json": a JSON array of objects with exactly the members file, line,
 //     column, pointer, severity, rule and message; `[]` when there is
 //     nothing to report. This shape is a public contract (docs/cli.md).
@@ -13,7 +15,9 @@
 //     which the Actions runner turns into annotations.
 //
 // Every format writes only to the writer it is given; none writes to
-// standard error. See [Write].
+// standard error. See [Write]. Only the text format shows source text, and
+// never a credential in it; the others carry messages and pointers, which
+// [playbook.Document.At] has already cleaned of credentials.
 package report
 
 import (
@@ -151,15 +155,16 @@ func quoteList(list []string) string {
 	return strings.Join(q, ", ")
 }
 
-// sources indexes the files' text by name, and their line starts on
-// first use.
+// sources indexes the files' text by name, and on first use their line
+// starts and the credentials they hold.
 type sources struct {
 	src    map[string][]byte
 	starts map[string][]int
+	spans  map[string][]span
 }
 
 func newSources(files []File) *sources {
-	s := &sources{src: make(map[string][]byte, len(files)), starts: map[string][]int{}}
+	s := &sources{src: make(map[string][]byte, len(files)), starts: map[string][]int{}, spans: map[string][]span{}}
 	for _, f := range files {
 		s.src[f.Name] = f.Src
 	}
@@ -167,12 +172,13 @@ func newSources(files []File) *sources {
 }
 
 // line returns line n (1-based) of file without its line ending ("\n" or
-// "\r\n"), and false when the file is unknown or has no such line. Its
-// cost does not depend on the length of the line.
-func (s *sources) line(file string, n int) ([]byte, bool) {
+// "\r\n"), and the offset in the file where it starts; ok is false when
+// the file is unknown or has no such line. Its cost does not depend on
+// the length of the line.
+func (s *sources) line(file string, n int) (line []byte, start int, ok bool) {
 	src, ok := s.src[file]
 	if !ok || n < 1 {
-		return nil, false
+		return nil, 0, false
 	}
 	starts, ok := s.starts[file]
 	if !ok {
@@ -188,11 +194,11 @@ func (s *sources) line(file string, n int) ([]byte, bool) {
 		s.starts[file] = starts
 	}
 	if n > len(starts) {
-		return nil, false
+		return nil, 0, false
 	}
 	start, end := starts[n-1], len(src)
 	if n < len(starts) {
 		end = starts[n] - 1 // the '\n'
 	}
-	return bytes.TrimSuffix(src[start:end], []byte("\r")), true
+	return bytes.TrimSuffix(src[start:end], []byte("\r")), start, true
 }

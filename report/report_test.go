@@ -68,7 +68,7 @@ func TestSnippet(t *testing.T) {
 		{"a\u202eb", 5, "a\uFFFDb", "  "},
 	}
 	for _, tt := range tests {
-		text, pad := snippet([]byte(tt.line), tt.col)
+		text, pad := snippet([]byte(tt.line), tt.col, nil, 0)
 		if text != tt.text || pad != tt.pad {
 			t.Errorf("snippet(%q, %d) = %q, %q; want %q, %q", tt.line, tt.col, text, pad, tt.text, tt.pad)
 		}
@@ -77,7 +77,7 @@ func TestSnippet(t *testing.T) {
 
 func TestSnippetLongLine(t *testing.T) {
 	line := strings.Repeat("a", 300) + "X" + strings.Repeat("b", 300)
-	text, pad := snippet([]byte(line), 301)
+	text, pad := snippet([]byte(line), 301, nil, 0)
 	if !strings.HasPrefix(text, "...") || !strings.HasSuffix(text, "...") {
 		t.Errorf("a long line is not cut on both sides: %q", text)
 	}
@@ -87,11 +87,11 @@ func TestSnippetLongLine(t *testing.T) {
 	if text[len(pad)] != 'X' {
 		t.Errorf("caret is under %q, want under X", text[len(pad)])
 	}
-	text, pad = snippet([]byte(line), 1)
+	text, pad = snippet([]byte(line), 1, nil, 0)
 	if strings.HasPrefix(text, "...") || pad != "" {
 		t.Errorf("column 1 of a long line: text %q pad %q", text[:10], pad)
 	}
-	text, pad = snippet([]byte(line), len(line)+1)
+	text, pad = snippet([]byte(line), len(line)+1, nil, 0)
 	if strings.HasSuffix(text, "...") || len(pad) != len(text) {
 		t.Errorf("end of a long line: text ...%q pad %d bytes", text[len(text)-10:], len(pad))
 	}

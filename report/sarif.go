@@ -137,7 +137,7 @@ func writeSARIF(b *bytes.Buffer, src *sources, diags []diag.Diagnostic, opts *Op
 		}}
 		if d.Line > 0 {
 			col := max(d.Column, 1)
-			if line, ok := src.line(d.File, d.Line); ok {
+			if line, _, ok := src.line(d.File, d.Line); ok {
 				col = utf16Column(line, col)
 			}
 			loc.PhysicalLocation.Region = &sarifRegion{StartLine: d.Line, StartColumn: col}

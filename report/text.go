@@ -31,6 +31,9 @@ const snippetReach = (snippetWidth + 1) * utf8.UTFMax
 //
 // then one summary line ("1 error, 0 warnings"). Nothing at all is written
 // when diags is empty.
+//
+// The snippet never shows a credential: every character of one (see
+// [sources.masks]) is shown as '*', so the caret still lines up.
 func writeText(b *bytes.Buffer, src *sources, diags []diag.Diagnostic) {
 	if len(diags) == 0 {
 		return
@@ -43,11 +46,11 @@ func writeText(b *bytes.Buffer, src *sources, diags []diag.Diagnostic) {
 			fmt.Fprintf(b, "%s: %s: %s [%s]\n", file, d.Severity, msg, d.Rule)
 			continue
 		}
-		line, ok := src.line(d.File, d.Line)
+		line, start, ok := src.line(d.File, d.Line)
 		if !ok {
 			continue
 		}
-		text, caret := snippet(line, d.Column)
+		text, caret := snippet(line, d.Column, src.masks(d.File, start, start+len(line)), start)
 		num := strconv.Itoa(d.Line)
 		fmt.Fprintf(b, " %s | %s\n", num, text)
 		fmt.Fprintf(b, " %s | %s^\n", strings.Repeat(" ", len(num)), caret)
@@ -90,13 +93,15 @@ type cell struct{ off, n int }
 // not UTF-8, control characters, line and paragraph separators and
 // bidirectional formatting characters are shown as U+FFFD, so that a
 // document cannot drive the terminal or make the snippet read differently
-// from the bytes. A line longer than snippetWidth characters is cut to a
-// window around the column.
+// from the bytes. Each character that overlaps one of masks (sorted, apart,
+// in offsets of the file, where the line starts at base) is shown as '*'.
+// A line longer than snippetWidth characters is cut to a window around
+// the column.
 //
 // It reads at most [snippetReach] bytes before the column (and the rest
 // of the character there) and snippetWidth+1 characters after it, never
 // the whole line, and shows exactly what reading the whole line would.
-func snippet(line []byte, col int) (text, pad string) {
+func snippet(line []byte, col int, masks []span, base int) (text, pad string) {
 	at := min(max(col-1, 0), len(line)) // byte offset of the caret
 	lo := runeStart(line, max(at-snippetReach, 0))
 	// The characters from lo on, as far as snippetWidth+1 after the
@@ -131,10 +136,19 @@ func snippet(line []byte, col int) (text, pad string) {
 	var t, p strings.Builder
 	t.WriteString(pre)
 	p.WriteString(strings.Repeat(" ", len(pre)))
+	if start < end {
+		masks = masksFrom(masks, base+cells[start].off)
+	}
 	for i := start; i < end; i++ {
 		c := cells[i]
+		for len(masks) > 0 && masks[0].end <= base+c.off {
+			masks = masks[1:]
+		}
 		r, _ := utf8.DecodeRune(line[c.off:])
 		switch {
+		case len(masks) > 0 && masks[0].start < base+c.off+c.n:
+			t.WriteByte('*')
+			r = '*'
 		case r == utf8.RuneError && c.n == 1, hidden(r):
 			t.WriteString("\uFFFD")
 		default:

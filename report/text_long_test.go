@@ -149,7 +149,7 @@ func TestSnippetWindowAgrees(t *testing.T) {
 		}
 		line := []byte(b.String())
 		for _, col := range []int{0, 1, 2, rng.IntN(len(line) + 2), len(line) / 2, len(line) - snippetReach, len(line) - 3, len(line), len(line) + 1, len(line) + 9} {
-			text, pad := snippet(line, col)
+			text, pad := snippet(line, col, nil, 0)
 			wantText, wantPad := snippetWholeLine(line, col)
 			if text != wantText || pad != wantPad {
 				t.Fatalf("snippet(%q, %d)\n = %q, %q\nwant %q, %q", line, col, text, pad, wantText, wantPad)
