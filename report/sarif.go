@@ -2,7 +2,9 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -128,19 +130,16 @@ func writeSARIF(b *bytes.Buffer, src *sources, diags []diag.Diagnostic, opts *Op
 	for _, r := range rules {
 		addRule(r)
 	}
+	cols := utf16Columns(src, diags)
 	results := make([]sarifResult, 0, len(diags))
-	for _, d := range diags {
+	for i, d := range diags {
 		addRule(Rule{ID: d.Rule})
 		uri, base := artifactURI(d.File)
 		loc := sarifLocation{PhysicalLocation: sarifPhysicalLocation{
 			ArtifactLocation: sarifArtifactLocation{URI: uri, URIBaseID: base},
 		}}
 		if d.Line > 0 {
-			col := max(d.Column, 1)
-			if line, _, ok := src.line(d.File, d.Line); ok {
-				col = utf16Column(line, col)
-			}
-			loc.PhysicalLocation.Region = &sarifRegion{StartLine: d.Line, StartColumn: col}
+			loc.PhysicalLocation.Region = &sarifRegion{StartLine: d.Line, StartColumn: cols[i]}
 		}
 		if d.Pointer != "" {
 			loc.LogicalLocations = []sarifLogicalLocation{{FullyQualifiedName: d.Pointer}}
@@ -175,27 +174,75 @@ func sarifLevel(s diag.Severity) string {
 	}
 }
 
+// utf16Columns returns the column of each of diags in UTF-16 code units
+// (see [utf16Column]; at least 1): the byte column as it is for a
+// diagnostic with no line or whose file is not among src. The diagnostics
+// of one line are converted in order of column, each from where the one
+// before stopped, so a line is decoded once however many diagnostics it
+// has, whatever their order in diags.
+func utf16Columns(src *sources, diags []diag.Diagnostic) []int {
+	cols := make([]int, len(diags))
+	order := make([]int, 0, len(diags))
+	for i, d := range diags {
+		cols[i] = max(d.Column, 1)
+		if d.Line > 0 {
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		x, y := &diags[a], &diags[b]
+		return cmp.Or(strings.Compare(x.File, y.File), cmp.Compare(x.Line, y.Line), cmp.Compare(cols[a], cols[b]))
+	})
+	var (
+		c         utf16Cursor
+		file      string
+		line      = -1
+		lineFound bool
+	)
+	for _, i := range order {
+		d := &diags[i]
+		if d.File != file || d.Line != line {
+			file, line = d.File, d.Line
+			var text []byte
+			text, _, lineFound = src.line(file, line)
+			c = utf16Cursor{line: text}
+		}
+		if lineFound {
+			cols[i] = c.column(cols[i])
+		}
+	}
+	return cols
+}
+
 // utf16Column converts the 1-based byte column col of line to a 1-based
 // column in UTF-16 code units. A byte that is not UTF-8 counts as one
 // unit; a column past the end of the line counts the missing bytes as one
 // unit each.
 func utf16Column(line []byte, col int) int {
+	c := utf16Cursor{line: line}
+	return c.column(col)
+}
+
+// utf16Cursor converts byte columns of one line to UTF-16 columns, as
+// [utf16Column] does, for columns given in increasing order: each goes on
+// from where the one before stopped.
+type utf16Cursor struct {
+	line       []byte
+	off, units int // the units of line[:off], whole characters
+}
+
+func (c *utf16Cursor) column(col int) int {
 	at := col - 1
-	units := 0
-	off := 0
-	for off < at && off < len(line) {
-		r, n := utf8.DecodeRune(line[off:])
+	for c.off < at && c.off < len(c.line) {
+		r, n := utf8.DecodeRune(c.line[c.off:])
 		if r >= 0x10000 {
-			units += 2
+			c.units += 2
 		} else {
-			units++
+			c.units++
 		}
-		off += n
+		c.off += n
 	}
-	if at > off {
-		units += at - off
-	}
-	return units + 1
+	return c.units + max(at-c.off, 0) + 1
 }
 
 // artifactURI returns the SARIF artifactLocation of a file name: a

@@ -3,6 +3,8 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"math/rand/v2"
 	"os"
 	"testing"
 
@@ -217,6 +219,54 @@ func TestArtifactURI(t *testing.T) {
 		uri, base := artifactURI(tt.name)
 		if uri != tt.uri || base != tt.base {
 			t.Errorf("artifactURI(%q) = %q, %q; want %q, %q", tt.name, uri, base, tt.uri, tt.base)
+		}
+	}
+}
+
+// BenchmarkSARIFLongLine renders the sarif format, which converts each
+// column to UTF-16 units, for diagnostics on minified one-line documents.
+func BenchmarkSARIFLongLine(b *testing.B) {
+	for _, bc := range []struct {
+		name    string
+		size, n int
+	}{
+		{"16MiB-10diags", 16 << 20, 10},
+		{"50KB-5000diags", 50_000, 5000},
+	} {
+		f, ds := oneLine(bc.size, bc.n)
+		files := []File{f}
+		opts := &Options{Rules: []Rule{{ID: "r", Description: "r"}}}
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := Write(io.Discard, "sarif", files, ds, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestUTF16ColumnsAgree: converting the columns of many diagnostics,
+// given in any order, line by line from where the last one stopped, gives
+// what converting each from the start of its line does.
+func TestUTF16ColumnsAgree(t *testing.T) {
+	src := "{\"a\": \"caf\u00e9 \U0001F600\tx\xff\xe2\x82\",\n\"\U0001F600\U0001F600\": 1}\n"
+	files := []File{{Name: "a.json", Src: []byte(src)}}
+	s := newSources(files)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var ds []diag.Diagnostic
+	for range 500 {
+		ds = append(ds, diag.Diagnostic{File: []string{"a.json", "other.json"}[rng.IntN(2)], Line: rng.IntN(5), Column: rng.IntN(40)})
+	}
+	got := utf16Columns(s, ds)
+	for i, d := range ds {
+		want := max(d.Column, 1)
+		if line, _, ok := s.line(d.File, d.Line); ok && d.Line > 0 {
+			want = utf16Column(line, want)
+		}
+		if got[i] != want {
+			t.Errorf("%s:%d:%d: column %d, want %d", d.File, d.Line, d.Column, got[i], want)
 		}
 	}
 }
