@@ -16,11 +16,13 @@
 package explain
 
 import (
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/internal/credential"
 	"github.com/openplaybook/openplaybook/playbook"
 )
 
@@ -256,7 +258,49 @@ type Secret struct {
 // every field may be absent, and Build explains what it can without
 // panicking. problems are the document's diagnostics (from reading and
 // validating it); Build sorts a copy of them.
+//
+// No string of the explanation holds a credential: every one, whether
+// taken from the document (ids, names, purposes, descriptions, scopes,
+// anything) or from problems, is passed through [credential.Redact]
+// (pointers through [credential.RedactPointer]), after the explanation is
+// computed from the strings as the document has them. So no format shows
+// a credential the document holds; the validator reports it instead.
 func Build(doc *playbook.Document, problems []diag.Diagnostic) *Explanation {
+	e := explainDocument(doc, problems)
+	for i := range e.Problems {
+		e.Problems[i].Pointer = credential.RedactPointer(e.Problems[i].Pointer)
+	}
+	redactStrings(reflect.ValueOf(e))
+	return e
+}
+
+// redactStrings replaces every string reachable from v through pointers,
+// structs and slices with [credential.Redact] of it.
+func redactStrings(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			redactStrings(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			redactStrings(v.Field(i))
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			redactStrings(v.Index(i))
+		}
+	case reflect.String:
+		if s := v.String(); len(s) >= credential.MinLen {
+			if r := credential.Redact(s); r != s {
+				v.SetString(r)
+			}
+		}
+	}
+}
+
+// explainDocument is [Build] before the strings are redacted.
+func explainDocument(doc *playbook.Document, problems []diag.Diagnostic) *Explanation {
 	e := &Explanation{
 		Problems: []Problem{},
 		Manifest: Manifest{RequiredConnectors: []string{}},
