@@ -75,6 +75,15 @@ func (c *caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 	if d.tool.approval {
 		return c.approvalGate(ctx, call.Name, d, nil)
 	}
+	if !d.tool.sideEff {
+		// A read call is recorded with its outcome, in one durable commit
+		// after it ran: if the process dies in between, nothing was
+		// recorded and resume may run it again, which a read allows.
+		return c.execute(ctx, nil, call.Name, d)
+	}
+	// A side-effecting call is recorded as started, durably, before it
+	// runs, so a crash leaves a trace that makes resume ask a person
+	// instead of running it again.
 	var key store.CallKey
 	err := c.tx(ctx, func(tx *store.Tx) error {
 		k, err := c.start(tx, call.Name, d, store.DecisionAllowed, "")
@@ -84,7 +93,7 @@ func (c *caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 	if err != nil {
 		return driver.Result{}, err
 	}
-	return c.execute(ctx, key, call.Name, d)
+	return c.execute(ctx, &key, call.Name, d)
 }
 
 // tx runs fn in a store transaction; a failure is remembered so the step
@@ -236,7 +245,7 @@ func (c *caller) approvalGate(ctx context.Context, name string, d Decision, exis
 	case err != nil:
 		return driver.Result{}, err
 	case run:
-		return c.execute(ctx, key, name, d)
+		return c.execute(ctx, &key, name, d)
 	case refused != "":
 		c.e.progress("  refused %s: %s", quote(name), refused)
 		return driver.Result{Error: refused}, nil
@@ -297,7 +306,7 @@ func (c *caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 			if err != nil {
 				return driver.Result{}, err
 			}
-			return c.execute(ctx, m.CallKey, m.Tool, d)
+			return c.execute(ctx, &m.CallKey, m.Tool, d)
 		}
 		var ap store.Approval
 		err := c.tx(ctx, func(tx *store.Tx) error {
@@ -368,7 +377,7 @@ func (c *caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 		case err != nil:
 			return driver.Result{}, err
 		case rerun:
-			return c.execute(ctx, m.CallKey, m.Tool, d)
+			return c.execute(ctx, &m.CallKey, m.Tool, d)
 		case denied != "":
 			return driver.Result{Error: denied}, nil
 		}
@@ -379,10 +388,17 @@ func (c *caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 
 // execute is checks 5 and 6: run the call with a timeout, validate the
 // result against the outputSchema, and record the outcome.
-func (c *caller) execute(ctx context.Context, key store.CallKey, name string, d Decision) (driver.Result, error) {
+//
+// key is the started call, or nil for a read call not recorded yet: it is
+// then recorded as started in the same transaction as its outcome.
+func (c *caller) execute(ctx context.Context, started *store.CallKey, name string, d Decision) (driver.Result, error) {
 	ti := d.tool
 	cctx, cancel := context.WithTimeout(ctx, c.e.opt.CallTimeout)
 	defer cancel()
+	key := store.CallKey{Run: c.run, Step: c.step, Attempt: c.attempt, Index: -1}
+	if started != nil {
+		key = *started
+	}
 	result, write, err := c.e.dispatch(cctx, key, ti, d.Args)
 	var out jsontext.Value
 	var failure string
@@ -390,6 +406,13 @@ func (c *caller) execute(ctx context.Context, key store.CallKey, name string, d 
 		failure = fmt.Sprintf("the call to %s failed: %v", quote(name), err)
 	}
 	finish := func(tx *store.Tx) error {
+		if started == nil {
+			k, err := c.start(tx, name, d, store.DecisionAllowed, "")
+			if err != nil {
+				return err
+			}
+			key = k
+		}
 		if failure == "" && write != nil {
 			r, err := write(tx)
 			if err != nil {

@@ -39,6 +39,7 @@ type stepInfo struct {
 	step    *playbook.Step
 	allowed map[string]bool // the step's allowedTools, byte-exact keys
 	names   []string        // allowedTools in order, for messages
+	list    string          // names joined, for refusal messages
 }
 
 type toolInfo struct {
@@ -79,6 +80,11 @@ func Import(doc *playbook.Document, reg *registry.Registry) (*Imported, error) {
 		if ti.input, err = compileSchema(def.Name+" inputSchema", def.InputSchema); err != nil {
 			return nil, fmt.Errorf("tool %q: %w", def.Name, err)
 		}
+		if trivialObjectSchema(def.InputSchema) {
+			// {} or {"type": "object"}: check 3 already requires an
+			// object, so there is nothing more to validate per call.
+			ti.input = nil
+		}
 		if ti.output, err = compileSchema(def.Name+" outputSchema", def.OutputSchema); err != nil {
 			return nil, fmt.Errorf("tool %q: %w", def.Name, err)
 		}
@@ -101,6 +107,7 @@ func Import(doc *playbook.Document, reg *registry.Registry) (*Imported, error) {
 			continue
 		}
 		si := &stepInfo{step: s, allowed: map[string]bool{}, names: s.AllowedTools.Values()}
+		si.list = strings.Join(si.names, ", ")
 		for _, n := range si.names {
 			si.allowed[n] = true
 		}
@@ -205,7 +212,7 @@ func (im *Imported) Decide(step, name string, args []byte) Decision {
 	if !si.allowed[name] {
 		return Decision{Code: CodeNotAllowed, ArgsDigest: digest(args), Reason: fmt.Sprintf(
 			"tool %s is not allowed in step %s: it is not on the step's allowedTools (%s); the call was refused and not run",
-			quote(name), quote(step), strings.Join(si.names, ", "))}
+			quote(name), quote(step), si.list)}
 	}
 	ti := im.tools[name]
 	if ti == nil || !ti.resolved {
@@ -304,4 +311,21 @@ func clipLit(s string) string {
 		return s[:40] + "..."
 	}
 	return s
+}
+
+// trivialObjectSchema reports whether an input schema accepts every JSON
+// object: {} or {"type": "object"}, whatever the spacing or $schema.
+func trivialObjectSchema(raw jsontext.Value) bool {
+	var m map[string]any
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	delete(m, "$schema")
+	if t, ok := m["type"]; ok {
+		if t != "object" {
+			return false
+		}
+		delete(m, "type")
+	}
+	return len(m) == 0
 }

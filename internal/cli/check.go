@@ -110,7 +110,7 @@ func (c *CLI) checkInputs(ctx context.Context, harnessPath string, inputs []inpu
 	}
 	res := &checkResult{h: h, files: []report.File{{Name: harnessPath, Src: hsrc}}}
 	res.diags = append(res.diags, hds...)
-	var srcs [][]byte
+	var readDiags [][]diag.Diagnostic
 	for _, in := range inputs {
 		var src []byte
 		var rerr error
@@ -125,9 +125,9 @@ func (c *CLI) checkInputs(ctx context.Context, harnessPath string, inputs []inpu
 		if rerr != nil {
 			return nil, rerr
 		}
-		doc, _ := playbook.Read(in.name, src, nil)
+		doc, rds := playbook.Read(in.name, src, nil)
 		res.docs = append(res.docs, doc)
-		srcs = append(srcs, src)
+		readDiags = append(readDiags, rds)
 		res.files = append(res.files, report.File{Name: in.name, Src: src})
 	}
 	if diag.Count(hds, diag.Error) > 0 {
@@ -139,8 +139,7 @@ func (c *CLI) checkInputs(ctx context.Context, harnessPath string, inputs []inpu
 	}
 	res.diags = append(res.diags, res.env.Diagnostics...)
 	for i, doc := range res.docs {
-		_, rds := playbook.Read(doc.File, srcs[i], nil)
-		res.diags = append(res.diags, rds...)
+		res.diags = append(res.diags, readDiags[i]...)
 		res.diags = append(res.diags, validate.Document(doc, &validate.Options{Registry: res.env.Registry.Has})...)
 		if diag.Count(hds, diag.Error) == 0 {
 			res.diags = append(res.diags, res.env.Check(ctx, doc)...)

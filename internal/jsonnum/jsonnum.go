@@ -23,8 +23,8 @@ import (
 // zero, and true; or "", false when there is none (or v is not JSON: the
 // caller reports that).
 func OutOfRange(v []byte) (string, bool) {
-	if bytes.IndexAny(v, "eE") < 0 && len(v) < 300 {
-		return "", false // no exponent and short: every literal fits
+	if !mayOverflow(v) {
+		return "", false
 	}
 	d := jsontext.NewDecoder(bytes.NewReader(v), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	for {
@@ -65,6 +65,34 @@ func bad(lit string) bool {
 			if c >= '1' && c <= '9' {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// mayOverflow is a quick scan: false when no number literal of v has an
+// exponent or 300 or more digits (strings are skipped, so an "e" in a
+// member name costs nothing), true when one might not fit.
+func mayOverflow(v []byte) bool {
+	run := 0
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '"':
+			run = 0
+			for i++; i < len(v) && v[i] != '"'; i++ {
+				if v[i] == '\\' {
+					i++
+				}
+			}
+		case (c == 'e' || c == 'E') && run > 0:
+			return true // an exponent (the e of true and false follows no digit)
+		case c >= '0' && c <= '9' || c == '.' && run > 0:
+			run++
+			if run >= 300 {
+				return true
+			}
+		default:
+			run = 0
 		}
 	}
 	return false

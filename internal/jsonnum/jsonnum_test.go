@@ -1,6 +1,9 @@
 package jsonnum
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestOutOfRange(t *testing.T) {
 	for _, tt := range []struct {
@@ -14,6 +17,9 @@ func TestOutOfRange(t *testing.T) {
 		{`{"n":1e999}`, "1e999"},
 		{`{"n":1.7976931348623157e308}`, ""},
 		{`{"s":"1e999"}`, ""},
+		{`{"t":true,"f":false,"n":2.5E+3}`, ""},
+		{`{"t":true,"n":2.5E+999}`, "2.5E+999"},
+		{`[` + strings.Repeat("9", 400) + `]`, strings.Repeat("9", 400)},
 	} {
 		got, ok := OutOfRange([]byte(tt.in))
 		if got != tt.want || ok != (tt.want != "") {
