@@ -15,6 +15,7 @@
 package syntax
 
 import (
+	"bytes"
 	"encoding/json"
 	"sort"
 	"strconv"
@@ -62,6 +63,8 @@ func (k Kind) String() string {
 // duplicates included; Elems holds an array's elements.
 type Node struct {
 	Kind    Kind
+	inArray bool  // n is an element of its parent array (else a member)
+	idx     int32 // n's index in its parent's Members or Elems
 	Text    string
 	Members []Member
 	Elems   []*Node
@@ -72,8 +75,6 @@ type Node struct {
 	Offset, End int
 
 	parent *Node
-	key    string // member name in parent object
-	index  int    // element index in parent array; -1 for members
 }
 
 // Member is one name/value pair of an object.
@@ -108,7 +109,10 @@ func (n *Node) Parent() *Node { return n.parent }
 // Key returns the member name under which n sits in its parent object, and
 // false when the parent is an array or n is the root.
 func (n *Node) Key() (string, bool) {
-	return n.key, n.parent != nil && n.index < 0
+	if n.parent == nil || n.inArray || int(n.idx) >= len(n.parent.Members) {
+		return "", false
+	}
+	return n.parent.Members[n.idx].Name, true
 }
 
 // Pointer returns the RFC 6901 JSON Pointer of n from the document root:
@@ -117,10 +121,10 @@ func (n *Node) Key() (string, bool) {
 func (n *Node) Pointer() string {
 	var parts []string
 	for c := n; c != nil && c.parent != nil; c = c.parent {
-		if c.index >= 0 {
-			parts = append(parts, strconv.Itoa(c.index))
-		} else {
-			parts = append(parts, EscapePointerToken(c.key))
+		if c.inArray {
+			parts = append(parts, strconv.Itoa(int(c.idx)))
+		} else if int(c.idx) < len(c.parent.Members) {
+			parts = append(parts, EscapePointerToken(c.parent.Members[c.idx].Name))
 		}
 	}
 	var b strings.Builder
@@ -164,10 +168,13 @@ type Lines struct {
 // before it counts as part of the line.
 func NewLines(src []byte) *Lines {
 	starts := make([]int, 1, 1+len(src)/32)
-	for i, c := range src {
-		if c == '\n' {
-			starts = append(starts, i+1)
+	for i := 0; ; {
+		j := bytes.IndexByte(src[i:], '\n')
+		if j < 0 {
+			break
 		}
+		i += j + 1
+		starts = append(starts, i)
 	}
 	return &Lines{starts: starts}
 }

@@ -3,7 +3,8 @@ package syntax
 import (
 	"bytes"
 	"fmt"
-	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -84,17 +85,16 @@ func Parse(src []byte, lim Limits) (*Node, []Error) {
 		return nil, []Error{{Rule: RuleLimit, Message: fmt.Sprintf(
 			"document is %d bytes; the limit is %d bytes", len(src), lim.MaxSize)}}
 	}
+	// Read the text as it is; only when that fails, look for what a
+	// lenient reader accepts (comments, trailing commas, ...), report it,
+	// and read again past it. Valid documents, the common case, are read
+	// once and never pre-scanned.
 	p := &parser{lim: lim}
-	src = p.repair(src)
-	p.src = src
-	p.dec = jsontext.NewDecoder(bytes.NewReader(src),
-		jsontext.AllowDuplicateNames(true), // reported by us, with both places
-		jsontext.AllowInvalidUTF8(true),    // reported by us, then read on
-	)
-	root := p.value(nil, "", -1, 0)
-	if root != nil && !p.stopped {
-		if off := p.skipSpace(int(p.dec.InputOffset())); off < len(src) {
-			p.errorf(off, "", RuleTrailingData, "unexpected data after the end of the document; a file holds exactly one JSON value")
+	root := p.parse(src)
+	if p.stopped || p.has(RuleTrailingData) {
+		q := &parser{lim: lim}
+		if fixed := q.repair(src); len(q.errs) > 0 {
+			p, root = q, q.parse(fixed)
 		}
 	}
 	for i := range p.errs {
@@ -104,6 +104,31 @@ func Parse(src []byte, lim Limits) (*Node, []Error) {
 	}
 	sortErrors(p.errs)
 	return root, p.errs
+}
+
+// parse reads src, which repair may have blanked in places.
+func (p *parser) parse(src []byte) *Node {
+	p.src = src
+	p.dec = jsontext.NewDecoder(bytes.NewReader(src),
+		jsontext.AllowDuplicateNames(true), // reported by us, with both places
+		jsontext.AllowInvalidUTF8(true),    // reported by us, then read on
+	)
+	root := p.value(nil, 0, false, 0)
+	if root != nil && !p.stopped {
+		if off := p.skipSpace(int(p.dec.InputOffset())); off < len(src) {
+			p.errorf(off, "", RuleTrailingData, "unexpected data after the end of the document; a file holds exactly one JSON value")
+		}
+	}
+	return root
+}
+
+func (p *parser) has(rule string) bool {
+	for _, e := range p.errs {
+		if e.Rule == rule {
+			return true
+		}
+	}
+	return false
 }
 
 // Truncated reports whether errs holds an error that ended the read early
@@ -151,16 +176,30 @@ func contains(n *Node, off int) bool {
 }
 
 type parser struct {
-	lim     Limits
-	dec     *jsontext.Decoder
-	errs    []Error
-	stopped bool // a fatal syntax error ended the read
-	unq     []byte
-	src     []byte
-	lineIdx *Lines
-	slab    []Node
-	members []Member // scratch stack of the members of open objects
-	elems   []*Node  // scratch stack of the elements of open arrays
+	lim        Limits
+	dec        *jsontext.Decoder
+	errs       []Error
+	stopped    bool // a fatal syntax error ended the read
+	unq        []byte
+	src        []byte
+	lineIdx    *Lines
+	slab       []Node
+	members    []Member // scratch stack of the members of open objects
+	elems      []*Node  // scratch stack of the elements of open arrays
+	strs       map[string]string
+	memberSlab []Member
+	elemSlab   []*Node
+	path       []string // the reference tokens (unescaped) of the value being read
+}
+
+// pointer is the JSON Pointer of the value being read.
+func (p *parser) pointer() string {
+	var b strings.Builder
+	for _, t := range p.path {
+		b.WriteByte('/')
+		b.WriteString(EscapePointerToken(t))
+	}
+	return b.String()
 }
 
 func (p *parser) lines() *Lines {
@@ -175,17 +214,19 @@ func (p *parser) errorf(off int, ptr, rule, format string, args ...any) {
 }
 
 // value reads the next value. depth counts the enclosing containers.
-func (p *parser) value(parent *Node, key string, index, depth int) *Node {
+// The value's JSON Pointer while it is read is p.pointer(): its parent's
+// Members are only set once the parent is read in full.
+func (p *parser) value(parent *Node, idx int, inArray bool, depth int) *Node {
 	if p.stopped {
 		return nil
 	}
 	n := p.node()
-	n.parent, n.key, n.index = parent, key, index
+	n.parent, n.idx, n.inArray = parent, int32(idx), inArray
 	switch k := p.dec.PeekKind(); k {
 	case '{', '[':
 		if depth >= p.lim.MaxDepth {
 			off := int(p.dec.InputOffset())
-			p.errorf(p.skipSpace(off), n.Pointer(), RuleLimit,
+			p.errorf(p.skipSpace(off), p.pointer(), RuleLimit,
 				"nesting is deeper than %d levels; the limit is %d", depth, p.lim.MaxDepth)
 			if err := p.dec.SkipValue(); err != nil {
 				p.syntaxError(err)
@@ -233,24 +274,58 @@ func (p *parser) value(parent *Node, key string, index, depth int) *Node {
 	switch raw.Kind() {
 	case 'n':
 		n.Kind = Null
-	case 't', 'f':
-		n.Kind = Bool
-		n.Text = string(raw)
+	case 't':
+		n.Kind, n.Text = Bool, "true"
+	case 'f':
+		n.Kind, n.Text = Bool, "false"
 	case '0':
 		n.Kind = Number
-		n.Text = string(raw)
+		n.Text = p.internShort(raw)
 	case '"':
 		n.Kind = String
-		n.Text = p.unquote(raw, n.Offset, n)
+		n.Text = p.unquote(raw, n.Offset, n, false)
 	}
 	return n
 }
 
+// intern returns b as a string, sharing one copy between equal short
+// texts: a document repeats its member names and small values ("type",
+// "string", "object") thousands of times.
+func (p *parser) intern(b []byte) string {
+	if len(b) > maxInterned {
+		return string(b)
+	}
+	if s, ok := p.strs[string(b)]; ok { // no allocation: the compiler reads the map with b's bytes
+		return s
+	}
+	if p.strs == nil {
+		p.strs = make(map[string]string, 256)
+	}
+	s := string(b)
+	p.strs[s] = s
+	return s
+}
+
+// internShort interns only very short texts (numbers, enum-like values),
+// which repeat; longer values are mostly unique, and a map insert per
+// unique value costs more than it saves.
+func (p *parser) internShort(b []byte) string {
+	if len(b) > 8 {
+		return string(b)
+	}
+	return p.intern(b)
+}
+
+// maxInterned is the longest text shared by intern; longer ones are
+// rarely repeated.
+const maxInterned = 32
+
 func (p *parser) object(n *Node, depth int) {
 	base := len(p.members)
 	defer func() {
-		if len(p.members) > base {
-			n.Members = slices.Clone(p.members[base:])
+		if k := len(p.members) - base; k > 0 {
+			n.Members = p.memberBlock(k)
+			copy(n.Members, p.members[base:])
 		}
 		p.members = p.members[:base]
 	}()
@@ -262,7 +337,7 @@ func (p *parser) object(n *Node, depth int) {
 			return
 		}
 		nameOff := int(p.dec.InputOffset()) - len(raw)
-		name := p.unquote(raw, nameOff, n)
+		name := p.unquote(raw, nameOff, n, true)
 		first := -1
 		if sib := p.members[base:]; len(sib) < 16 {
 			for _, m := range sib {
@@ -288,10 +363,12 @@ func (p *parser) object(n *Node, depth int) {
 		}
 		if first >= 0 {
 			line, col := p.lines().Position(first)
-			p.errorf(nameOff, n.Pointer()+"/"+EscapePointerToken(name), RuleDuplicateMember,
+			p.errorf(nameOff, p.pointer()+"/"+EscapePointerToken(name), RuleDuplicateMember,
 				"duplicate member name %q (first at line %d, column %d); each name may appear once in an object", name, line, col)
 		}
-		v := p.value(n, name, -1, depth)
+		p.path = append(p.path, name)
+		v := p.value(n, len(p.members)-base, false, depth)
+		p.path = p.path[:len(p.path)-1]
 		if v == nil {
 			return
 		}
@@ -302,14 +379,15 @@ func (p *parser) object(n *Node, depth int) {
 func (p *parser) array(n *Node, depth int) {
 	base := len(p.elems)
 	defer func() {
-		if len(p.elems) > base {
-			n.Elems = slices.Clone(p.elems[base:])
+		if k := len(p.elems) - base; k > 0 {
+			n.Elems = p.elemBlock(k)
+			copy(n.Elems, p.elems[base:])
 		}
 		p.elems = p.elems[:base]
 	}()
 	for i := 0; !p.stopped && p.dec.PeekKind() != ']'; i++ {
 		if i == p.lim.MaxArray {
-			p.errorf(int(p.dec.InputOffset()), n.Pointer(), RuleLimit,
+			p.errorf(int(p.dec.InputOffset()), p.pointer(), RuleLimit,
 				"array has more than %d elements; the limit is %d", p.lim.MaxArray, p.lim.MaxArray)
 			for !p.stopped && p.dec.PeekKind() != ']' {
 				if err := p.dec.SkipValue(); err != nil {
@@ -318,12 +396,42 @@ func (p *parser) array(n *Node, depth int) {
 			}
 			return
 		}
-		v := p.value(n, "", i, depth)
+		p.path = append(p.path, strconv.Itoa(i))
+		v := p.value(n, i, true, depth)
+		p.path = p.path[:len(p.path)-1]
 		if v == nil {
 			return
 		}
 		p.elems = append(p.elems, v)
 	}
+}
+
+// memberBlock returns a slice of k members carved from a shared block
+// (capacity k, so appending to it never touches a neighbour): many small
+// objects cost a few large allocations.
+func (p *parser) memberBlock(k int) []Member {
+	if k > 256 {
+		return make([]Member, k)
+	}
+	if len(p.memberSlab) < k {
+		p.memberSlab = make([]Member, 4096)
+	}
+	b := p.memberSlab[:k:k]
+	p.memberSlab = p.memberSlab[k:]
+	return b
+}
+
+// elemBlock is memberBlock for array elements.
+func (p *parser) elemBlock(k int) []*Node {
+	if k > 256 {
+		return make([]*Node, k)
+	}
+	if len(p.elemSlab) < k {
+		p.elemSlab = make([]*Node, 4096)
+	}
+	b := p.elemSlab[:k:k]
+	p.elemSlab = p.elemSlab[k:]
+	return b
 }
 
 // node returns a fresh node from the parser's slab, so that a large

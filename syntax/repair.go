@@ -130,7 +130,15 @@ func (p *parser) skipSpace(off int) int {
 // unquote returns the value of the raw string token at off, reporting
 // invalid UTF-8 (bytes or lone surrogate escapes) and over-long strings.
 // Invalid sequences read as U+FFFD.
-func (p *parser) unquote(raw []byte, off int, holder *Node) string {
+func (p *parser) unquote(raw []byte, off int, holder *Node, name bool) string {
+	if len(raw) >= 2 && len(raw)-2 <= p.lim.MaxString && simpleString(raw[1:len(raw)-1]) {
+		// No escape, no control character, ASCII: the value is the raw
+		// bytes between the quotes (the tokenizer has checked the rest).
+		if name {
+			return p.intern(raw[1 : len(raw)-1])
+		}
+		return p.internShort(raw[1 : len(raw)-1])
+	}
 	var err error
 	p.unq, err = jsontext.AppendUnquote(p.unq[:0], raw)
 	if err != nil {
@@ -142,14 +150,14 @@ func (p *parser) unquote(raw []byte, off int, holder *Node) string {
 		if strings.Contains(err.Error(), "surrogate") {
 			what = "has an escape that encodes a lone UTF-16 surrogate"
 		}
-		p.errorf(bad, holder.Pointer(), RuleInvalidUTF8,
+		p.errorf(bad, p.pointer(), RuleInvalidUTF8,
 			"string %s; JSON text must be valid UTF-8 (RFC 8259 section 8.1), read here as U+FFFD", what)
 	}
 	if len(p.unq) > p.lim.MaxString {
-		p.errorf(off, holder.Pointer(), RuleLimit, "string is %d bytes long; the limit is %d bytes", len(p.unq), p.lim.MaxString)
+		p.errorf(off, p.pointer(), RuleLimit, "string is %d bytes long; the limit is %d bytes", len(p.unq), p.lim.MaxString)
 		return string(p.unq[:p.lim.MaxString])
 	}
-	return string(p.unq)
+	return p.intern(p.unq)
 }
 
 // firstInvalid returns the index in raw of the first byte that is not
@@ -206,4 +214,15 @@ func explainSyntax(msg string, src []byte, off int) string {
 
 func sortErrors(errs []Error) {
 	slices.SortStableFunc(errs, func(a, b Error) int { return a.Offset - b.Offset })
+}
+
+// simpleString reports whether a string token's content needs no
+// unescaping or UTF-8 check: printable ASCII without '\\' or '"'.
+func simpleString(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x80 || c == '\\' || c == '"' {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"github.com/openplaybook/openplaybook/internal/jsonnum"
@@ -44,13 +45,16 @@ func (ruleJSONSchema) Description() string {
 func (ruleJSONSchema) Check(c *Context) {
 	d := c.Doc
 	jobs := make([]schemaJob, 0, 1+2*len(d.Tools))
+	_, anyBad := jsonnum.OutOfRange(d.Source) // one quick scan decides whether any schema needs a look
 	add := func(j schemaJob) {
 		// A number a float64 cannot hold is dropped silently by the
 		// schema library (a "minimum" that no longer bounds anything):
 		// refuse the schema instead, and do not compile it.
-		if n := outOfRangeNumber(j.n); n != nil {
-			c.Errorf(n, "number %s in %q does not fit a 64-bit float, so a JSON Schema validator would ignore or change it; use a number between -1.7976931348623157e308 and 1.7976931348623157e308, and not one that rounds to 0", n.Text, j.member)
-			return
+		if anyBad {
+			if n := outOfRangeNumber(d.Source, j.n); n != nil {
+				c.Errorf(n, "number %s in %q does not fit a 64-bit float, so a JSON Schema validator would ignore or change it; use a number between -1.7976931348623157e308 and 1.7976931348623157e308, and not one that rounds to 0", n.Text, j.member)
+				return
+			}
 		}
 		jobs = append(jobs, j)
 	}
@@ -65,7 +69,7 @@ func (ruleJSONSchema) Check(c *Context) {
 			add(schemaJob{n: t.OutputSchema, member: "outputSchema", tool: t})
 		}
 	}
-	compileAll(jobs)
+	compileAll(d.Source, jobs)
 	for _, j := range jobs {
 		if j.err == nil {
 			continue
@@ -108,8 +112,8 @@ type schemaJob struct {
 // raised again on the calling goroutine once the workers are done, where
 // [Document] reports it as it reports any rule's panic, instead of
 // crashing the process from a goroutine nothing watches.
-func compileAll(jobs []schemaJob) {
-	var dd schemaDedup
+func compileAll(src []byte, jobs []schemaJob) {
+	dd := schemaDedup{src: src}
 	slot := make([]*uniqueSchema, len(jobs))
 	for i, j := range jobs {
 		slot[i] = dd.add(j.n)
@@ -166,6 +170,7 @@ type uniqueSchema struct {
 // repeated schema costs one comparison, and a document of thousands of
 // distinct schemas of one length stays linear.
 type schemaDedup struct {
+	src     []byte // the document's text: equal bytes are equal values
 	uniq    []*uniqueSchema
 	buckets map[schemaSig]*schemaBucket
 }
@@ -200,7 +205,7 @@ func (dd *schemaDedup) add(n *syntax.Node) *uniqueSchema {
 		candidates = b.byHash[h]
 	}
 	for _, u := range candidates {
-		if sameValue(u.n, n) {
+		if dd.sameBytes(u.n, n) || sameValue(u.n, n) {
 			return u
 		}
 	}
@@ -476,8 +481,14 @@ func warnNotObject(c *Context, t *playbook.Tool, n *syntax.Node) {
 }
 
 // outOfRangeNumber returns the first number below n that a float64 cannot
-// hold (see package internal/jsonnum), or nil.
-func outOfRangeNumber(n *syntax.Node) *syntax.Node {
+// hold (see package internal/jsonnum), or nil. src is the document's text:
+// a quick scan of n's bytes decides whether the tree needs a walk.
+func outOfRangeNumber(src []byte, n *syntax.Node) *syntax.Node {
+	if n.End > n.Offset && n.End <= len(src) {
+		if _, bad := jsonnum.OutOfRange(src[n.Offset:n.End]); !bad {
+			return nil
+		}
+	}
 	var bad *syntax.Node
 	syntax.Walk(n, func(x *syntax.Node) bool {
 		if bad != nil {
@@ -489,4 +500,13 @@ func outOfRangeNumber(n *syntax.Node) *syntax.Node {
 		return true
 	})
 	return bad
+}
+
+// sameBytes reports whether two values are spelled with the same bytes,
+// which makes them the same value without walking them.
+func (dd *schemaDedup) sameBytes(a, b *syntax.Node) bool {
+	if dd.src == nil || a.End > len(dd.src) || b.End > len(dd.src) || a.End <= a.Offset {
+		return false
+	}
+	return bytes.Equal(dd.src[a.Offset:a.End], dd.src[b.Offset:b.End])
 }

@@ -26,15 +26,20 @@ func (ruleRequired) Check(c *Context) {
 	if d.Truncated {
 		return // what is missing may only be unread
 	}
-	need := func(obj *syntax.Node, what string, names ...string) {
+	// label names the object in a message; it is only called when a
+	// member is missing, so a large valid document costs no formatting.
+	needL := func(obj *syntax.Node, label func() string, names ...string) {
 		if obj == nil || obj.Kind != syntax.Object {
 			return
 		}
 		for _, n := range names {
 			if obj.Member(n) == nil && !misspelt(obj, n) {
-				c.Errorf(obj, "%s is missing required member %q", what, n)
+				c.Errorf(obj, "%s is missing required member %q", label(), n)
 			}
 		}
+	}
+	need := func(obj *syntax.Node, what string, names ...string) {
+		needL(obj, func() string { return what }, names...)
 	}
 	need(d.Root, "the document", "openplaybook", "manifest", "requires", "tools", "steps")
 	if d.Manifest != nil {
@@ -60,16 +65,16 @@ func (ruleRequired) Check(c *Context) {
 		}
 	}
 	for _, t := range d.Tools {
-		need(t.Node, toolLabel(t), "name", "source", "description", "permissions", "inputSchema", "outputSchema")
+		needL(t.Node, func() string { return toolLabel(t) }, "name", "source", "description", "permissions", "inputSchema", "outputSchema")
 	}
 	if steps := d.Root.Member("steps"); steps != nil && steps.Kind == syntax.Array && len(steps.Elems) == 0 {
 		c.Errorf(steps, "%q is empty; a playbook has at least one step (the first is the entry step)", "steps")
 	}
 	for _, s := range d.Steps {
-		what := stepLabel(s)
-		need(s.Node, what, "id", "kind", "purpose")
+		what := func() string { return stepLabel(s) }
+		needL(s.Node, what, "id", "kind", "purpose")
 		if playbook.Str(s.Kind) == "agent" {
-			need(s.Node, what, "agent", "allowedTools")
+			needL(s.Node, what, "agent", "allowedTools")
 		}
 	}
 }
