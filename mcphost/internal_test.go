@@ -71,7 +71,7 @@ func TestStdoutSniffer(t *testing.T) {
 		{[]string{"\r\n", "  {}\n"}, ""},
 		{[]string{"{}\n", "hel", "lo world\n{}\n"}, "hello world"},
 		{[]string{"Server running on stdio\n"}, "Server running on stdio"},
-		{[]string{strings.Repeat("x", 100) + "\n"}, strings.Repeat("x", maxShown)},
+		{[]string{strings.Repeat("x", maxKept+100) + "\n"}, strings.Repeat("x", maxKept)},
 		{[]string{`{"a":"b`, "\n", "c\"}\n"}, `c"}`},
 	} {
 		s := newStdoutSniffer(nil)
@@ -175,3 +175,32 @@ func TestRedactor(t *testing.T) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return jsonv2.Unmarshal(b, v) }
+
+// TestNonJSONLineRedactedBeforeCut: a secret on a non-JSON stdout line is
+// redacted whole before the line is cut for display, so its first bytes
+// never show.
+func TestNonJSONLineRedactedBeforeCut(t *testing.T) {
+	secret := "9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0ffee"
+	red := redactor{secrets: []string{secret}}
+	got := quoteBytes([]byte(red.redact("key=" + secret + " trailing text")))
+	if strings.Contains(got, secret[:8]) {
+		t.Fatalf("message shows part of the secret: %s", got)
+	}
+	if !strings.Contains(got, "[redacted]") {
+		t.Fatalf("message = %s, want the redaction marker", got)
+	}
+}
+
+// TestTailDropsCutLine: a stderr tail whose first line lost its start
+// (the ring overflowed) does not show that line at all.
+func TestTailDropsCutLine(t *testing.T) {
+	b := &tailBuffer{max: 16}
+	b.Write([]byte("TOKENSECRETVALUE1234567890 and more on the same line"))
+	if got := string(b.Bytes()); got != "" {
+		t.Fatalf("tail of one overflowing line = %q, want nothing", got)
+	}
+	b.Write([]byte("\nlast\n"))
+	if got := string(b.Bytes()); got != "last\n" {
+		t.Fatalf("tail = %q, want the last whole line", got)
+	}
+}

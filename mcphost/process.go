@@ -201,8 +201,12 @@ func (b *tailBuffer) Bytes() []byte {
 	defer b.mu.Unlock()
 	out := b.buf
 	if b.truncated {
+		// The first line lost its beginning: drop it whole, so the end of
+		// a secret cut there is never shown.
 		if i := bytes.IndexByte(out, '\n'); i >= 0 {
 			out = out[i+1:]
+		} else {
+			out = nil // one endless line: nothing of it is shown
 		}
 	}
 	return append([]byte(nil), out...)
@@ -253,8 +257,13 @@ type stdoutSniffer struct {
 	badCh      chan struct{}
 }
 
-// maxShown is how many bytes of a non-JSON line a message shows.
-const maxShown = 64
+// maxShown is how many bytes of a non-JSON line a message shows;
+// maxKept is how many are kept, so that a secret in the line is redacted
+// whole before the line is cut for display.
+const (
+	maxShown = 64
+	maxKept  = 4096
+)
 
 func newStdoutSniffer(r io.ReadCloser) *stdoutSniffer {
 	return &stdoutSniffer{r: r, lineStart: true, badCh: make(chan struct{})}
@@ -276,7 +285,7 @@ func (s *stdoutSniffer) scan(p []byte) {
 	found := false
 	for _, c := range p {
 		if s.collecting {
-			if c == '\n' || len(s.bad) >= maxShown {
+			if c == '\n' || len(s.bad) >= maxKept {
 				s.collecting = false
 			} else {
 				s.bad = append(s.bad, c)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -452,7 +453,7 @@ func (s *Server) failure(ctx context.Context, op string, err error) *Error {
 			}
 		}
 		if bad := s.proc.stdout.nonJSON(); len(bad) > 0 {
-			msg = "server wrote non-JSON to stdout: " + quoteBytes(bad)
+			msg = "server wrote non-JSON to stdout: " + quoteBytes([]byte(s.red.redact(string(bad))))
 		} else if s.proc.exited() {
 			msg = "server exited (" + s.proc.exitDescription() + ")"
 		}
@@ -523,12 +524,17 @@ func (e *Error) Error() string {
 // text is not redacted: show the Error, not it.
 func (e *Error) Unwrap() error { return e.err }
 
+// quoteBytes quotes at most maxShown bytes of b (cut on a rune boundary)
+// for a message.
 func quoteBytes(b []byte) string {
-	s := quoteName(string(b))
-	if len(b) >= maxShown {
-		s += "..."
+	if len(b) <= maxShown {
+		return quoteName(string(b))
 	}
-	return s
+	n := maxShown
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return quoteName(string(b[:n])) + "..."
 }
 
 func cloneMap(m map[string]string) map[string]string {
