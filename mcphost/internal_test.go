@@ -48,8 +48,9 @@ func TestTailBuffer(t *testing.T) {
 	}
 	b = &tailBuffer{max: 8}
 	b.Write([]byte(strings.Repeat("z", 100)))
-	if got := string(b.Bytes()); got != "zzzzzzzz" {
-		// One long cut line: its tail is kept.
+	if got := string(b.Bytes()); got != "" {
+		// One long cut line: none of it is kept (its cut start could be
+		// the end of a secret that redaction no longer recognises).
 		t.Errorf("Bytes = %q", got)
 	}
 	var lines []string
