@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/openplaybook/openplaybook/internal/credential"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -143,10 +144,23 @@ type reader struct {
 	ds    []diag.Diagnostic
 }
 
+// add records a diagnostic. Every one passes through here, so this is
+// where credentials are kept out of them: whatever in the message or the
+// pointer looks like a credential (a key or a value written like a token),
+// or is a piece of one held by the message's string arguments (quoted,
+// cut short), is replaced by "[redacted <kind>]" (package
+// internal/credential). Values flagged for their key's name alone (a
+// GITHUB_TOKEN holding plain text) are never quoted by the messages.
 func (r *reader) add(sev diag.Severity, line, col int, ptr, rule, format string, args ...any) {
+	var quoted []string
+	for _, a := range args {
+		if s, ok := a.(string); ok && len(s) >= credential.MinLen {
+			quoted = append(quoted, s)
+		}
+	}
 	r.ds = append(r.ds, diag.Diagnostic{
-		File: r.file, Line: line, Column: col, Pointer: ptr,
-		Severity: sev, Rule: rule, Message: fmt.Sprintf(format, args...),
+		File: r.file, Line: line, Column: col, Pointer: credential.RedactPointer(ptr),
+		Severity: sev, Rule: rule, Message: credential.RedactFrom(fmt.Sprintf(format, args...), quoted...),
 	})
 }
 

@@ -205,3 +205,27 @@ func hex4(b []byte) (rune, bool) {
 	}
 	return r, true
 }
+
+// withSpan returns masks (sorted, apart) with sp added, still sorted and
+// apart; masks itself is not changed.
+func withSpan(masks []span, sp span) []span {
+	out := make([]span, 0, len(masks)+1)
+	for _, m := range masks {
+		switch {
+		case m.end < sp.start:
+			out = append(out, m)
+		case m.start > sp.end:
+			if sp.end > sp.start {
+				out = append(out, sp)
+				sp = span{}
+			}
+			out = append(out, m)
+		default:
+			sp = span{min(sp.start, m.start), max(sp.end, m.end)}
+		}
+	}
+	if sp.end > sp.start {
+		out = append(out, sp)
+	}
+	return out
+}

@@ -50,7 +50,14 @@ func writeText(b *bytes.Buffer, src *sources, diags []diag.Diagnostic) {
 		if !ok {
 			continue
 		}
-		text, caret := snippet(line, d.Column, src.masks(d.File, start, start+len(line)), start)
+		masks := src.masks(d.File, start, start+len(line))
+		if strings.HasSuffix(d.Rule, "credential") && d.Column >= 1 && d.Column <= len(line)+1 {
+			// A credential diagnostic points at a value that may be one
+			// only by where it stands (a GITHUB_TOKEN holding plain text):
+			// everything from the column to the end of the line is hidden.
+			masks = withSpan(masks, span{start + d.Column - 1, start + len(line)})
+		}
+		text, caret := snippet(line, d.Column, masks, start)
 		num := strconv.Itoa(d.Line)
 		fmt.Fprintf(b, " %s | %s\n", num, text)
 		fmt.Fprintf(b, " %s | %s^\n", strings.Repeat(" ", len(num)), caret)
