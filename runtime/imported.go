@@ -142,7 +142,7 @@ func compileSchema(name string, raw jsontext.Value) (*jsonschema.Schema, error) 
 		return nil, nil
 	}
 	if lit, bad := jsonnum.OutOfRange(raw); bad {
-		return nil, fmt.Errorf("%s holds the number %s, which does not fit a 64-bit float (a validator would ignore it)", name, clipLit(lit))
+		return nil, fmt.Errorf("%s holds the number %s, which a 64-bit float does not hold exactly (a validator would ignore or change it)", name, clipLit(lit))
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
@@ -222,7 +222,7 @@ func (im *Imported) Decide(step, name string, args []byte) Decision {
 	d := Decision{tool: ti}
 	if lit, bad := jsonnum.OutOfRange(args); bad {
 		d.Code, d.ArgsDigest = CodeInvalidArguments, digest(args)
-		d.Reason = fmt.Sprintf("the arguments to %s in step %s hold the number %s, which does not fit a 64-bit float; the call was refused and not run", quote(name), quote(step), clipLit(lit))
+		d.Reason = fmt.Sprintf("the arguments to %s in step %s hold the number %s, which a 64-bit float does not hold exactly (it would be sent as another number); the call was refused and not run", quote(name), quote(step), clipLit(lit))
 		return d
 	}
 	canon := jsontext.Value(bytes.Clone(args))

@@ -52,7 +52,7 @@ func (ruleJSONSchema) Check(c *Context) {
 		// refuse the schema instead, and do not compile it.
 		if anyBad {
 			if n := outOfRangeNumber(d.Source, j.n); n != nil {
-				c.Errorf(n, "number %s in %q does not fit a 64-bit float, so a JSON Schema validator would ignore or change it; use a number between -1.7976931348623157e308 and 1.7976931348623157e308, and not one that rounds to 0", n.Text, j.member)
+				c.Errorf(n, "number %s in %q is not held exactly by a 64-bit float, so a JSON Schema validator would ignore or change it; use at most 15 significant digits, a magnitude below 1.7976931348623157e308, and not one that rounds to 0", n.Text, j.member)
 				return
 			}
 		}

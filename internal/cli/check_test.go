@@ -299,3 +299,17 @@ func mustRead(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// TestPinRefusesABrokenHarness: a harness with errors contacts nothing, so
+// pin must not report a document "in line" against it.
+func TestPinRefusesABrokenHarness(t *testing.T) {
+	dir := t.TempDir()
+	h := writeDoc(t, dir, "h.yaml", "bogus: 1\n")
+	doc := writeDoc(t, dir, "doc.json", mcpDoc("memory", nil, map[string]string{
+		"mcp.memory.read_graph": `"description": "d", "permissions": [], "riskClass": "read", "sideEffecting": false, "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}`,
+	}))
+	code, _, errOut := run(t, nil, "pin", "--harness", h, "--write", doc)
+	if code != ExitUsage || !strings.Contains(errOut, "harness-unknown-key") || strings.Contains(errOut, "in line") {
+		t.Fatalf("pin with a broken harness: exit %d\n%s", code, errOut)
+	}
+}

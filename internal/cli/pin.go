@@ -53,6 +53,13 @@ invalid, 2 bad usage or unreadable input.`,
 				return ioError(err)
 			}
 			defer res.env.Close()
+			if hd := inFile(res.diags, harnessPath); diag.Count(hd, diag.Error) > 0 {
+				// A harness with errors contacts nothing, so the registry
+				// lacks its MCP tools: pinning against it would be wrong.
+				fmt.Fprintf(c.stderr(), "openplaybook: the harness has errors; nothing was pinned:\n")
+				_ = report.Write(c.stderr(), "text", res.files, hd, nil)
+				return &exitError{code: ExitUsage}
+			}
 			doc := res.docs[0]
 			plan, err := pin.Plan(doc, res.env.Registry)
 			if err != nil {
@@ -128,4 +135,15 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// inFile returns the diagnostics about file.
+func inFile(ds []diag.Diagnostic, file string) []diag.Diagnostic {
+	var out []diag.Diagnostic
+	for _, d := range ds {
+		if d.File == file {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -14,13 +14,15 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// OutOfRange returns the first number literal in the JSON text v whose
-// magnitude overflows a float64 or that underflows to zero without being
-// zero, and true; or "", false when there is none (or v is not JSON: the
+// OutOfRange returns the first number literal in the JSON text v that a
+// float64 does not hold exactly as written (its magnitude overflows, it
+// underflows to zero without being zero, or it has more precision than a
+// double keeps, so that it would read as another number), and true; or "", false when there is none (or v is not JSON: the
 // caller reports that).
 func OutOfRange(v []byte) (string, bool) {
 	if !mayOverflow(v) {
@@ -55,6 +57,9 @@ func bad(lit string) bool {
 	if errors.Is(err, strconv.ErrRange) {
 		return true
 	}
+	if err == nil && !sameDecimal(lit, strconv.FormatFloat(f, 'e', -1, 64)) {
+		return true // the double is another number: 100.0000000000000001 reads as 100
+	}
 	if f == 0 {
 		// Underflow: a non-zero literal that reads as 0.
 		for i := 0; i < len(lit); i++ {
@@ -71,7 +76,8 @@ func bad(lit string) bool {
 }
 
 // mayOverflow is a quick scan: false when no number literal of v has an
-// exponent or 300 or more digits (strings are skipped, so an "e" in a
+// exponent or more than 15 digits (a double keeps any 15 significant
+// digits exactly) (strings are skipped, so an "e" in a
 // member name costs nothing), true when one might not fit.
 func mayOverflow(v []byte) bool {
 	run := 0
@@ -88,12 +94,43 @@ func mayOverflow(v []byte) bool {
 			return true // an exponent (the e of true and false follows no digit)
 		case c >= '0' && c <= '9' || c == '.' && run > 0:
 			run++
-			if run >= 300 {
-				return true
+			if run > 15 {
+				return true // more digits than a double always keeps
 			}
 		default:
 			run = 0
 		}
 	}
 	return false
+}
+
+// sameDecimal reports whether two number literals are the same decimal
+// value (1.50 and 15e-1 are; 100.0000000000000001 and 1e2 are not).
+func sameDecimal(a, b string) bool {
+	sa, da, ea := decimal(a)
+	sb, db, eb := decimal(b)
+	if da == "" && db == "" {
+		return true // both zero, whatever the sign
+	}
+	return sa == sb && da == db && ea == eb
+}
+
+// decimal splits a number literal into its sign, its significant digits
+// without leading or trailing zeros, and the exponent of the last of
+// them ("" digits for zero).
+func decimal(lit string) (neg bool, digits string, exp int) {
+	if strings.HasPrefix(lit, "-") {
+		neg, lit = true, lit[1:]
+	}
+	mant, e, _ := strings.Cut(strings.ToLower(lit), "e")
+	if e != "" {
+		exp, _ = strconv.Atoi(e)
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits = intPart + frac
+	exp -= len(frac)
+	digits = strings.TrimLeft(digits, "0")
+	trimmed := strings.TrimRight(digits, "0")
+	exp += len(digits) - len(trimmed)
+	return neg, trimmed, exp
 }
