@@ -5,34 +5,14 @@ import (
 	"testing"
 
 	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/internal/credential/credtest"
 	"github.com/openplaybook/openplaybook/internal/testgen"
 	"github.com/openplaybook/openplaybook/playbook"
 )
 
-// The fake credentials below are built from pieces so that secret scanners
-// do not mistake this file for a leak; none of them is real.
-var (
-	fakeStripeLive   = "sk_" + "live_" + "51HqLyjWDarjtT1zdp7dcXq"
-	fakeStripeTest   = "sk_" + "test_" + "4eC39HqLyjWDarjtT1zdp7dc"
-	fakeStripeRK     = "rk_" + "live_" + "51HqLyjWDarjtT1zdp7dcRk"
-	fakeWebhook      = "whsec_" + "5WbX5kEWLlfzsGNjH64I8lOOqUB6e8FH"
-	fakeGitHubPAT    = "ghp_" + "R2d2C3p0BB8aLuKeSkYwAlKeR0123456789"
-	fakeGitHubOAuth  = "gho_" + "16C7e42F292c6912E7710c838347Ae178B4a"
-	fakeGitHubApp    = "ghs_" + "16C7e42F292c6912E7710c838347Ae178B4a"
-	fakeGitHubFine   = "github_" + "pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGH"
-	fakeSlack        = "xoxb-" + "2048123456-4096123456789-AbCdEfGhIjKlMnOpQrStUvWx"
-	fakeAWS          = "AKIA" + "Z3MNQ7RT5XK2PL4W"
-	fakeOpenAI       = "sk-" + "proj-" + "Qx7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0"
-	fakeAnthropic    = "sk-" + "ant-" + "api03-" + "Qx7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0_AbCdEf-012345"
-	fakeBearerHeader = "Bearer " + "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJl"
-	fakePEM          = "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\n-----END RSA PRIVATE KEY-----"
-	fakeURLPass      = "postgres://app:" + "Tr0ub4dor3@db.internal.example:5432/app"
-	fakeURLToken     = "https://" + "x9TqLm2VbR7cWd4Kz8Hn" + "@git.example.com/acme/repo.git"
-)
-
-// fakeSecrets are all the fake credentials above.
-var fakeSecrets = []string{fakeStripeLive, fakeStripeTest, fakeStripeRK, fakeWebhook, fakeGitHubPAT, fakeGitHubOAuth,
-	fakeGitHubApp, fakeGitHubFine, fakeSlack, fakeAWS, fakeOpenAI, fakeAnthropic, fakeBearerHeader, fakePEM, fakeURLPass, fakeURLToken}
+// fakeSecrets are fake credentials of every kind, from [credtest].
+var fakeSecrets = []string{credtest.StripeLive, credtest.StripeTest, credtest.StripeRK, credtest.Webhook, credtest.GitHubPAT, credtest.GitHubOAuth,
+	credtest.GitHubApp, credtest.GitHubFine, credtest.Slack, credtest.AWS, credtest.OpenAI, credtest.Anthropic, credtest.BearerHeader, credtest.PEM, credtest.URLPass, credtest.URLToken}
 
 // TestCredentialNeverEchoed validates documents holding each fake
 // credential in a string value, in a member name and inside an

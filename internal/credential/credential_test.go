@@ -6,66 +6,35 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openplaybook/openplaybook/internal/credential/credtest"
 )
 
-// The fake credentials below are built from pieces so that secret scanners
-// do not mistake this file for a leak; none of them is real.
-var (
-	fakeStripeLive   = "sk_" + "live_" + "51HqLyjWDarjtT1zdp7dcXq"
-	fakeStripeTest   = "sk_" + "test_" + "4eC39HqLyjWDarjtT1zdp7dc"
-	fakeStripeRK     = "rk_" + "live_" + "51HqLyjWDarjtT1zdp7dcRk"
-	fakeWebhook      = "whsec_" + "5WbX5kEWLlfzsGNjH64I8lOOqUB6e8FH"
-	fakeGitHubPAT    = "ghp_" + "R2d2C3p0BB8aLuKeSkYwAlKeR0123456789"
-	fakeGitHubOAuth  = "gho_" + "16C7e42F292c6912E7710c838347Ae178B4a"
-	fakeGitHubApp    = "ghs_" + "16C7e42F292c6912E7710c838347Ae178B4a"
-	fakeGitHubFine   = "github_" + "pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGH"
-	fakeSlack        = "xoxb-" + "2048123456-4096123456789-AbCdEfGhIjKlMnOpQrStUvWx"
-	fakeAWS          = "AKIA" + "Z3MNQ7RT5XK2PL4W"
-	fakeOpenAI       = "sk-" + "proj-" + "Qx7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0"
-	fakeOpenAIOld    = "sk-" + "Qx7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0T3BlbkFJ"
-	fakeAnthropic    = "sk-" + "ant-" + "api03-" + "Qx7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0_AbCdEf-012345"
-	fakeBearerToken  = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJl"
-	fakeBearerHeader = "Bearer " + fakeBearerToken
-	fakePEMBody      = "MIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\nz8Hn3Kq0Vb2Lm5Tr7Wd9Xc1Ys4Ga6Ef8Jh0Pk2Nq5Rs7Tu9Vw1Xy3Za5Bc7De9Fg"
-	fakePEM          = "-----BEGIN " + "RSA PRIVATE KEY-----\n" + fakePEMBody + "\n-----END RSA PRIVATE KEY-----"
-	fakeURLPass      = "postgres://app:" + "Tr0ub4dor3@db.internal.example:5432/app"
-	fakeURLToken     = "https://" + "x9TqLm2VbR7cWd4Kz8Hn" + "@git.example.com/acme/repo.git"
-	fakeURLAtInPass  = "https://app:" + "p@ssW0rd-Secret@mcp.example.com/sse"
-	// Keys joined to a word by '_', as in a member name.
-	fakeStripeJoined = "x_" + "sk_" + "live_" + "51Hq8ZtLkR9vXw2Yp4Nm7QcB3dF6gJ"
-	fakeGitHubJoined = "key_" + "ghp_" + "R2d2C3p0BB8aLuKeSkYwAlKeR0123456789"
-	// "Basic " and the base64 of "user:password", and of "ab:cdef".
-	fakeBasic      = "Basic " + "dXNlcjpwYXNzd29yZA=="
-	fakeBasicShort = "basic\t" + "YWI6Y2RlZg=="
-	// header {"alg":"HS256","typ":"JWT"}, payload {"sub":"1234567890"}.
-	fakeJWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" + "." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0" + "." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
-)
-
-// fakes maps each fake credential to its kind.
+// fakes maps each fake credential of [credtest] to its kind.
 var fakes = []struct{ secret, kind string }{
-	{fakeStripeLive, StripeSecretKey},
-	{fakeStripeTest, StripeSecretKey},
-	{fakeStripeRK, StripeRestrictedKey},
-	{fakeWebhook, StripeWebhookSecret},
-	{fakeGitHubPAT, GitHubToken},
-	{fakeGitHubOAuth, GitHubToken},
-	{fakeGitHubApp, GitHubToken},
-	{fakeGitHubFine, GitHubFineGrainedPAT},
-	{fakeSlack, SlackToken},
-	{fakeAWS, AWSAccessKeyID},
-	{fakeOpenAI, OpenAIAPIKey},
-	{fakeOpenAIOld, OpenAIAPIKey},
-	{fakeAnthropic, AnthropicAPIKey},
-	{fakeBearerHeader, BearerToken},
-	{fakePEM, PEMPrivateKey},
-	{fakeURLPass, URLWithCredentials},
-	{fakeURLToken, URLWithCredentials},
-	{fakeURLAtInPass, URLWithCredentials},
-	{fakeStripeJoined, StripeSecretKey},
-	{fakeGitHubJoined, GitHubToken},
-	{fakeBasic, BasicCredentials},
-	{fakeBasicShort, BasicCredentials},
-	{fakeJWT, JSONWebToken},
+	{credtest.StripeLive, StripeSecretKey},
+	{credtest.StripeTest, StripeSecretKey},
+	{credtest.StripeRK, StripeRestrictedKey},
+	{credtest.Webhook, StripeWebhookSecret},
+	{credtest.GitHubPAT, GitHubToken},
+	{credtest.GitHubOAuth, GitHubToken},
+	{credtest.GitHubApp, GitHubToken},
+	{credtest.GitHubFine, GitHubFineGrainedPAT},
+	{credtest.Slack, SlackToken},
+	{credtest.AWS, AWSAccessKeyID},
+	{credtest.OpenAI, OpenAIAPIKey},
+	{credtest.OpenAIOld, OpenAIAPIKey},
+	{credtest.Anthropic, AnthropicAPIKey},
+	{credtest.BearerHeader, BearerToken},
+	{credtest.PEM, PEMPrivateKey},
+	{credtest.URLPass, URLWithCredentials},
+	{credtest.URLToken, URLWithCredentials},
+	{credtest.URLAtInPass, URLWithCredentials},
+	{credtest.StripeJoined, StripeSecretKey},
+	{credtest.GitHubJoined, GitHubToken},
+	{credtest.Basic, BasicCredentials},
+	{credtest.BasicShort, BasicCredentials},
+	{credtest.JWT, JSONWebToken},
 }
 
 func TestFind(t *testing.T) {
@@ -73,10 +42,10 @@ func TestFind(t *testing.T) {
 		s    string
 		want string
 	}{
-		{"key=" + fakeStripeTest, StripeSecretKey},
-		{"token " + fakeGitHubOAuth, GitHubToken},
+		{"key=" + credtest.StripeTest, StripeSecretKey},
+		{"token " + credtest.GitHubOAuth, GitHubToken},
 		{"authorization: BEARER " + "AbCdEf0123456789xyzXYZ", BearerToken},
-		{"PEM without its END line: -----BEGIN " + "PRIVATE KEY-----\n" + fakePEMBody, PEMPrivateKey},
+		{"PEM without its END line: -----BEGIN " + "PRIVATE KEY-----\n" + credtest.PEMBody, PEMPrivateKey},
 
 		// Prose and placeholders are not credentials.
 		{"Stripe secret keys start with sk_live_ and restricted keys with rk_live_.", ""},
@@ -119,7 +88,7 @@ func TestFind(t *testing.T) {
 		{"Basic " + "AQID" + "OgQF" + "BgcI", ""}, // binary
 		{"basically nothing", ""},
 		// A JSON Web Token's header names its "alg".
-		{"token: " + fakeJWT + ".", JSONWebToken},
+		{"token: " + credtest.JWT + ".", JSONWebToken},
 		{"eyJ is how the base64 of a JSON object starts, as in eyJhbGciOi", ""},
 		{"eyJub3QiOiJhIGp3dCJ9" + ".eyJzdWIiOiIxIn0.c2ln", ""}, // header {"not":"a jwt"}
 		{"eyJhbGciOiJIUzI1NiJ9" + ".%%%.sig", ""},
@@ -204,14 +173,14 @@ func TestRedact(t *testing.T) {
 
 func TestRedactForms(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
-		{"Authorization: Bearer " + fakeBearerToken, "Authorization: Bearer [redacted bearer token]"},
-		{`name "` + fakeURLPass + `" here`, `name "[redacted URL with credentials]" here`},
-		{"two: " + fakeGitHubPAT + ", " + fakeAWS + ".", "two: [redacted GitHub token], [redacted AWS access key id]."},
+		{"Authorization: Bearer " + credtest.BearerToken, "Authorization: Bearer [redacted bearer token]"},
+		{`name "` + credtest.URLPass + `" here`, `name "[redacted URL with credentials]" here`},
+		{"two: " + credtest.GitHubPAT + ", " + credtest.AWS + ".", "two: [redacted GitHub token], [redacted AWS access key id]."},
 		// A token as user info is one redaction, of the whole URL.
-		{"see https://" + fakeGitHubPAT + "@github.com/acme/x.", "see [redacted URL with credentials]"},
+		{"see https://" + credtest.GitHubPAT + "@github.com/acme/x.", "see [redacted URL with credentials]"},
 		// sk-ant- keys also have the shape of OpenAI keys.
-		{fakeAnthropic, "[redacted Anthropic API key]"},
-		{"key: " + fakePEM + "\nthat was it", "key: [redacted PEM private key block]\nthat was it"},
+		{credtest.Anthropic, "[redacted Anthropic API key]"},
+		{"key: " + credtest.PEM + "\nthat was it", "key: [redacted PEM private key block]\nthat was it"},
 		// A replacement takes the word around it along, so that it does not
 		// give a token in the same word the boundary (\b) its pattern needs
 		// (a case found by FuzzRedact).
@@ -253,12 +222,12 @@ func TestRedactFrom(t *testing.T) {
 func TestRedactPointer(t *testing.T) {
 	esc := strings.NewReplacer("~", "~0", "/", "~1")
 	for _, tc := range []struct{ in, want string }{
-		{"/tools/0/inputSchema/properties/" + esc.Replace(fakeGitHubPAT) + "/type", "/tools/0/inputSchema/properties/[redacted GitHub token]/type"},
-		{"/requires/mcpServers/" + esc.Replace(fakeURLPass), "/requires/mcpServers/[redacted URL with credentials]"},
-		{"/a/" + esc.Replace("x/y~z Bearer "+fakeBearerToken) + "/b", "/a/x~1y~0z Bearer [redacted bearer token]/b"},
+		{"/tools/0/inputSchema/properties/" + esc.Replace(credtest.GitHubPAT) + "/type", "/tools/0/inputSchema/properties/[redacted GitHub token]/type"},
+		{"/requires/mcpServers/" + esc.Replace(credtest.URLPass), "/requires/mcpServers/[redacted URL with credentials]"},
+		{"/a/" + esc.Replace("x/y~z Bearer "+credtest.BearerToken) + "/b", "/a/x~1y~0z Bearer [redacted bearer token]/b"},
 		{"/steps/0/allowedTools/2", "/steps/0/allowedTools/2"},
-		{"/a/" + esc.Replace(fakeBasic) + "/b", "/a/Basic [redacted HTTP Basic credentials]/b"},
-		{"/properties/" + fakeStripeJoined, "/properties/[redacted Stripe secret key]"},
+		{"/a/" + esc.Replace(credtest.Basic) + "/b", "/a/Basic [redacted HTTP Basic credentials]/b"},
+		{"/properties/" + credtest.StripeJoined, "/properties/[redacted Stripe secret key]"},
 		{"/a~1b/c~0d/additionalProperties", "/a~1b/c~0d/additionalProperties"},
 		{"", ""},
 	} {
