@@ -1,8 +1,6 @@
 package anthropic
 
 import (
-	"fmt"
-
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/internal/settings"
 )
@@ -11,24 +9,16 @@ import (
 var settingNames = []string{"model", "baseURL", "apiKeySecret", "maxTokens", "maxTurns", "maxRetries"}
 
 type rawSettings struct {
-	model, baseURL, keySecret       string
-	maxTokens, maxTurns, maxRetries int
+	settings.Common
+	maxTokens int
 }
 
 func parseSettings(m map[string]any) (rawSettings, error) {
 	r := settings.New(Name, m, settingNames...)
 	var s rawSettings
-	s.model = r.String("model", true, `the model to run, such as "claude-sonnet-4-5"`)
-	s.baseURL = r.String("baseURL", false, "the API's base URL")
-	s.keySecret = r.SecretName("apiKeySecret")
-	s.maxTokens, _ = r.Int("maxTokens", 1)
-	s.maxTurns, _ = r.Int("maxTurns", 1)
-	if n, ok := r.Int("maxRetries", 0); ok {
-		s.maxRetries = n
-		if n == 0 {
-			s.maxRetries = -1
-		}
-	}
+	s.Common = r.Common(`the model to run, such as "claude-sonnet-4-5"`, func() {
+		s.maxTokens, _ = r.Int("maxTokens", 1)
+	})
 	return s, r.Err()
 }
 
@@ -57,28 +47,16 @@ func FromSettings(m map[string]any, setup *driver.Setup) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	if setup == nil {
-		setup = &driver.Setup{}
-	}
-	cfg := Config{MaxTokens: s.maxTokens, MaxTurns: s.maxTurns, MaxRetries: s.maxRetries, HTTPClient: setup.HTTPClient}
-	if cfg.Model, err = settings.Expand(Name, "model", s.model, setup); err != nil {
+	res, err := s.Resolve(Name, "the name of the secret that holds the Anthropic API key, such as ANTHROPIC_API_KEY; only a server at a baseURL of your own may need none", setup)
+	if err != nil {
 		return nil, err
 	}
-	if cfg.BaseURL, err = settings.Expand(Name, "baseURL", s.baseURL, setup); err != nil {
-		return nil, err
+	d, err := New(Config{
+		Model: res.Model, BaseURL: res.BaseURL, APIKey: res.APIKey, HTTPClient: res.HTTPClient,
+		MaxTokens: s.maxTokens, MaxTurns: s.MaxTurns, MaxRetries: s.MaxRetries,
+	})
+	if err != nil {
+		return nil, s.NewError(Name, res, err)
 	}
-	if s.keySecret == "" && s.baseURL == "" {
-		return nil, settings.Missing(Name, "apiKeySecret", "the name of the secret that holds the Anthropic API key, such as ANTHROPIC_API_KEY; only a server at a baseURL of your own may need none")
-	}
-	if s.keySecret != "" {
-		if cfg.APIKey, err = settings.Secret(Name, "apiKeySecret", s.keySecret, setup); err != nil {
-			return nil, err
-		}
-	}
-	d, err := New(cfg)
-	if err != nil && cfg.BaseURL != s.baseURL {
-		// The base URL holds a secret's value: never show it.
-		return nil, fmt.Errorf("anthropic driver: setting \"baseURL\" (its secret references expanded) is not a usable http(s) URL")
-	}
-	return d, err
+	return d, nil
 }
