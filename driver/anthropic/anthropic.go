@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -73,11 +72,7 @@ type Config struct {
 
 // String shows the Config without its API key.
 func (c Config) String() string {
-	key := "unset"
-	if c.APIKey != "" {
-		key = "[redacted]"
-	}
-	return fmt.Sprintf("anthropic.Config{Model: %q, BaseURL: %q, APIKey: %s, MaxTokens: %d, MaxTurns: %d}", c.Model, c.BaseURL, key, c.MaxTokens, c.MaxTurns)
+	return fmt.Sprintf("anthropic.Config{Model: %q, BaseURL: %q, APIKey: %s, MaxTokens: %d, MaxTurns: %d}", c.Model, c.BaseURL, llm.KeyShown(c.APIKey), c.MaxTokens, c.MaxTurns)
 }
 
 // GoString is String, for %#v.
@@ -102,12 +97,9 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = DefaultMaxTokens
 	}
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("anthropic: the base URL %q is not an http(s) URL", cfg.BaseURL)
-	}
-	if u.User != nil {
-		return nil, errors.New("anthropic: the base URL holds user information; pass the API key as APIKey")
+	base, err := llm.BaseURL(Name, cfg.BaseURL)
+	if err != nil {
+		return nil, err
 	}
 	client := cfg.HTTPClient
 	if client == nil {
@@ -127,10 +119,8 @@ func New(cfg Config) (*Driver, error) {
 	case cfg.MaxRetries > 0:
 		opts = append(opts, option.WithMaxRetries(cfg.MaxRetries))
 	}
-	shown := *u
-	shown.RawQuery, shown.Fragment = "", ""
 	client2 := sdk.NewClient(opts...)
-	return &Driver{cfg: cfg, svc: client2.Messages, base: shown.String()}, nil
+	return &Driver{cfg: cfg, svc: client2.Messages, base: base}, nil
 }
 
 // String shows the Driver without its API key.
@@ -229,23 +219,16 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 // clean turns an SDK error into one that names the server and status and
 // never holds the API key.
 func (d *Driver) clean(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("anthropic: %w", ctx.Err())
-	}
+	// When ctx is done, its error is the answer ([llm.RequestError]).
 	var apiErr *sdk.Error
-	if errors.As(err, &apiErr) {
+	if ctx.Err() == nil && errors.As(err, &apiErr) {
 		msg := apiErr.Message
 		if msg == "" {
 			msg = llm.BodyMessage(apiErr.RawJSON())
 		}
 		return llm.ProviderError(Name, d.cfg.Model, d.base, apiErr.StatusCode, string(apiErr.Type()), msg, d.cfg.APIKey)
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		// Not ue.Error(): its URL may hold a query the base URL was given.
-		return &llm.RedactedError{Msg: llm.Redact(fmt.Sprintf("anthropic: %s %s: %v", ue.Op, d.base, ue.Err), d.cfg.APIKey), Err: err}
-	}
-	return llm.Wrap(Name+": request to "+d.base, err, d.cfg.APIKey)
+	return llm.RequestError(ctx, Name, d.base, d.cfg.APIKey, err)
 }
 
 var _ driver.Driver = (*Driver)(nil)

@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -72,11 +71,7 @@ type Config struct {
 
 // String shows the Config without its API key.
 func (c Config) String() string {
-	key := "unset"
-	if c.APIKey != "" {
-		key = "[redacted]"
-	}
-	return fmt.Sprintf("openai.Config{Model: %q, BaseURL: %q, APIKey: %s, MaxTurns: %d}", c.Model, c.BaseURL, key, c.MaxTurns)
+	return fmt.Sprintf("openai.Config{Model: %q, BaseURL: %q, APIKey: %s, MaxTurns: %d}", c.Model, c.BaseURL, llm.KeyShown(c.APIKey), c.MaxTurns)
 }
 
 // GoString is String, for %#v.
@@ -98,12 +93,9 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL
 	}
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai: the base URL %q is not an http(s) URL", cfg.BaseURL)
-	}
-	if u.User != nil {
-		return nil, errors.New("openai: the base URL holds user information; pass the API key as APIKey")
+	base, err := llm.BaseURL(Name, cfg.BaseURL)
+	if err != nil {
+		return nil, err
 	}
 	client := cfg.HTTPClient
 	if client == nil {
@@ -123,9 +115,7 @@ func New(cfg Config) (*Driver, error) {
 	case cfg.MaxRetries > 0:
 		opts = append(opts, option.WithMaxRetries(cfg.MaxRetries))
 	}
-	shown := *u
-	shown.RawQuery, shown.Fragment = "", ""
-	return &Driver{cfg: cfg, svc: sdk.NewChatCompletionService(opts...), base: shown.String()}, nil
+	return &Driver{cfg: cfg, svc: sdk.NewChatCompletionService(opts...), base: base}, nil
 }
 
 // String shows the Driver without its API key.
@@ -233,23 +223,16 @@ func functionDefinition(t llm.Tool) ([]byte, error) {
 // clean turns an SDK error into one that names the server and status and
 // never holds the API key.
 func (d *Driver) clean(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("openai: %w", ctx.Err())
-	}
+	// When ctx is done, its error is the answer ([llm.RequestError]).
 	var apiErr *sdk.Error
-	if errors.As(err, &apiErr) {
+	if ctx.Err() == nil && errors.As(err, &apiErr) {
 		typ := apiErr.Code
 		if typ == "" {
 			typ = apiErr.Type
 		}
 		return llm.ProviderError(Name, d.cfg.Model, d.base, apiErr.StatusCode, typ, apiErr.Message, d.cfg.APIKey)
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		// Not ue.Error(): its URL may hold a query the base URL was given.
-		return &llm.RedactedError{Msg: llm.Redact(fmt.Sprintf("openai: %s %s: %v", ue.Op, d.base, ue.Err), d.cfg.APIKey), Err: err}
-	}
-	return llm.Wrap(Name+": request to "+d.base, err, d.cfg.APIKey)
+	return llm.RequestError(ctx, Name, d.base, d.cfg.APIKey, err)
 }
 
 // normaliseErrorBody rewrites the body of an error response that is not

@@ -1,7 +1,7 @@
 // Package llm holds what the model drivers (driver/openai,
 // driver/anthropic) share: the prompt a model sees, the tools it is
-// offered under their wire names, the turn limit and the scrubbing of API
-// keys from errors.
+// offered under their wire names, the turn limit, the checking of the base
+// URL and the scrubbing of API keys from errors and printed configs.
 package llm
 
 import (
