@@ -5,12 +5,10 @@ import (
 	stdjson "encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -19,6 +17,7 @@ import (
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/anthropic"
 	"github.com/openplaybook/openplaybook/driver/drivertest"
+	"github.com/openplaybook/openplaybook/driver/internal/llmtest"
 )
 
 const apiKey = "sk-ant-api03-0123456789abcdefSECRET"
@@ -52,52 +51,12 @@ type block struct {
 	Content   []block        `json:"content"`
 }
 
-type turn func(t *testing.T, req messagesRequest, raw map[string]jsontext.Value) (status int, body string)
+type turn = llmtest.Turn[messagesRequest]
 
-// fakeAPI is a Messages API server on loopback that answers each request
-// with the next scripted turn.
-type fakeAPI struct {
-	t     *testing.T
-	turns []turn
-
-	mu       sync.Mutex
-	requests []messagesRequest
-	headers  []http.Header
-}
-
-func (f *fakeAPI) start() *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
-			f.t.Errorf("request %s %s, want POST /v1/messages", r.Method, r.URL.Path)
-			http.Error(w, "not found", http.StatusNotFound)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		var raw map[string]jsontext.Value
-		var req messagesRequest
-		if err := json.Unmarshal(body, &raw); err != nil {
-			f.t.Errorf("request body: %v", err)
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
-			f.t.Errorf("request body: %v", err)
-		}
-		f.mu.Lock()
-		n := len(f.requests)
-		f.requests = append(f.requests, req)
-		f.headers = append(f.headers, r.Header.Clone())
-		f.mu.Unlock()
-		if n >= len(f.turns) {
-			f.t.Errorf("unexpected request %d", n+1)
-			http.Error(w, "no more turns", http.StatusInternalServerError)
-			return
-		}
-		status, out := f.turns[n](f.t, req, raw)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		io.WriteString(w, out)
-	}))
-	f.t.Cleanup(srv.Close)
-	return srv
+// newAPI returns a Messages API server on loopback that answers each
+// request with the next scripted turn.
+func newAPI(t *testing.T) *llmtest.API[messagesRequest] {
+	return &llmtest.API[messagesRequest]{T: t, Path: "/v1/messages"}
 }
 
 func response(stop string, content ...string) string {
@@ -165,8 +124,8 @@ func sentKey(h http.Header) string {
 // refusals reach the model as is_error tool results, and the model ends
 // its turn with text.
 func TestConversation(t *testing.T) {
-	api := &fakeAPI{t: t}
-	api.turns = append(api.turns,
+	api := newAPI(t)
+	api.Turns = append(api.Turns,
 		func(t *testing.T, req messagesRequest, raw map[string]jsontext.Value) (int, string) {
 			for k := range raw {
 				if !slices.Contains([]string{"model", "max_tokens", "system", "messages", "tools"}, k) {
@@ -230,7 +189,7 @@ func TestConversation(t *testing.T) {
 			return 200, response("end_turn", text("Ada's account "), text("is in good standing."))
 		},
 	)
-	srv := api.start()
+	srv := api.Start()
 	caller := &drivertest.Caller{
 		Allowed: []string{"customer.get", "mcp.memory.search_nodes"},
 		Results: map[string]driver.Result{"customer.get": {Content: jsontext.Value(`{"customer":{"id":"cus_1","name":"Ada"}}`)}},
@@ -256,7 +215,7 @@ func TestConversation(t *testing.T) {
 			t.Errorf("call %d: %+v, want %+v", i, calls[i], want[i])
 		}
 	}
-	for _, h := range api.headers {
+	for _, h := range api.Headers() {
 		if sentKey(h) != apiKey || h.Get("Anthropic-Version") == "" {
 			t.Errorf("headers %v", h)
 		}
@@ -271,8 +230,8 @@ func TestHostileNames(t *testing.T) {
 		b, _ := json.Marshal(n)
 		uses = append(uses, fmt.Sprintf(`{"type":"tool_use","id":"t%d","name":%s,"input":{}}`, i, b))
 	}
-	api := &fakeAPI{t: t}
-	api.turns = append(api.turns,
+	api := newAPI(t)
+	api.Turns = append(api.Turns,
 		func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
 			return 200, response("tool_use", uses...)
 		},
@@ -280,7 +239,7 @@ func TestHostileNames(t *testing.T) {
 			return 200, response("end_turn")
 		},
 	)
-	srv := api.start()
+	srv := api.Start()
 	caller := &drivertest.Caller{Allowed: []string{"customer.get"}}
 	out, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), caller)
 	if err != nil || string(out) != `""` {
@@ -296,11 +255,11 @@ func TestHostileNames(t *testing.T) {
 
 func TestCallerErrorStopsTheStep(t *testing.T) {
 	for _, stop := range []error{driver.ErrSuspended, driver.ErrCallLimit} {
-		api := &fakeAPI{t: t}
-		api.turns = append(api.turns, func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
+		api := newAPI(t)
+		api.Turns = append(api.Turns, func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
 			return 200, response("tool_use", toolUse("toolu_1", "customer__get", `{"id":"cus_1"}`), toolUse("toolu_2", "customer__get", `{"id":"cus_2"}`))
 		})
-		srv := api.start()
+		srv := api.Start()
 		caller := &drivertest.Caller{Allowed: []string{"customer.get"}, Err: stop, ErrAt: 1}
 		out, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), caller)
 		if err != stop || !errors.Is(err, stop) || out != nil {
@@ -327,9 +286,9 @@ func TestAPIErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			api := &fakeAPI{t: t}
-			api.turns = append(api.turns, func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) { return tc.status, tc.body })
-			srv := api.start()
+			api := newAPI(t)
+			api.Turns = append(api.Turns, func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) { return tc.status, tc.body })
+			srv := api.Start()
 			_, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), &drivertest.Caller{})
 			if err == nil {
 				t.Fatal("no error")
@@ -356,9 +315,9 @@ func TestStops(t *testing.T) {
 		return 200, response("tool_use", toolUse("t", "customer__get", `{"id":"x"}`))
 	}
 	t.Run("turn limit", func(t *testing.T) {
-		api := &fakeAPI{t: t}
-		api.turns = append(api.turns, use, use)
-		srv := api.start()
+		api := newAPI(t)
+		api.Turns = append(api.Turns, use, use)
+		srv := api.Start()
 		_, err := newDriver(t, srv, func(c *anthropic.Config) { c.MaxTurns = 2 }).RunStep(context.Background(), stepInput(), &drivertest.Caller{Allowed: []string{"customer.get"}})
 		if !errors.Is(err, driver.ErrTurnLimit) {
 			t.Errorf("err = %v", err)
@@ -366,11 +325,11 @@ func TestStops(t *testing.T) {
 	})
 	for _, stop := range []string{"max_tokens", "refusal", "pause_turn"} {
 		t.Run(stop, func(t *testing.T) {
-			api := &fakeAPI{t: t}
-			api.turns = append(api.turns, func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
+			api := newAPI(t)
+			api.Turns = append(api.Turns, func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
 				return 200, response(stop, text("partial"))
 			})
-			srv := api.start()
+			srv := api.Start()
 			_, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), &drivertest.Caller{})
 			if err == nil || !strings.Contains(err.Error(), stop) {
 				t.Errorf("err = %v", err)
@@ -379,20 +338,20 @@ func TestStops(t *testing.T) {
 	}
 	t.Run("cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
-		api := &fakeAPI{t: t}
-		api.turns = append(api.turns, func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
+		api := newAPI(t)
+		api.Turns = append(api.Turns, func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
 			cancel()
 			return 200, response("tool_use", toolUse("t", "customer__get", `{"id":"x"}`))
 		})
-		srv := api.start()
+		srv := api.Start()
 		_, err := newDriver(t, srv, nil).RunStep(ctx, stepInput(), &drivertest.Caller{Allowed: []string{"customer.get"}})
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("err = %v", err)
 		}
 	})
 	t.Run("no tools, max tokens", func(t *testing.T) {
-		api := &fakeAPI{t: t}
-		api.turns = append(api.turns, func(t *testing.T, req messagesRequest, raw map[string]jsontext.Value) (int, string) {
+		api := newAPI(t)
+		api.Turns = append(api.Turns, func(t *testing.T, req messagesRequest, raw map[string]jsontext.Value) (int, string) {
 			if _, ok := raw["tools"]; ok {
 				t.Errorf("tools sent for a step with none")
 			}
@@ -401,7 +360,7 @@ func TestStops(t *testing.T) {
 			}
 			return 200, response("end_turn", text("ok"))
 		})
-		srv := api.start()
+		srv := api.Start()
 		in := stepInput()
 		in.Tools = nil
 		out, err := newDriver(t, srv, func(c *anthropic.Config) { c.MaxTokens = 100 }).RunStep(context.Background(), in, &drivertest.Caller{})
@@ -425,14 +384,14 @@ func TestNeverPrintsTheKey(t *testing.T) {
 }
 
 func TestFromSettings(t *testing.T) {
-	api := &fakeAPI{t: t}
-	api.turns = append(api.turns, func(t *testing.T, req messagesRequest, _ map[string]jsontext.Value) (int, string) {
+	api := newAPI(t)
+	api.Turns = append(api.Turns, func(t *testing.T, req messagesRequest, _ map[string]jsontext.Value) (int, string) {
 		if req.MaxTokens != 1000 {
 			t.Errorf("max_tokens %d", req.MaxTokens)
 		}
 		return 200, response("end_turn", text("ok"))
 	})
-	srv := api.start()
+	srv := api.Start()
 	setup := &driver.Setup{
 		Secret: func(name string) (string, error) {
 			if name == "ANTHROPIC_API_KEY" {
@@ -452,7 +411,7 @@ func TestFromSettings(t *testing.T) {
 	if out, err := d.RunStep(context.Background(), stepInput(), &drivertest.Caller{}); err != nil || string(out) != `"ok"` {
 		t.Fatalf("RunStep = %s, %v", out, err)
 	}
-	if sentKey(api.headers[0]) != apiKey {
+	if sentKey(api.Headers()[0]) != apiKey {
 		t.Errorf("key not sent")
 	}
 	for _, tc := range []struct {

@@ -5,12 +5,10 @@ import (
 	stdjson "encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/drivertest"
+	"github.com/openplaybook/openplaybook/driver/internal/llmtest"
 	"github.com/openplaybook/openplaybook/driver/openai"
 )
 
@@ -58,50 +57,19 @@ type toolSpec struct {
 	} `json:"function"`
 }
 
-// fakeAPI is an OpenAI-compatible server on loopback that answers each
+// newAPI returns an OpenAI-compatible server on loopback that answers each
 // request with the next scripted turn.
-type fakeAPI struct {
-	t     *testing.T
-	turns []func(t *testing.T, req chatRequest, raw map[string]jsontext.Value) (status int, body string)
-
-	mu       sync.Mutex
-	requests []chatRequest
-	auth     []string
+func newAPI(t *testing.T) *llmtest.API[chatRequest] {
+	return &llmtest.API[chatRequest]{T: t, Path: "/v1/chat/completions"}
 }
 
-func (f *fakeAPI) start() *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-			f.t.Errorf("request %s %s, want POST /v1/chat/completions", r.Method, r.URL.Path)
-			http.Error(w, "not found", http.StatusNotFound)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		var raw map[string]jsontext.Value
-		var req chatRequest
-		if err := json.Unmarshal(body, &raw); err != nil {
-			f.t.Errorf("request body: %v", err)
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
-			f.t.Errorf("request body: %v", err)
-		}
-		f.mu.Lock()
-		n := len(f.requests)
-		f.requests = append(f.requests, req)
-		f.auth = append(f.auth, r.Header.Get("Authorization"))
-		f.mu.Unlock()
-		if n >= len(f.turns) {
-			f.t.Errorf("unexpected request %d", n+1)
-			http.Error(w, "no more turns", http.StatusInternalServerError)
-			return
-		}
-		status, out := f.turns[n](f.t, req, raw)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		io.WriteString(w, out)
-	}))
-	f.t.Cleanup(srv.Close)
-	return srv
+// auth returns the Authorization header of each request api received.
+func auth(api *llmtest.API[chatRequest]) []string {
+	var a []string
+	for _, h := range api.Headers() {
+		a = append(a, h.Get("Authorization"))
+	}
+	return a
 }
 
 func completion(finish string, msg string) string {
@@ -169,8 +137,8 @@ func newDriver(t *testing.T, srv *httptest.Server, mod func(*openai.Config)) *op
 // text.
 func TestConversation(t *testing.T) {
 	temp := 0.2
-	api := &fakeAPI{t: t}
-	api.turns = append(api.turns,
+	api := newAPI(t)
+	api.Turns = append(api.Turns,
 		func(t *testing.T, req chatRequest, raw map[string]jsontext.Value) (int, string) {
 			for k := range raw {
 				if !slices.Contains([]string{"model", "messages", "tools", "temperature"}, k) {
@@ -229,7 +197,7 @@ func TestConversation(t *testing.T) {
 			return 200, completion("stop", textMessage("Ada's account is in good standing."))
 		},
 	)
-	srv := api.start()
+	srv := api.Start()
 	d := newDriver(t, srv, func(c *openai.Config) { c.Temperature = &temp })
 	caller := &drivertest.Caller{
 		Allowed: []string{"customer.get", "mcp.memory.search_nodes"},
@@ -256,7 +224,7 @@ func TestConversation(t *testing.T) {
 			t.Errorf("call %d: %+v, want %+v", i, calls[i], want[i])
 		}
 	}
-	for _, a := range api.auth {
+	for _, a := range auth(api) {
 		if a != "Bearer "+apiKey {
 			t.Errorf("Authorization %q", a)
 		}
@@ -274,8 +242,8 @@ func TestHostileCalls(t *testing.T) {
 		{"c4", "customer.get", `{"id":"x"}`},
 		{"c5", "", ``},
 	}
-	api := &fakeAPI{t: t}
-	api.turns = append(api.turns,
+	api := newAPI(t)
+	api.Turns = append(api.Turns,
 		func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) {
 			return 200, completion("tool_calls", toolCallsMessage(sent...))
 		},
@@ -286,7 +254,7 @@ func TestHostileCalls(t *testing.T) {
 			return 200, completion("stop", textMessage(""))
 		},
 	)
-	srv := api.start()
+	srv := api.Start()
 	caller := &drivertest.Caller{Allowed: []string{"customer.get"}}
 	out, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), caller)
 	if err != nil || string(out) != `""` {
@@ -303,14 +271,14 @@ func TestHostileCalls(t *testing.T) {
 
 func TestCallerErrorStopsTheStep(t *testing.T) {
 	for _, stop := range []error{driver.ErrSuspended, driver.ErrCallLimit} {
-		api := &fakeAPI{t: t}
-		api.turns = append(api.turns, func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) {
+		api := newAPI(t)
+		api.Turns = append(api.Turns, func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) {
 			return 200, completion("tool_calls", toolCallsMessage(
 				[3]string{"call_1", "customer__get", `{"id":"cus_1"}`},
 				[3]string{"call_2", "customer__get", `{"id":"cus_2"}`},
 			))
 		})
-		srv := api.start()
+		srv := api.Start()
 		caller := &drivertest.Caller{Allowed: []string{"customer.get"}, Err: stop, ErrAt: 1}
 		out, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), caller)
 		if err != stop || !errors.Is(err, stop) || out != nil {
@@ -319,7 +287,7 @@ func TestCallerErrorStopsTheStep(t *testing.T) {
 		if n := len(caller.Calls()); n != 1 {
 			t.Errorf("%d calls, want 1 (none after the error)", n)
 		}
-		if n := len(api.requests); n != 1 {
+		if n := len(api.Requests()); n != 1 {
 			t.Errorf("%d requests, want 1", n)
 		}
 	}
@@ -345,9 +313,9 @@ func TestAPIErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			api := &fakeAPI{t: t}
-			api.turns = append(api.turns, func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) { return tc.status, tc.body })
-			srv := api.start()
+			api := newAPI(t)
+			api.Turns = append(api.Turns, func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) { return tc.status, tc.body })
+			srv := api.Start()
 			_, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), &drivertest.Caller{})
 			if err == nil {
 				t.Fatal("no error")
@@ -374,20 +342,20 @@ func TestStops(t *testing.T) {
 		return 200, completion("tool_calls", toolCallsMessage([3]string{"c", "customer__get", `{"id":"x"}`}))
 	}
 	t.Run("turn limit", func(t *testing.T) {
-		api := &fakeAPI{t: t}
-		api.turns = append(api.turns, call, call, call)
-		srv := api.start()
+		api := newAPI(t)
+		api.Turns = append(api.Turns, call, call, call)
+		srv := api.Start()
 		_, err := newDriver(t, srv, func(c *openai.Config) { c.MaxTurns = 3 }).RunStep(context.Background(), stepInput(), &drivertest.Caller{Allowed: []string{"customer.get"}})
 		if !errors.Is(err, driver.ErrTurnLimit) {
 			t.Errorf("err = %v, want ErrTurnLimit", err)
 		}
 	})
 	t.Run("cut off", func(t *testing.T) {
-		api := &fakeAPI{t: t}
-		api.turns = append(api.turns, func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) {
+		api := newAPI(t)
+		api.Turns = append(api.Turns, func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) {
 			return 200, completion("length", textMessage("Ada's acc"))
 		})
-		srv := api.start()
+		srv := api.Start()
 		_, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), &drivertest.Caller{})
 		if err == nil || !strings.Contains(err.Error(), "cut off") {
 			t.Errorf("err = %v", err)
@@ -395,12 +363,12 @@ func TestStops(t *testing.T) {
 	})
 	t.Run("cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
-		api := &fakeAPI{t: t}
-		api.turns = append(api.turns, func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) {
+		api := newAPI(t)
+		api.Turns = append(api.Turns, func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) {
 			cancel()
 			return 200, completion("tool_calls", toolCallsMessage([3]string{"c", "customer__get", `{"id":"x"}`}))
 		})
-		srv := api.start()
+		srv := api.Start()
 		_, err := newDriver(t, srv, nil).RunStep(ctx, stepInput(), &drivertest.Caller{Allowed: []string{"customer.get"}})
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("err = %v, want context.Canceled", err)
@@ -415,8 +383,8 @@ func TestStops(t *testing.T) {
 		}
 	})
 	t.Run("no tools", func(t *testing.T) {
-		api := &fakeAPI{t: t}
-		api.turns = append(api.turns, func(t *testing.T, req chatRequest, raw map[string]jsontext.Value) (int, string) {
+		api := newAPI(t)
+		api.Turns = append(api.Turns, func(t *testing.T, req chatRequest, raw map[string]jsontext.Value) (int, string) {
 			if _, ok := raw["tools"]; ok {
 				t.Errorf("tools sent for a step with none: %s", raw["tools"])
 			}
@@ -425,26 +393,26 @@ func TestStops(t *testing.T) {
 			}
 			return 200, completion("stop", textMessage("ok"))
 		})
-		srv := api.start()
+		srv := api.Start()
 		in := stepInput()
 		in.Tools = nil
 		out, err := newDriver(t, srv, func(c *openai.Config) { c.APIKey = "" }).RunStep(context.Background(), in, &drivertest.Caller{})
 		if err != nil || string(out) != `"ok"` {
 			t.Errorf("RunStep = %s, %v", out, err)
 		}
-		if api.auth[0] != "" {
-			t.Errorf("Authorization %q without a key", api.auth[0])
+		if auth(api)[0] != "" {
+			t.Errorf("Authorization %q without a key", auth(api)[0])
 		}
 	})
 	t.Run("wire name collision", func(t *testing.T) {
-		api := &fakeAPI{t: t}
-		srv := api.start()
+		api := newAPI(t)
+		srv := api.Start()
 		in := stepInput()
 		in.Tools = append(in.Tools, driver.Tool{Name: "customer__get"})
 		_, err := newDriver(t, srv, nil).RunStep(context.Background(), in, &drivertest.Caller{})
 		var we *driver.WireNameError
-		if !errors.As(err, &we) || len(api.requests) != 0 {
-			t.Errorf("err = %v, %d requests", err, len(api.requests))
+		if !errors.As(err, &we) || len(api.Requests()) != 0 {
+			t.Errorf("err = %v, %d requests", err, len(api.Requests()))
 		}
 	})
 }
@@ -463,11 +431,11 @@ func TestNeverPrintsTheKey(t *testing.T) {
 }
 
 func TestFromSettings(t *testing.T) {
-	api := &fakeAPI{t: t}
-	api.turns = append(api.turns, func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) {
+	api := newAPI(t)
+	api.Turns = append(api.Turns, func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) {
 		return 200, completion("stop", textMessage("ok"))
 	})
-	srv := api.start()
+	srv := api.Start()
 	secrets := map[string]string{"OPENAI_API_KEY": apiKey, "HOST": strings.TrimPrefix(srv.URL, "http://")}
 	setup := &driver.Setup{
 		Secret: func(name string) (string, error) {
@@ -491,8 +459,8 @@ func TestFromSettings(t *testing.T) {
 	if out, err := d.RunStep(context.Background(), stepInput(), &drivertest.Caller{}); err != nil || string(out) != `"ok"` {
 		t.Fatalf("RunStep = %s, %v", out, err)
 	}
-	if api.auth[0] != "Bearer "+apiKey || api.requests[0].Temperature == nil || *api.requests[0].Temperature != 0 {
-		t.Errorf("auth %q, temperature %v", api.auth[0], api.requests[0].Temperature)
+	if auth(api)[0] != "Bearer "+apiKey || api.Requests()[0].Temperature == nil || *api.Requests()[0].Temperature != 0 {
+		t.Errorf("auth %q, temperature %v", auth(api)[0], api.Requests()[0].Temperature)
 	}
 
 	for _, tc := range []struct {
