@@ -51,8 +51,6 @@ type block struct {
 	Content   []block        `json:"content"`
 }
 
-type turn = llmtest.Turn[messagesRequest]
-
 // newAPI returns a Messages API server on loopback that answers each
 // request with the next scripted turn.
 func newAPI(t *testing.T) *llmtest.API[messagesRequest] {

@@ -2,9 +2,9 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -125,7 +125,7 @@ func buildDriver(h *harness.Harness, agent string, setup *driver.Setup) (driver.
 
 // openStore opens the harness's store and loads its customer seed.
 func openStore(ctx context.Context, h *harness.Harness) (*store.Store, error) {
-	if err := os.MkdirAll(dirOf(h.Store.SQLite), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(h.Store.SQLite), 0o755); err != nil {
 		return nil, err
 	}
 	st, err := store.Open(h.Store.SQLite)
@@ -144,14 +144,6 @@ func openStore(ctx context.Context, h *harness.Harness) (*store.Store, error) {
 		}
 	}
 	return st, nil
-}
-
-func dirOf(p string) string {
-	i := strings.LastIndexByte(p, '/')
-	if i <= 0 {
-		return "."
-	}
-	return p[:i]
 }
 
 // readInput reads --input: a JSON text, or @file.
@@ -206,5 +198,3 @@ func (c *CLI) finish(out runtime.Outcome, runErr error, format, harnessPath stri
 	}
 	return failed
 }
-
-var errNoRun = errors.New("no such run")
