@@ -1,9 +1,9 @@
 // Package builtin holds the catalog of openplaybook's built-in tools: the
 // plain-named tools over the runtime's own primitives (spec, "Built-in
 // tools, plain names over the runtime's primitives: customer.get,
-// today.surface"). The definitions live here so the registry and `check`
-// know them without the runtime; their implementations live with the
-// runtime.
+// today.surface"). [Definitions] gives the registry and `check` the
+// definitions without a store; [Tools] gives their implementations over a
+// store, as registry tools.
 package builtin
 
 import (

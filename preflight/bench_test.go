@@ -14,6 +14,7 @@ import (
 	"github.com/openplaybook/openplaybook/connector/stripe"
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/harness"
+	"github.com/openplaybook/openplaybook/host"
 	"github.com/openplaybook/openplaybook/internal/testgen"
 	"github.com/openplaybook/openplaybook/mcphost"
 	"github.com/openplaybook/openplaybook/playbook"
@@ -46,7 +47,7 @@ agents:
 //   - "sorted": compact with members sorted, as a registry that
 //     re-encodes schemas has them (drift proves them equal member by
 //     member).
-func benchEnv(tb testing.TB, doc *playbook.Document, form string) *preflight.Env {
+func benchEnv(tb testing.TB, doc *playbook.Document, form string) *host.Host {
 	tb.Helper()
 	dir := tb.TempDir()
 	// The agent's transcript must exist: check builds every bound driver.
@@ -57,7 +58,7 @@ func benchEnv(tb testing.TB, doc *playbook.Document, form string) *preflight.Env
 	if n := diag.Count(ds, diag.Error); n > 0 {
 		tb.Fatalf("harness: %v", ds)
 	}
-	env := &preflight.Env{
+	env := &host.Host{
 		Harness: h,
 		Secrets: harness.NewSecrets(h.Secrets, &harness.SecretsOptions{LookupEnv: func(name string) (string, bool) {
 			if name == "STRIPE_API_KEY" {
@@ -71,27 +72,27 @@ func benchEnv(tb testing.TB, doc *playbook.Document, form string) *preflight.Env
 		ServerTools: map[string][]mcphost.Tool{},
 	}
 	add := func(d playbook.Definition, o registry.Origin) {
-		if err := env.Registry.Add(d, o); err != nil {
+		if err := env.Registry.Add(d, o, nil); err != nil {
 			tb.Fatal(err)
 		}
 	}
 	for _, d := range builtin.Definitions() {
-		add(d, registry.Origin{Kind: "builtin"})
+		add(d, registry.Origin{Kind: registry.Builtin})
 	}
 	for _, d := range stripe.Definitions() {
-		add(d, registry.Origin{Kind: "connector", Name: stripe.Provider})
+		add(d, registry.Origin{Kind: registry.Connector, Name: stripe.Provider})
 	}
 	for _, t := range doc.Tools {
 		d := t.Definition(doc.Source)
 		d.InputSchema, d.OutputSchema = respell(tb, d.InputSchema, form), respell(tb, d.OutputSchema, form)
 		switch d.Source {
 		case "connector":
-			add(d, registry.Origin{Kind: "connector", Name: stripe.Provider})
+			add(d, registry.Origin{Kind: registry.Connector, Name: stripe.Provider})
 		case "mcp":
-			add(d, registry.Origin{Kind: "mcp", Name: "bulk"})
+			add(d, registry.Origin{Kind: registry.MCP, Name: "bulk"})
 			env.ServerTools["bulk"] = append(env.ServerTools["bulk"], mcphost.Tool{Name: d.Name, Definition: d})
 		default:
-			add(d, registry.Origin{Kind: "builtin"})
+			add(d, registry.Origin{Kind: registry.Builtin})
 		}
 	}
 	return env
@@ -128,10 +129,10 @@ func respell(tb testing.TB, v jsontext.Value, form string) jsontext.Value {
 // built (server start-up excluded): read it, validate it with the
 // registry's names resolving, and check it (resolution, drift against
 // every registry definition, preflight).
-func checkDoc(ctx context.Context, env *preflight.Env, src []byte) []diag.Diagnostic {
+func checkDoc(ctx context.Context, env *host.Host, src []byte) []diag.Diagnostic {
 	doc, ds := playbook.Read("large.json", src, nil)
 	ds = append(ds, validate.Document(doc, &validate.Options{Registry: env.Registry.Has})...)
-	return append(ds, env.Check(ctx, doc)...)
+	return append(ds, preflight.Check(ctx, env, doc)...)
 }
 
 // TestCheckLargeIsClean keeps BenchmarkCheck5000 honest: the generated
@@ -169,7 +170,7 @@ func TestCheckLargeIsClean(t *testing.T) {
 		if n == "charge.op1" {
 			x = e
 		}
-		if err := drifted.Add(x.Definition, x.Origin); err != nil {
+		if err := drifted.Add(x.Definition, x.Origin, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -214,7 +215,7 @@ func BenchmarkCheck5000(b *testing.B) {
 }
 
 // BenchmarkEnvCheck5000 is BenchmarkCheck5000's share of preflight:
-// [preflight.Env.Check] alone (resolution, 5,000 drift comparisons,
+// [preflight.Check] alone (resolution, 5,000 drift comparisons,
 // preflight) on a document already read and validated.
 //
 //	go test ./preflight -run '^$' -bench EnvCheck5000 -benchmem
@@ -226,7 +227,7 @@ func BenchmarkEnvCheck5000(b *testing.B) {
 		b.Run(form, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if ds := env.Check(ctx, doc); diag.Count(ds, diag.Error) > 0 {
+				if ds := preflight.Check(ctx, env, doc); diag.Count(ds, diag.Error) > 0 {
 					b.Fatal(fmt.Sprint(ds[0]))
 				}
 			}

@@ -1,6 +1,6 @@
-// Package preflight builds the registry a runtime would run with and checks
-// documents against it: what `openplaybook check` does and what `run` does
-// before anything executes.
+// Package preflight checks documents against a connected harness
+// ([host.Host]): what `openplaybook check` does and what `run` does before
+// anything executes.
 //
 // Spec, "The requires declaration": the requires block "is the
 // machine-readable statement of what a harness must satisfy before the
@@ -23,20 +23,15 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
-	"github.com/openplaybook/openplaybook/builtin"
-	"github.com/openplaybook/openplaybook/connector/stripe"
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/drift"
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/drivers"
 	"github.com/openplaybook/openplaybook/harness"
+	"github.com/openplaybook/openplaybook/host"
 	"github.com/openplaybook/openplaybook/internal/suggest"
-	"github.com/openplaybook/openplaybook/mcphost"
 	"github.com/openplaybook/openplaybook/playbook"
-	"github.com/openplaybook/openplaybook/registry"
-	"github.com/openplaybook/openplaybook/store"
 	"github.com/openplaybook/openplaybook/syntax"
 )
 
@@ -49,181 +44,15 @@ const (
 	RuleMCPTool       = "preflight-mcp-tool"
 	RuleMCPToolName   = "preflight-mcp-tool-name"
 	RuleAgent         = "preflight-agent"
-	RuleRegistryClash = "preflight-registry"
-	RuleStore         = "preflight-store"
+	RuleRegistryClash = host.RuleRegistryClash
+	RuleStore         = host.RuleStore
 )
 
-// Env is what the documents are checked against: the harness and the
-// live parts built from it. Build it with [Connect]; Close it when done.
-type Env struct {
-	Harness *harness.Harness
-	Secrets *harness.Secrets
-	// Registry holds the built-ins, the shipped connectors' tools and the
-	// tools every reachable MCP server lists.
-	Registry *registry.Registry
-	// Servers are the live MCP sessions by logical name.
-	Servers map[string]*mcphost.Server
-	// ServerErrs says why a bound server could not be used.
-	ServerErrs map[string]error
-	// ServerTools are the tools each live server listed, problems
-	// included (see [mcphost.Tool]).
-	ServerTools map[string][]mcphost.Tool
-	// Stripe is the Stripe connector when the harness binds stripe and its
-	// key resolves; StripeErr says why not otherwise.
-	Stripe    *stripe.Connector
-	StripeErr error
-
-	stripeOnce     sync.Once
-	stripeCheckErr error
-
-	// Diagnostics are problems of the harness itself found while
-	// connecting (dotenv files, a registry name clash), positioned in the
-	// harness file.
-	Diagnostics []diag.Diagnostic
-}
-
-// Close ends every MCP session.
-func (e *Env) Close() {
-	for _, s := range e.Servers {
-		s.Close()
-	}
-}
-
-// Connect builds the registry for the documents given: the built-in
-// catalog, the Stripe connector's tools, and, concurrently, the tools of
-// every MCP server that one of the documents requires and the harness
-// binds (servers no document needs are not started). Each server gets its
-// harness timeout (default 10 s); Connect never waits longer than the
-// slowest server's timeout.
-func Connect(ctx context.Context, h *harness.Harness, docs []*playbook.Document) *Env {
-	e := &Env{
-		Harness:     h,
-		Secrets:     h.SecretResolver(),
-		Registry:    registry.New(),
-		Servers:     map[string]*mcphost.Server{},
-		ServerErrs:  map[string]error{},
-		ServerTools: map[string][]mcphost.Tool{},
-	}
-	e.Diagnostics = append(e.Diagnostics, e.Secrets.Check()...)
-	if h.Store != nil && h.Store.Seed != "" {
-		if _, err := store.ReadSeed(h.Store.Seed); err != nil {
-			e.Diagnostics = append(e.Diagnostics, diag.Diagnostic{File: h.Path, Line: 1, Column: 1, Pointer: "/store/seed", Severity: diag.Error, Rule: RuleStore,
-				Message: fmt.Sprintf("the store seed cannot be used: %v", err)})
-		}
-	}
-	for _, d := range builtin.Definitions() {
-		e.add(d, registry.Origin{Kind: "builtin"})
-	}
-	for _, d := range stripe.Definitions() {
-		e.add(d, registry.Origin{Kind: "connector", Name: stripe.Provider})
-	}
-	if c := h.Connections[stripe.Provider]; c != nil {
-		e.Stripe, e.StripeErr = e.stripeConnector(c)
-	}
-
-	// Every secret the harness names, resolved once: each server's errors
-	// and stderr tail are cleaned of all of them (a secret expanded into
-	// args would otherwise show in a crash message).
-	var secretValues []string
-	for _, name := range h.SecretNames() {
-		if v, err := e.Secrets.Resolve(name); err == nil {
-			secretValues = append(secretValues, v)
-		}
-	}
-	var cfgs []mcphost.ServerConfig
-	for _, name := range requiredServers(docs) {
-		bound := h.MCPServers[name]
-		if bound == nil {
-			continue // reported per document
-		}
-		expanded, err := bound.Expand(e.Secrets)
-		if err != nil {
-			e.ServerErrs[name] = err
-			continue
-		}
-		cfgs = append(cfgs, mcphost.ServerConfig{
-			Name: name, Command: expanded.Command, Args: expanded.Args, Env: expanded.Env, Dir: expanded.Cwd,
-			URL: expanded.URL, Headers: expanded.Headers, Timeout: expanded.Timeout, Secrets: secretValues,
-		})
-	}
-	for name, res := range mcphost.ConnectAll(ctx, cfgs) {
-		if res.Err != nil {
-			e.ServerErrs[name] = res.Err
-			continue
-		}
-		e.Servers[name] = res.Server
-		e.ServerTools[name] = res.Tools
-		for _, t := range res.Tools {
-			if t.Problem == "" {
-				e.add(t.Definition, registry.Origin{Kind: "mcp", Name: name})
-			}
-		}
-	}
-	return e
-}
-
-// Offline is the environment of a harness that must not be used to
-// contact anything (it has errors): the built-ins and the Stripe
-// connector's definitions, no live connection.
-func Offline(h *harness.Harness) *Env {
-	e := &Env{
-		Harness: h, Secrets: h.SecretResolver(), Registry: registry.New(),
-		Servers: map[string]*mcphost.Server{}, ServerErrs: map[string]error{}, ServerTools: map[string][]mcphost.Tool{},
-	}
-	for _, d := range builtin.Definitions() {
-		e.add(d, registry.Origin{Kind: "builtin"})
-	}
-	for _, d := range stripe.Definitions() {
-		e.add(d, registry.Origin{Kind: "connector", Name: stripe.Provider})
-	}
-	return e
-}
-
-func (e *Env) add(d playbook.Definition, o registry.Origin) {
-	if err := e.Registry.Add(d, o); err != nil {
-		e.Diagnostics = append(e.Diagnostics, diag.Diagnostic{File: e.Harness.Path, Severity: diag.Error, Rule: RuleRegistryClash, Message: err.Error()})
-	}
-}
-
-func (e *Env) stripeConnector(c *harness.Connection) (*stripe.Connector, error) {
-	name := c.Secrets[harness.RequiredRole(stripe.Provider, c.AuthKind)]
-	if name == "" {
-		return nil, fmt.Errorf("the stripe connection binds no apiKey secret")
-	}
-	key, err := e.Secrets.Resolve(name)
-	if err != nil {
-		return nil, err
-	}
-	return stripe.New(stripe.Config{APIKey: key, BaseURL: c.BaseURL})
-}
-
-// requiredServers returns the MCP server names the documents require,
-// sorted and unique.
-func requiredServers(docs []*playbook.Document) []string {
-	seen := map[string]bool{}
-	for _, d := range docs {
-		if d.Requires == nil {
-			continue
-		}
-		for _, s := range d.Requires.MCPServers {
-			if s.Name != nil {
-				seen[s.Name.Value] = true
-			}
-		}
-	}
-	names := make([]string, 0, len(seen))
-	for n := range seen {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
 // Check returns the resolution, drift and preflight diagnostics of one
-// document against the environment, positioned in the document. It does
-// not repeat what validate reports.
-func (e *Env) Check(ctx context.Context, doc *playbook.Document) []diag.Diagnostic {
-	c := &checker{env: e, doc: doc, missingSecrets: map[string]bool{}}
+// document against the host, positioned in the document. It does not
+// repeat what validate reports.
+func Check(ctx context.Context, h *host.Host, doc *playbook.Document) []diag.Diagnostic {
+	c := &checker{env: h, doc: doc, missingSecrets: map[string]bool{}}
 	c.resolve()
 	c.drift()
 	c.secrets()
@@ -235,7 +64,7 @@ func (e *Env) Check(ctx context.Context, doc *playbook.Document) []diag.Diagnost
 }
 
 type checker struct {
-	env   *Env
+	env   *host.Host
 	doc   *playbook.Document
 	diags []diag.Diagnostic
 	// missingSecrets are the secrets already reported as not resolving,
@@ -267,22 +96,9 @@ func (c *checker) resolve() {
 			}
 			reported[name] = true
 			c.errorf(a.Node, RuleResolve, "tool %q is not in this runtime's registry (%s), so a run would refuse every call to it%s",
-				name, c.env.describeRegistry(), suggest.Phrase(name, c.env.Registry.Names()))
+				name, c.env.Describe(), suggest.Phrase(name, c.env.Registry.Names()))
 		}
 	}
-}
-
-func (e *Env) describeRegistry() string {
-	parts := []string{"the built-ins", "the stripe connector"}
-	var servers []string
-	for n := range e.Servers {
-		servers = append(servers, n)
-	}
-	sort.Strings(servers)
-	if len(servers) > 0 {
-		parts = append(parts, "MCP servers "+strings.Join(servers, ", "))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // drift compares every embedded definition that the registry also has.
@@ -355,7 +171,7 @@ func secretReason(err error) string {
 
 // connections: every connection the document requires is bound, with the
 // declared authKind, the declared scopes granted and its credential
-// resolving; the Stripe connection answers.
+// resolving; the connector accepts it (one preflight request per host).
 func (c *checker) connections(ctx context.Context) {
 	if c.doc.Requires == nil {
 		return
@@ -399,23 +215,12 @@ func (c *checker) connections(ctx context.Context) {
 				continue
 			}
 		}
-		if p == stripe.Provider {
-			if c.env.StripeErr != nil {
-				c.errorf(x.Node, RuleConnection, "the stripe connector cannot be set up: %v", c.env.StripeErr)
-			} else if c.env.Stripe != nil {
-				if err := c.env.stripeCheck(ctx); err != nil {
-					c.errorf(x.Node, RuleConnection, "stripe does not accept the connection: %v", err)
-				}
-			}
+		if err := c.env.ConnectionErrs[p]; err != nil {
+			c.errorf(x.Node, RuleConnection, "the %s connector cannot be set up: %v", p, err)
+		} else if err := c.env.CheckConnection(ctx, p); err != nil {
+			c.errorf(x.Node, RuleConnection, "%s does not accept the connection: %v", p, err)
 		}
 	}
-}
-
-// stripeCheck asks Stripe once per environment, however many documents
-// are checked.
-func (e *Env) stripeCheck(ctx context.Context) error {
-	e.stripeOnce.Do(func() { e.stripeCheckErr = e.Stripe.Check(ctx) })
-	return e.stripeCheckErr
 }
 
 // mcpServers: every server the document requires is bound, answers, and

@@ -9,7 +9,7 @@ import (
 
 func TestAddLookupExact(t *testing.T) {
 	r := New()
-	if err := r.Add(playbook.Definition{Name: "customer.get"}, Origin{Kind: "builtin"}); err != nil {
+	if err := r.Add(playbook.Definition{Name: "customer.get"}, Origin{Kind: Builtin}, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, probe := range []string{"Customer.get", "customer.get ", "customer\u2024get", "customer.ge", ""} {
@@ -20,7 +20,7 @@ func TestAddLookupExact(t *testing.T) {
 	if !r.Has("customer.get") {
 		t.Error("exact name not found")
 	}
-	err := r.Add(playbook.Definition{Name: "customer.get"}, Origin{Kind: "connector", Name: "stripe"})
+	err := r.Add(playbook.Definition{Name: "customer.get"}, Origin{Kind: Connector, Name: "stripe"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "connector stripe") {
 		t.Errorf("duplicate add: %v", err)
 	}

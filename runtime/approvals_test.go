@@ -224,7 +224,7 @@ func TestApprovalExpires(t *testing.T) {
 		{"mcp.ctr.launch", map[string]any{"target": "late"}},
 		{"mcp.ctr.lookup", map[string]any{"id": "after expiry"}},
 	}})}
-	out, err := r.engine(0, tr, nil, func(o *runtime.Options) { o.ApprovalExpiry = time.Hour }).Start(ctx, nil)
+	out, err := r.engine(0, tr, nil, func(o *runtime.SessionOptions) { o.ApprovalExpiry = time.Hour }).Start(ctx, nil)
 	wantOutcome(t, "start", out, err, runtime.Waiting)
 	run := out.Run
 	apr := r.onlyApproval(run)
@@ -250,7 +250,7 @@ func TestApprovalExpires(t *testing.T) {
 		t.Errorf("the agent is told a person expired the request: %q", s[0].Res.Error)
 	}
 	rows := r.calls(run)
-	if rows[0].State != store.CallRefused || !strings.HasPrefix(rows[0].Reason, runtime.CodeExpired+": ") {
+	if rows[0].State != store.CallRefused || rows[0].Code != string(runtime.CodeExpired) {
 		t.Errorf("the expired call is stored %s %q", rows[0].State, rows[0].Reason)
 	}
 }
@@ -287,7 +287,7 @@ func TestApprovalDenialReplayed(t *testing.T) {
 		t.Errorf("ctr %s, %d refunds; want no launch, one refund", r.ctr, r.refund())
 	}
 	rows := r.calls(run)
-	if rows[0].State != store.CallRefused || !strings.HasPrefix(rows[0].Reason, runtime.CodeDenied+": ") {
+	if rows[0].State != store.CallRefused || rows[0].Code != string(runtime.CodeDenied) {
 		t.Errorf("the denied call is stored %s %q, want its refusal code first", rows[0].State, rows[0].Reason)
 	}
 }

@@ -65,7 +65,10 @@ func benchDefs() []playbook.Definition {
 // benchImport reads, validates and imports the benchmark document: one
 // agent step "work" (agent "bench") allowing the three tools of
 // benchDefs, against a registry of the built-ins and the two others.
-func benchImport(tb testing.TB) *Imported {
+//
+// With st, the built-ins run over st; the two other tools have no tool
+// (the benchmarks call only customer.get).
+func benchImport(tb testing.TB, st *store.Store) *Imported {
 	tb.Helper()
 	defs := benchDefs()
 	tools, err := json.Marshal(defs)
@@ -81,13 +84,17 @@ func benchImport(tb testing.TB) *Imported {
 		tools, benchTypical, benchAny)
 	doc, ds := playbook.Read("bench.json", src, nil)
 	reg := registry.New()
+	var impls map[string]registry.Tool
+	if st != nil {
+		impls = builtin.Tools(st)
+	}
 	for _, d := range builtin.Definitions() {
-		if err := reg.Add(d, registry.Origin{Kind: "builtin"}); err != nil {
+		if err := reg.Add(d, registry.Origin{Kind: registry.Builtin}, impls[d.Name]); err != nil {
 			tb.Fatal(err)
 		}
 	}
 	for _, d := range defs[1:] {
-		if err := reg.Add(d, registry.Origin{Kind: "builtin"}); err != nil {
+		if err := reg.Add(d, registry.Origin{Kind: registry.Builtin}, nil); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -107,10 +114,10 @@ func benchImport(tb testing.TB) *Imported {
 // TestBenchDecisions keeps the decision benchmarks honest: each measures
 // the outcome its name says.
 func TestBenchDecisions(t *testing.T) {
-	im := benchImport(t)
+	im := benchImport(t, nil)
 	for _, c := range []struct {
 		name, args string
-		code       string
+		code       Code
 	}{
 		{"records.delete", `{"id":"rec_1"}`, CodeNotAllowed},
 		{benchAny, `{"id":"rec_1"}`, ""},
@@ -138,7 +145,7 @@ func TestBenchDecisions(t *testing.T) {
 //
 //	go test ./runtime -run '^$' -bench Decide -benchmem
 func BenchmarkDecideRefuse(b *testing.B) {
-	im := benchImport(b)
+	im := benchImport(b, nil)
 	args := []byte(`{"id":"rec_1"}`)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -159,7 +166,7 @@ func BenchmarkDecideAllowNoSchema(b *testing.B) {
 	args := []byte(`{"id":"rec_1","note":"checked"}`)
 	for _, name := range []string{"type-object", "no-schema"} {
 		b.Run(name, func(b *testing.B) {
-			im := benchImport(b)
+			im := benchImport(b, nil)
 			if name == "no-schema" {
 				im.tools[benchAny].input = nil
 			}
@@ -179,7 +186,7 @@ func BenchmarkDecideAllowNoSchema(b *testing.B) {
 // is a refused call (an enum and a pattern violated), which also
 // renders the reason.
 func BenchmarkDecideTypicalSchema(b *testing.B) {
-	im := benchImport(b)
+	im := benchImport(b, nil)
 	for _, c := range []struct{ name, args string }{
 		{"valid", typicalArgs},
 		{"invalid", `{"customerId":"8f3kQ2","query":"late invoice","limit":10,"status":"lost","tags":["vip"]}`},
@@ -221,7 +228,7 @@ func (loopDriver) RunStep(ctx context.Context, in driver.StepInput, c driver.Cal
 // benchEngine opens a store in a temporary directory (synchronous=FULL,
 // group commit on: the defaults), seeds customer c1 and returns an engine
 // whose agent "bench" is a loopDriver.
-func benchEngine(b *testing.B, maxCalls int) (*Engine, *store.Store) {
+func benchEngine(b *testing.B, maxCalls int) (*Session, *store.Store) {
 	b.Helper()
 	s, err := store.OpenWith(filepath.Join(b.TempDir(), "bench.db"), &store.Options{Synchronous: "FULL"})
 	if err != nil {
@@ -231,7 +238,7 @@ func benchEngine(b *testing.B, maxCalls int) (*Engine, *store.Store) {
 	if err := s.SeedCustomers(context.Background(), []store.Customer{{ID: "c1", Name: "Ada Lovelace", Email: "ada@example.com", Company: "Analytical", Plan: "pro"}}); err != nil {
 		b.Fatal(err)
 	}
-	e := New(benchImport(b), Options{
+	e := newSession(benchImport(b, s), SessionOptions{
 		Store:        s,
 		MaxToolCalls: maxCalls,
 		Driver:       func(string) (driver.Driver, error) { return loopDriver{}, nil },
@@ -241,7 +248,7 @@ func benchEngine(b *testing.B, maxCalls int) (*Engine, *store.Store) {
 
 // startRun runs the benchmark document once with n calls and checks it
 // completed.
-func startRun(b *testing.B, e *Engine, n int) string {
+func startRun(b *testing.B, e *Session, n int) string {
 	ctx := context.WithValue(context.Background(), callsKey{}, n)
 	out, err := e.Start(ctx, jsontext.Value(`{"customerId":"c1"}`))
 	if err != nil {

@@ -128,7 +128,7 @@ func TestBoundaryRefusesEveryOtherName(t *testing.T) {
 			t.Errorf("%s: refusal %q does not name the step and the tool as received (%s)", q, s.Res.Error, q)
 		}
 		c := rows[i]
-		if c.Tool != name || c.State != store.CallRefused || c.Decision != store.DecisionRefused || !strings.HasPrefix(c.Reason, runtime.CodeNotAllowed+": ") {
+		if c.Tool != name || c.State != store.CallRefused || c.Decision != store.DecisionRefused || c.Code != string(runtime.CodeNotAllowed) {
 			t.Errorf("%s: stored as tool %q state %s decision %s reason %q", q, c.Tool, c.State, c.Decision, c.Reason)
 		}
 		if !c.Finished.Equal(c.Started) || c.Result != nil {
@@ -249,7 +249,7 @@ func TestBoundaryRefusesArguments(t *testing.T) {
 		if got[i].Res.Content != nil || !strings.Contains(got[i].Res.Error, "refused") || !strings.Contains(got[i].Res.Error, strconv.Quote(c.Name)) {
 			t.Errorf("%s %s: agent got %q %s", c.Name, c.Arguments, got[i].Res.Error, got[i].Res.Content)
 		}
-		if rows[i].State != store.CallRefused || !strings.HasPrefix(rows[i].Reason, runtime.CodeInvalidArguments+": ") {
+		if rows[i].State != store.CallRefused || rows[i].Code != string(runtime.CodeInvalidArguments) {
 			t.Errorf("%s %s: stored %s %q", c.Name, c.Arguments, rows[i].State, rows[i].Reason)
 		}
 	}

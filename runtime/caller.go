@@ -15,21 +15,27 @@ import (
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/drift"
 	"github.com/openplaybook/openplaybook/driver"
-	"github.com/openplaybook/openplaybook/mcphost"
 	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/registry"
 	"github.com/openplaybook/openplaybook/store"
 )
 
-// caller is the decision path for one attempt at one agent step: the
-// driver's [driver.Caller]. On resume it answers calls the attempt already
-// made from the store (matched by exact tool name and arguments digest, in
-// order), so nothing runs twice.
-type caller struct {
-	e       *Engine
+// Caller is the decision path for one attempt at one agent step: it is
+// the [driver.Caller] the step's driver calls, and what anything else that
+// acts as the step's agent (an MCP gateway, a test) calls. Get one with
+// [Session.NewCaller].
+//
+// On resume it answers calls the attempt already made from the store
+// (matched by exact tool name and arguments digest, in order), so nothing
+// runs twice. A Caller is used by one agent at a time: its methods are not
+// safe for concurrent use.
+type Caller struct {
+	s       *Session
 	run     string
 	step    string
+	agent   string
 	attempt int
-	count   int // calls the driver made in this run of the step
+	count   int // calls the agent made in this run of the step
 	fresh   int // of them, calls not answered from memo
 
 	memo []store.Call // the attempt's recorded calls
@@ -40,18 +46,36 @@ type caller struct {
 	storeErr error
 }
 
-func (e *Engine) newCaller(ctx context.Context, runID, stepID string, attempt int) (*caller, error) {
-	memo, err := e.opt.Store.Calls(ctx, runID, store.CallFilter{Step: stepID, Attempt: attempt})
+// NewCaller returns the decision path of attempt attempt at step stepID
+// of run runID, with the calls the attempt already made read from the
+// store.
+func (s *Session) NewCaller(ctx context.Context, runID, stepID string, attempt int) (*Caller, error) {
+	memo, err := s.opt.Store.Calls(ctx, runID, store.CallFilter{Step: stepID, Attempt: attempt})
 	if err != nil {
 		return nil, err
 	}
-	return &caller{e: e, run: runID, step: stepID, attempt: attempt, memo: memo, used: make([]bool, len(memo))}, nil
+	c := &Caller{s: s, run: runID, step: stepID, attempt: attempt, memo: memo, used: make([]bool, len(memo))}
+	if si := s.im.steps[stepID]; si != nil {
+		c.agent = playbook.Str(si.step.Agent)
+	}
+	return c, nil
 }
 
-// Call is the single decision path; see the package documentation.
-func (c *caller) Call(ctx context.Context, call driver.Call) (driver.Result, error) {
+// Calls returns how many calls the agent made through c.
+func (c *Caller) Calls() int { return c.count }
+
+// Err returns the store error that refused a call, if one did: the step
+// must then fail.
+func (c *Caller) Err() error { return c.storeErr }
+
+// Call is the single decision path; see the package documentation. It
+// returns a Result for everything the agent should see (a refusal is a
+// Result whose Error names the reason), and an error only when the step
+// must stop: [driver.ErrSuspended], [driver.ErrCallLimit], or a store
+// failure.
+func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, error) {
 	c.count++
-	d := c.e.im.Decide(c.step, call.Name, call.Arguments)
+	d := c.s.im.Decide(c.step, call.Name, call.Arguments)
 	if m := c.match(call.Name, d.ArgsDigest); m != nil {
 		return c.replay(ctx, m, d)
 	}
@@ -59,17 +83,20 @@ func (c *caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 	// run of the step (an agent asked again on resume need not repeat
 	// them) and the new ones.
 	c.fresh++
-	if len(c.memo)+c.fresh > c.e.opt.MaxToolCalls {
+	if len(c.memo)+c.fresh > c.s.opt.MaxToolCalls {
 		err := c.tx(ctx, func(tx *store.Tx) error {
-			_, err := tx.Append(c.e.record(c.run, "step.call-limit", c.step, call.Name, map[string]any{"limit": c.e.opt.MaxToolCalls}))
-			return err
+			return c.s.append(tx, c.run, c.step, call.Name, StepCallLimit{Limit: c.s.opt.MaxToolCalls})
 		})
-		return driver.Result{}, errors.Join(fmt.Errorf("%w (%d calls)", driver.ErrCallLimit, c.e.opt.MaxToolCalls), err)
+		return driver.Result{}, errors.Join(fmt.Errorf("%w (%d calls)", driver.ErrCallLimit, c.s.opt.MaxToolCalls), err)
 	}
 	if !d.Allowed {
 		return c.refuse(ctx, call.Name, d, d.Code, d.Reason)
 	}
-	if reason := c.e.drifted(ctx, d.tool); reason != "" {
+	if d.tool.entry.Tool == nil {
+		return c.refuse(ctx, call.Name, d, CodeUnavailable, fmt.Sprintf(
+			"tool %s resolves to %s, but nothing connected runs it; the call was refused and not run", quote(call.Name), d.tool.entry.Origin))
+	}
+	if reason := c.drifted(ctx, d.tool); reason != "" {
 		return c.refuse(ctx, call.Name, d, CodeDrifted, reason)
 	}
 	if d.tool.approval {
@@ -86,7 +113,7 @@ func (c *caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 	// instead of running it again.
 	var key store.CallKey
 	err := c.tx(ctx, func(tx *store.Tx) error {
-		k, err := c.start(tx, call.Name, d, store.DecisionAllowed, "")
+		k, err := c.start(tx, call.Name, d, store.DecisionAllowed, "", "")
 		key = k
 		return err
 	})
@@ -98,8 +125,8 @@ func (c *caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 
 // tx runs fn in a store transaction; a failure is remembered so the step
 // fails closed.
-func (c *caller) tx(ctx context.Context, fn func(*store.Tx) error) error {
-	err := c.e.opt.Store.Tx(ctx, fn)
+func (c *Caller) tx(ctx context.Context, fn func(*store.Tx) error) error {
+	err := c.s.opt.Store.Tx(ctx, fn)
 	if err != nil {
 		c.storeErr = fmt.Errorf("the runtime could not record a tool call, so it was refused: %w", err)
 		return c.storeErr
@@ -107,9 +134,13 @@ func (c *caller) tx(ctx context.Context, fn func(*store.Tx) error) error {
 	return nil
 }
 
+func (c *Caller) append(tx *store.Tx, tool string, ev Event) error {
+	return c.s.append(tx, c.run, c.step, tool, ev)
+}
+
 // match returns the first recorded call of this attempt, not yet answered
 // in this run of the step, with the same tool bytes and arguments digest.
-func (c *caller) match(name, argsDigest string) *store.Call {
+func (c *Caller) match(name, argsDigest string) *store.Call {
 	for i := range c.memo {
 		if !c.used[i] && c.memo[i].Tool == name && c.memo[i].ArgsDigest == argsDigest {
 			c.used[i] = true
@@ -119,53 +150,57 @@ func (c *caller) match(name, argsDigest string) *store.Call {
 	return nil
 }
 
-// start records a new call and its audit record.
-func (c *caller) start(tx *store.Tx, name string, d Decision, decision store.Decision, reason string) (store.CallKey, error) {
+// start records a new call and its audit record: call.started,
+// call.refused (with code) or call.waiting, by decision.
+func (c *Caller) start(tx *store.Tx, name string, d Decision, decision store.Decision, code Code, reason string) (store.CallKey, error) {
+	redact := c.s.opt.Redact
 	sc := store.Call{
 		CallKey: store.CallKey{Run: c.run, Step: c.step, Attempt: c.attempt},
 		// An agent may send a secret it was shown as a tool name: the
 		// name is stored as received unless it holds one.
-		Tool: c.e.opt.Redact(name), Args: c.redactJSON(d.Args), ArgsDigest: d.ArgsDigest,
-		Decision: decision, Reason: c.e.opt.Redact(reason),
+		Tool: redact(name), Args: c.redactJSON(d.Args), ArgsDigest: d.ArgsDigest,
+		Decision: decision, Code: string(code), Reason: redact(reason),
 	}
+	var defDigest string
 	if d.tool != nil {
-		sc.DefDigest = d.tool.defDigest
+		defDigest = d.tool.defDigest
+		sc.DefDigest = defDigest
 		sc.SideEffecting = d.tool.sideEff
 	}
 	got, err := tx.StartCall(sc)
 	if err != nil {
 		return store.CallKey{}, err
 	}
-	kind := map[store.Decision]string{store.DecisionAllowed: "call.started", store.DecisionRefused: "call.refused", store.DecisionWaiting: "call.waiting"}[decision]
-	data := map[string]any{"index": got.Index, "attempt": c.attempt, "argsDigest": d.ArgsDigest}
-	if reason != "" {
-		data["reason"] = reason
+	var ev Event
+	switch decision {
+	case store.DecisionRefused:
+		ev = CallRefused{Index: got.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, DefDigest: defDigest, Code: code, Reason: reason}
+	case store.DecisionWaiting:
+		ev = CallWaiting{Index: got.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, DefDigest: defDigest, Reason: reason}
+	default:
+		ev = CallStarted{Index: got.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, DefDigest: defDigest, Reason: reason}
 	}
-	if d.tool != nil {
-		data["defDigest"] = d.tool.defDigest
-	}
-	_, err = tx.Append(c.e.record(c.run, kind, c.step, name, data))
-	return got.CallKey, err
+	return got.CallKey, c.append(tx, name, ev)
 }
 
 // refuse records a refused call; the agent gets the reason and may go on.
-func (c *caller) refuse(ctx context.Context, name string, d Decision, code, reason string) (driver.Result, error) {
+func (c *Caller) refuse(ctx context.Context, name string, d Decision, code Code, reason string) (driver.Result, error) {
 	reason = c.inStep(reason)
 	err := c.tx(ctx, func(tx *store.Tx) error {
-		_, err := c.start(tx, name, d, store.DecisionRefused, code+": "+reason)
+		_, err := c.start(tx, name, d, store.DecisionRefused, code, reason)
 		return err
 	})
 	if err != nil {
 		return driver.Result{}, err
 	}
-	c.e.progress("  refused %s: %s", quote(name), reason)
+	c.s.progress("  refused %s: %s", quote(name), reason)
 	return driver.Result{Error: reason}, nil
 }
 
 // approvalGate is check 4: consume an approval for exactly this call, or
 // ask for one and suspend the step. existing is the recorded waiting call
 // on resume, nil for a new call.
-func (c *caller) approvalGate(ctx context.Context, name string, d Decision, existing *store.Call) (driver.Result, error) {
+func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, existing *store.Call) (driver.Result, error) {
 	var (
 		key     store.CallKey
 		run     bool
@@ -181,23 +216,24 @@ func (c *caller) approvalGate(ctx context.Context, name string, d Decision, exis
 			run = true
 			if existing != nil {
 				key = existing.CallKey
-				if err := tx.DecideCall(key, true, ""); err != nil {
+				if err := tx.DecideCall(key, true, "", ""); err != nil {
 					return err
 				}
-				_, err = tx.Append(c.e.record(c.run, "call.started", c.step, name, map[string]any{"index": key.Index, "attempt": c.attempt, "approval": a.ID, "argsDigest": d.ArgsDigest}))
-				return err
+				return c.append(tx, name, CallStarted{Index: key.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, Approval: a.ID})
 			}
-			key, err = c.start(tx, name, d, store.DecisionAllowed, "approved: "+a.ID)
+			key, err = c.start(tx, name, d, store.DecisionAllowed, "", "approved: "+a.ID)
 			return err
 		}
 		// No usable approval: a decided one for these exact digests
 		// refuses; otherwise ask.
-		decided, pending, err := c.e.approvalState(ctx, c.run, c.step, name, d.tool.defDigest, d.ArgsDigest)
+		decided, pending, err := c.approvalState(ctx, name, d.tool.defDigest, d.ArgsDigest)
 		if err != nil {
 			return err
 		}
 		if decided != nil {
+			code := CodeDenied
 			if decided.Status == store.ApprovalExpired {
+				code = CodeExpired
 				refused = fmt.Sprintf("the approval request for the call to %s in step %s expired before a person decided; it was not run", quote(name), quote(c.step))
 			} else {
 				refused = fmt.Sprintf("the call to %s in step %s was %s by a person", quote(name), quote(c.step), decided.Status)
@@ -207,15 +243,12 @@ func (c *caller) approvalGate(ctx context.Context, name string, d Decision, exis
 				refused += "; it was not run"
 			}
 			if existing != nil {
-				// The stored reason starts with the refusal code, as
-				// every refusal's does: replay strips it.
-				if err := tx.DecideCall(existing.CallKey, false, c.e.opt.Redact(string(decided.Status)+": "+refused)); err != nil {
+				if err := tx.DecideCall(existing.CallKey, false, string(code), c.s.opt.Redact(refused)); err != nil {
 					return err
 				}
-				_, err := tx.Append(c.e.record(c.run, "call.refused", c.step, name, map[string]any{"index": existing.Index, "approval": decided.ID, "reason": refused}))
-				return err
+				return c.append(tx, name, CallRefused{Index: existing.Index, Attempt: c.attempt, Code: code, Approval: decided.ID, Reason: refused})
 			}
-			_, err := c.start(tx, name, d, store.DecisionRefused, string(decided.Status)+": "+refused)
+			_, err := c.start(tx, name, d, store.DecisionRefused, code, refused)
 			return err
 		}
 		if existing != nil && pending != nil {
@@ -223,7 +256,7 @@ func (c *caller) approvalGate(ctx context.Context, name string, d Decision, exis
 			return nil
 		}
 		if existing == nil {
-			key, err = c.start(tx, name, d, store.DecisionWaiting, "requiresApproval")
+			key, err = c.start(tx, name, d, store.DecisionWaiting, "", "requiresApproval")
 			if err != nil {
 				return err
 			}
@@ -232,14 +265,13 @@ func (c *caller) approvalGate(ctx context.Context, name string, d Decision, exis
 		}
 		ap, err := tx.CreateApproval(store.Approval{
 			Run: c.run, Step: c.step, Tool: name, DefDigest: d.tool.defDigest, ArgsDigest: d.ArgsDigest,
-			Call: &key, Reason: "requiresApproval", Expires: c.e.now().Add(c.e.opt.ApprovalExpiry),
+			Call: &key, Reason: "requiresApproval", Expires: c.s.now().Add(c.s.opt.ApprovalExpiry),
 		})
 		if err != nil {
 			return err
 		}
 		asked = ap.ID
-		_, err = tx.Append(c.e.record(c.run, "approval.requested", c.step, name, map[string]any{"approval": ap.ID, "index": key.Index, "argsDigest": d.ArgsDigest, "defDigest": d.tool.defDigest}))
-		return err
+		return c.append(tx, name, ApprovalRequested{Approval: ap.ID, Index: key.Index, ArgsDigest: d.ArgsDigest, DefDigest: d.tool.defDigest})
 	})
 	switch {
 	case err != nil:
@@ -247,23 +279,23 @@ func (c *caller) approvalGate(ctx context.Context, name string, d Decision, exis
 	case run:
 		return c.execute(ctx, &key, name, d)
 	case refused != "":
-		c.e.progress("  refused %s: %s", quote(name), refused)
+		c.s.progress("  refused %s: %s", quote(name), refused)
 		return driver.Result{Error: refused}, nil
 	}
-	c.e.progress("  waiting for approval %s of %s", asked, quote(name))
+	c.s.progress("  waiting for approval %s of %s", asked, quote(name))
 	return driver.Result{}, driver.ErrSuspended
 }
 
 // approvalState finds the latest decided (denied or expired) approval and
 // any pending one for exactly this call.
-func (e *Engine) approvalState(ctx context.Context, run, step, tool, defDigest, argsDigest string) (decided, pending *store.Approval, err error) {
-	all, err := e.opt.Store.Approvals(ctx, run)
+func (c *Caller) approvalState(ctx context.Context, tool, defDigest, argsDigest string) (decided, pending *store.Approval, err error) {
+	all, err := c.s.opt.Store.Approvals(ctx, c.run)
 	if err != nil {
 		return nil, nil, err
 	}
 	for i := range all {
 		a := &all[i]
-		if a.Kind != store.KindCall || a.Step != step || a.Tool != tool || a.DefDigest != defDigest || a.ArgsDigest != argsDigest {
+		if a.Kind != store.KindCall || a.Step != c.step || a.Tool != tool || a.DefDigest != defDigest || a.ArgsDigest != argsDigest {
 			continue
 		}
 		switch a.Status {
@@ -273,35 +305,30 @@ func (e *Engine) approvalState(ctx context.Context, run, step, tool, defDigest, 
 			pending = a
 		}
 	}
-	if pending != nil && pending.Expires.Before(e.now()) && !pending.Expires.IsZero() {
+	if pending != nil && pending.Expires.Before(c.s.now()) && !pending.Expires.IsZero() {
 		decided, pending = pending, nil
 		decided.Status = store.ApprovalExpired
 	}
 	return decided, pending, nil
 }
 
-func (e *Engine) now() time.Time { return e.opt.Store.Now() }
+func (s *Session) now() time.Time { return s.opt.Store.Now() }
 
 // replay answers a call the attempt already made, on resume.
-func (c *caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.Result, error) {
+func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.Result, error) {
 	switch m.State {
 	case store.CallSucceeded:
 		return driver.Result{Content: m.Result}, nil
 	case store.CallFailed:
 		return driver.Result{Error: m.Error}, nil
 	case store.CallRefused:
-		reason := m.Reason
-		if _, r, ok := strings.Cut(reason, ": "); ok {
-			reason = r
-		}
-		return driver.Result{Error: reason}, nil
+		return driver.Result{Error: m.Reason}, nil
 	case store.CallWaiting:
 		return c.approvalGate(ctx, m.Tool, d, m)
 	case store.CallStarted:
 		if !m.SideEffecting {
 			err := c.tx(ctx, func(tx *store.Tx) error {
-				_, err := tx.Append(c.e.record(c.run, "call.retried", c.step, m.Tool, map[string]any{"index": m.Index, "reason": "a read call interrupted before its outcome was recorded"}))
-				return err
+				return c.append(tx, m.Tool, CallRetried{Index: m.Index, Reason: "a read call interrupted before its outcome was recorded"})
 			})
 			if err != nil {
 				return driver.Result{}, err
@@ -315,91 +342,94 @@ func (c *caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 			if err != nil {
 				return err
 			}
-			_, err = tx.Append(c.e.record(c.run, "call.outcome-unknown", c.step, m.Tool, map[string]any{"index": m.Index, "approval": ap.ID}))
-			return err
+			return c.append(tx, m.Tool, CallOutcomeUnknown{Index: m.Index, Approval: ap.ID})
 		})
 		if err != nil {
 			return driver.Result{}, err
 		}
-		c.e.progress("  outcome of %s unknown: waiting for a person (%s)", quote(m.Tool), ap.ID)
+		c.s.progress("  outcome of %s unknown: waiting for a person (%s)", quote(m.Tool), ap.ID)
 		return driver.Result{}, driver.ErrSuspended
 	case store.CallOutcomeUnknown:
-		var rerun bool
-		var denied string
-		err := c.tx(ctx, func(tx *store.Tx) error {
-			a, ok, err := tx.ConsumeApproval(c.run, c.step, m.Tool, m.DefDigest, m.ArgsDigest)
-			if err != nil {
-				return err
-			}
-			if ok {
-				rerun = true
-				_, err = tx.Append(c.e.record(c.run, "call.rerun", c.step, m.Tool, map[string]any{"index": m.Index, "approval": a.ID}))
-				return err
-			}
-			all, err := c.e.opt.Store.Approvals(ctx, c.run)
-			if err != nil {
-				return err
-			}
-			open := false
-			for _, a := range all {
-				if a.Kind != store.KindOutcomeUnknown || a.Call == nil || *a.Call != m.CallKey {
-					continue
-				}
-				switch a.Status {
-				case store.ApprovalDenied:
-					denied = "the outcome of this call is unknown and a person decided not to run it again"
-					if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, denied); err != nil {
-						return err
-					}
-					_, err := tx.Append(c.e.record(c.run, "call.failed", c.step, m.Tool, map[string]any{"index": m.Index, "approval": a.ID, "reason": denied}))
-					return err
-				case store.ApprovalPending, store.ApprovalApproved:
-					open = true
-				}
-			}
-			if open {
-				return nil
-			}
-			// Every decision on it was used: a person had it run again and
-			// the process stopped before that outcome was recorded. Its
-			// outcome is unknown again, and a person decides again.
-			ap, err := tx.CreateApproval(store.Approval{
-				Kind: store.KindOutcomeUnknown, Run: c.run, Step: c.step, Tool: m.Tool, DefDigest: m.DefDigest, ArgsDigest: m.ArgsDigest,
-				Call: &m.CallKey, Reason: "the process stopped after the call was run again and before its outcome was recorded",
-			})
-			if err != nil {
-				return err
-			}
-			_, err = tx.Append(c.e.record(c.run, "call.outcome-unknown", c.step, m.Tool, map[string]any{"index": m.Index, "approval": ap.ID}))
-			return err
-		})
-		switch {
-		case err != nil:
-			return driver.Result{}, err
-		case rerun:
-			return c.execute(ctx, &m.CallKey, m.Tool, d)
-		case denied != "":
-			return driver.Result{Error: denied}, nil
-		}
-		return driver.Result{}, driver.ErrSuspended
+		return c.outcomeUnknown(ctx, m, d)
 	}
 	return driver.Result{}, fmt.Errorf("call %d of step %s is in state %q, which the runtime cannot resume", m.Index, c.step, m.State)
+}
+
+// outcomeUnknown follows a person's decision on a call whose outcome is
+// unknown: run it again (approved), leave it (denied), or keep waiting.
+func (c *Caller) outcomeUnknown(ctx context.Context, m *store.Call, d Decision) (driver.Result, error) {
+	var rerun bool
+	var denied string
+	err := c.tx(ctx, func(tx *store.Tx) error {
+		a, ok, err := tx.ConsumeApproval(c.run, c.step, m.Tool, m.DefDigest, m.ArgsDigest)
+		if err != nil {
+			return err
+		}
+		if ok {
+			rerun = true
+			return c.append(tx, m.Tool, CallRerun{Index: m.Index, Approval: a.ID})
+		}
+		all, err := c.s.opt.Store.Approvals(ctx, c.run)
+		if err != nil {
+			return err
+		}
+		open := false
+		for _, a := range all {
+			if a.Kind != store.KindOutcomeUnknown || a.Call == nil || *a.Call != m.CallKey {
+				continue
+			}
+			switch a.Status {
+			case store.ApprovalDenied:
+				denied = "the outcome of this call is unknown and a person decided not to run it again"
+				if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, denied); err != nil {
+					return err
+				}
+				return c.append(tx, m.Tool, CallFailed{Index: m.Index, Approval: a.ID, Reason: denied})
+			case store.ApprovalPending, store.ApprovalApproved:
+				open = true
+			}
+		}
+		if open {
+			return nil
+		}
+		// Every decision on it was used: a person had it run again and
+		// the process stopped before that outcome was recorded. Its
+		// outcome is unknown again, and a person decides again.
+		ap, err := tx.CreateApproval(store.Approval{
+			Kind: store.KindOutcomeUnknown, Run: c.run, Step: c.step, Tool: m.Tool, DefDigest: m.DefDigest, ArgsDigest: m.ArgsDigest,
+			Call: &m.CallKey, Reason: "the process stopped after the call was run again and before its outcome was recorded",
+		})
+		if err != nil {
+			return err
+		}
+		return c.append(tx, m.Tool, CallOutcomeUnknown{Index: m.Index, Approval: ap.ID})
+	})
+	switch {
+	case err != nil:
+		return driver.Result{}, err
+	case rerun:
+		return c.execute(ctx, &m.CallKey, m.Tool, d)
+	case denied != "":
+		return driver.Result{Error: denied}, nil
+	}
+	return driver.Result{}, driver.ErrSuspended
 }
 
 // execute is checks 5 and 6: run the call with a timeout, validate the
 // result against the outputSchema, and record the outcome.
 //
-// key is the started call, or nil for a read call not recorded yet: it is
-// then recorded as started in the same transaction as its outcome.
-func (c *caller) execute(ctx context.Context, started *store.CallKey, name string, d Decision) (driver.Result, error) {
+// started is the started call, or nil for a read call not recorded yet:
+// it is then recorded as started in the same transaction as its outcome.
+func (c *Caller) execute(ctx context.Context, started *store.CallKey, name string, d Decision) (driver.Result, error) {
 	ti := d.tool
-	cctx, cancel := context.WithTimeout(ctx, c.e.opt.CallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, c.s.opt.CallTimeout)
 	defer cancel()
 	key := store.CallKey{Run: c.run, Step: c.step, Attempt: c.attempt, Index: -1}
 	if started != nil {
 		key = *started
 	}
-	result, write, err := c.e.dispatch(cctx, key, ti, d.Args)
+	cctx = registry.WithCallInfo(cctx, registry.CallInfo{Run: c.run, Step: c.step, Attempt: c.attempt, Index: key.Index, Agent: c.agent, Redact: c.s.opt.Redact})
+	res, err := ti.entry.Tool.Call(cctx, d.Args)
 	var out jsontext.Value
 	var failure string
 	if err != nil {
@@ -407,66 +437,61 @@ func (c *caller) execute(ctx context.Context, started *store.CallKey, name strin
 	}
 	finish := func(tx *store.Tx) error {
 		if started == nil {
-			k, err := c.start(tx, name, d, store.DecisionAllowed, "")
+			k, err := c.start(tx, name, d, store.DecisionAllowed, "", "")
 			if err != nil {
 				return err
 			}
 			key = k
 		}
-		if failure == "" && write != nil {
-			r, err := write(tx)
+		out = res.Content
+		if failure == "" && res.Commit != nil {
+			r, err := res.Commit(tx)
 			if err != nil {
 				failure = fmt.Sprintf("the call to %s failed: %v", quote(name), err)
 			} else {
-				result = r
+				out = r
 			}
 		}
-		if failure == "" {
-			out, err = json.Marshal(result, json.Deterministic(true))
-			if err != nil {
-				failure = fmt.Sprintf("the result of %s cannot be encoded: %v", quote(name), err)
-			}
+		if failure == "" && !out.IsValid() {
+			failure = fmt.Sprintf("the result of %s is not valid JSON; it was not passed on", quote(name))
 		}
 		if failure == "" && ti.output != nil {
 			if verr := validateJSON(ti.output, out); verr != nil {
 				failure = fmt.Sprintf("the result of %s does not match its outputSchema: %s; it was not passed on", quote(name), schemaErr(verr))
-				if _, err := tx.Append(c.e.record(c.run, "call.output-invalid", c.step, name, map[string]any{"index": key.Index, "reason": failure, "resultDigest": digest(out)})); err != nil {
+				if err := c.append(tx, name, CallOutputInvalid{Index: key.Index, Reason: failure, ResultDigest: digest(out)}); err != nil {
 					return err
 				}
-				out = nil
 			}
 		}
 		if failure != "" {
-			if err := tx.FinishCall(key, store.CallFailed, nil, c.e.opt.Redact(failure)); err != nil {
+			out = nil
+			if err := tx.FinishCall(key, store.CallFailed, nil, c.s.opt.Redact(failure)); err != nil {
 				return err
 			}
-			_, err := tx.Append(c.e.record(c.run, "call.failed", c.step, name, map[string]any{"index": key.Index, "reason": failure}))
+			return c.append(tx, name, CallFailed{Index: key.Index, Reason: failure})
+		}
+		if err := tx.FinishCall(key, store.CallSucceeded, c.redactJSON(out), ""); err != nil {
 			return err
 		}
-		red := c.redactJSON(out)
-		if err := tx.FinishCall(key, store.CallSucceeded, red, ""); err != nil {
-			return err
-		}
-		_, err := tx.Append(c.e.record(c.run, "call.succeeded", c.step, name, map[string]any{"index": key.Index, "resultDigest": digest(out)}))
-		return err
+		return c.append(tx, name, CallSucceeded{Index: key.Index, ResultDigest: digest(out)})
 	}
 	if err := c.tx(ctx, finish); err != nil {
 		return driver.Result{}, err
 	}
 	if failure != "" {
-		c.e.progress("  failed %s: %s", quote(name), failure)
-		return driver.Result{Error: c.e.opt.Redact(failure)}, nil
+		c.s.progress("  failed %s: %s", quote(name), failure)
+		return driver.Result{Error: c.s.opt.Redact(failure)}, nil
 	}
-	c.e.progress("  allowed %s", quote(name))
+	c.s.progress("  allowed %s", quote(name))
 	return driver.Result{Content: out}, nil
 }
 
 // redactJSON removes secret values from a JSON text, keeping it JSON.
-func (c *caller) redactJSON(v jsontext.Value) jsontext.Value {
+func (c *Caller) redactJSON(v jsontext.Value) jsontext.Value {
 	if v == nil {
 		return nil
 	}
-	r := jsontext.Value(c.e.opt.Redact(string(v)))
+	r := jsontext.Value(c.s.opt.Redact(string(v)))
 	if !r.IsValid() {
 		b, _ := json.Marshal("[redacted]")
 		return b
@@ -474,49 +499,24 @@ func (c *caller) redactJSON(v jsontext.Value) jsontext.Value {
 	return r
 }
 
-// drifted re-lists an MCP tool's server when the server announced a
-// changed tool list since import, or never announces changes (it did not
-// declare tools.listChanged), and returns why the call must be refused
-// when the live definition drifted at error level ("" when not).
-func (e *Engine) drifted(ctx context.Context, ti *toolInfo) string {
-	server, _, ok := playbook.MCPParts(ti.def.Name)
-	if !ok || e.opt.Env == nil {
+// drifted asks a live tool ([registry.Live]) for its definition now and
+// returns why the call must be refused when it cannot say or the
+// definition drifted at error level since import ("" when not).
+func (c *Caller) drifted(ctx context.Context, ti *toolInfo) string {
+	live, ok := ti.entry.Tool.(registry.Live)
+	if !ok {
 		return ""
 	}
-	s := e.opt.Env.Servers[server]
-	if s == nil {
-		return fmt.Sprintf("MCP server %q is not connected", server)
-	}
-	e.epochMu.Lock()
-	same := s.Epoch() == e.epochs[server]
-	e.epochMu.Unlock()
-	if same && announcesChanges(s) {
-		return ""
-	}
-	tools, err := s.Tools(ctx)
+	now, err := live.Current(ctx)
 	if err != nil {
-		return fmt.Sprintf("MCP server %q changed its tools and could not be asked again: %v", server, err)
+		return fmt.Sprintf("the definition of %s cannot be confirmed (%v); the call was refused and not run", quote(ti.def.Name), err)
 	}
-	for _, t := range tools {
-		if t.Name != ti.def.Name {
-			continue
+	for _, f := range drift.Compare(ti.def, now) {
+		if f.Severity == diag.Error {
+			return fmt.Sprintf("the definition of %s changed since the run was imported (%s); the call was refused and not run", quote(ti.def.Name), f.Message)
 		}
-		for _, f := range drift.Compare(ti.def, t.Definition) {
-			if f.Severity == diag.Error {
-				return fmt.Sprintf("the definition of %s changed since the run was imported (%s); the call was refused and not run", quote(ti.def.Name), f.Message)
-			}
-		}
-		return ""
 	}
-	return fmt.Sprintf("MCP server %q no longer lists %s; the call was refused and not run", server, quote(ti.def.Name))
-}
-
-// announcesChanges reports whether a server declared tools.listChanged:
-// only then does an unchanged epoch mean unchanged tools. A server that
-// did not is listed again before each call (mcphost's Tools does).
-func announcesChanges(s *mcphost.Server) bool {
-	r := s.InitializeResult()
-	return r != nil && r.Capabilities != nil && r.Capabilities.Tools != nil && r.Capabilities.Tools.ListChanged
+	return ""
 }
 
 // validateJSON validates a JSON text against a compiled schema.
@@ -530,7 +530,7 @@ func validateJSON(s *jsonschema.Schema, v jsontext.Value) error {
 
 // inStep makes sure a refusal names the step: every refusal the agent
 // gets names the step and the tool as received.
-func (c *caller) inStep(reason string) string {
+func (c *Caller) inStep(reason string) string {
 	if strings.Contains(reason, "step "+quote(c.step)) {
 		return reason
 	}

@@ -175,28 +175,15 @@ type Decision struct {
 	Allowed bool
 	// Reason says why it was refused, for the agent and the audit log.
 	Reason string
-	// Code is a stable short name of the reason: not-allowed,
-	// unknown-step, unresolved, invalid-arguments.
-	Code string
+	// Code is the refusal's stable code: CodeNotAllowed,
+	// CodeUnknownStep, CodeUnresolved or CodeInvalidArguments.
+	Code Code
 	// Args is the arguments in RFC 8785 canonical form, and ArgsDigest
 	// its SHA-256 (hex); for invalid JSON, the digest of the bytes as sent.
 	Args       jsontext.Value
 	ArgsDigest string
 	tool       *toolInfo
 }
-
-// Refusal codes of [Decision.Code].
-const (
-	CodeNotAllowed       = "not-allowed"
-	CodeUnknownStep      = "unknown-step"
-	CodeUnresolved       = "unresolved"
-	CodeInvalidArguments = "invalid-arguments"
-	CodeDrifted          = "drifted"
-	CodeDenied           = "denied"
-	CodeExpired          = "expired"
-	CodeCallLimit        = "call-limit"
-	CodeOutputInvalid    = "output-invalid"
-)
 
 // Decide runs checks 1 to 3 of the decision path for a call to name with
 // args, in step: (1) name is on the step's allowedTools, compared byte for

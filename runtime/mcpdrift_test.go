@@ -60,7 +60,7 @@ func TestDriftDuringRun(t *testing.T) {
 	}
 	rows := r.calls(out.Run)
 	probe := rows[len(rows)-2]
-	if probe.Tool != "mcp.chg.probe" || probe.State != store.CallRefused || !strings.HasPrefix(probe.Reason, runtime.CodeDrifted+": ") {
+	if probe.Tool != "mcp.chg.probe" || probe.State != store.CallRefused || probe.Code != string(runtime.CodeDrifted) {
 		t.Errorf("the probe is stored %s %s %q, want refused with code %s", probe.Tool, probe.State, probe.Reason, runtime.CodeDrifted)
 	}
 	if !auditHas(r.auditOf(out.Run), "call.refused", "mcp.chg.probe") {
@@ -100,7 +100,7 @@ func TestDriftWithoutListChanged(t *testing.T) {
 		t.Errorf("ctr after the change: %s; the riskier lookup was called", ctr)
 	}
 	rows := r.calls(out.Run)
-	if last := rows[len(rows)-1]; last.State != store.CallRefused || !strings.HasPrefix(last.Reason, runtime.CodeDrifted+": ") {
+	if last := rows[len(rows)-1]; last.State != store.CallRefused || last.Code != string(runtime.CodeDrifted) {
 		t.Errorf("the lookup after the change is stored %s %q, want refused with code %s", last.State, last.Reason, runtime.CodeDrifted)
 	}
 }

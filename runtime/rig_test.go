@@ -34,6 +34,7 @@ import (
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/transcript"
 	"github.com/openplaybook/openplaybook/harness"
+	"github.com/openplaybook/openplaybook/host"
 	"github.com/openplaybook/openplaybook/internal/stripemock"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 	"github.com/openplaybook/openplaybook/playbook"
@@ -74,7 +75,7 @@ type rig struct {
 	t        *testing.T
 	dir      string
 	h        *harness.Harness
-	env      *preflight.Env
+	env      *host.Host
 	st       *store.Store
 	docs     []*playbook.Document
 	progress *progressBuffer
@@ -148,7 +149,12 @@ func newRig(t *testing.T, cfg rigConfig, docs ...[]byte) *rig {
 		r.docs = append(r.docs, doc)
 	}
 	ctx := context.Background()
-	r.env = preflight.Connect(ctx, hh, r.docs)
+	r.st, err = host.OpenStore(ctx, hh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.st.Close() })
+	r.env = host.Connect(ctx, hh, r.docs, &host.Options{Store: r.st})
 	t.Cleanup(r.env.Close)
 	if diag.Count(r.env.Diagnostics, diag.Error) > 0 {
 		t.Fatalf("connecting the harness: %v", r.env.Diagnostics)
@@ -156,7 +162,7 @@ func newRig(t *testing.T, cfg rigConfig, docs ...[]byte) *rig {
 	for i, doc := range r.docs {
 		_, ds := playbook.Read(doc.File, docs[i], nil)
 		ds = append(ds, validate.Document(doc, &validate.Options{Registry: r.env.Registry.Has})...)
-		ds = append(ds, r.env.Check(ctx, doc)...)
+		ds = append(ds, preflight.Check(ctx, r.env, doc)...)
 		if diag.Count(ds, diag.Error) > 0 {
 			var b strings.Builder
 			for _, d := range ds {
@@ -166,25 +172,6 @@ func newRig(t *testing.T, cfg rigConfig, docs ...[]byte) *rig {
 			}
 			t.Fatalf("document %d does not pass check against the test harness:\n%s\n%s", i, b.String(), docs[i])
 		}
-	}
-	if err := os.MkdirAll(filepath.Dir(hh.Store.SQLite), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r.st, err = store.Open(hh.Store.SQLite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.st.Close() })
-	var cs []store.Customer
-	seed, err := os.ReadFile(hh.Store.Seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(seed, &cs); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.st.SeedCustomers(ctx, cs); err != nil {
-		t.Fatal(err)
 	}
 	return r
 }
@@ -226,7 +213,7 @@ func writeAgentFiles(t *testing.T, dir string, agents map[string]any) {
 // the transcripts given (agent name to transcript JSON), each seen through
 // a recorder that keeps what the agent was answered. A fresh engine is
 // what a new process (`openplaybook resume`) would build.
-func (r *rig) engine(i int, transcripts map[string]string, seen *agentLog, opt func(*runtime.Options)) *runtime.Engine {
+func (r *rig) engine(i int, transcripts map[string]string, seen *agentLog, opt func(*runtime.SessionOptions)) *runtime.Session {
 	r.t.Helper()
 	drivers := map[string]driver.Driver{}
 	for agent, src := range transcripts {
@@ -240,15 +227,13 @@ func (r *rig) engine(i int, transcripts map[string]string, seen *agentLog, opt f
 }
 
 // engineWith is engine with drivers given.
-func (r *rig) engineWith(i int, drivers map[string]driver.Driver, seen *agentLog, opt func(*runtime.Options)) *runtime.Engine {
+func (r *rig) engineWith(i int, drivers map[string]driver.Driver, seen *agentLog, opt func(*runtime.SessionOptions)) *runtime.Session {
 	r.t.Helper()
-	im, err := runtime.Import(r.docs[i], r.env.Registry)
-	if err != nil {
-		r.t.Fatalf("import: %v", err)
-	}
-	o := runtime.Options{
+	o := runtime.SessionOptions{
+		Document:       r.docs[i],
+		Registry:       r.env.Registry,
 		Store:          r.st,
-		Env:            r.env,
+		Redact:         r.env.Secrets.Redact,
 		HarnessPath:    r.h.Path,
 		Progress:       r.progress,
 		MaxToolCalls:   r.h.Runtime.MaxToolCalls,
@@ -267,7 +252,11 @@ func (r *rig) engineWith(i int, drivers map[string]driver.Driver, seen *agentLog
 	if opt != nil {
 		opt(&o)
 	}
-	return runtime.New(im, o)
+	sess, ds, err := runtime.Open(context.Background(), o)
+	if err != nil {
+		r.t.Fatalf("opening document %d: %v %v", i, err, ds)
+	}
+	return sess
 }
 
 // calls returns a run's calls in order.
@@ -310,36 +299,10 @@ func (r *rig) pending(run string) []runtime.Pending {
 }
 
 // decide approves or denies a gate (a step id) or an approval (apr_...)
-// as `openplaybook approve|deny` does: the decision and its audit record
-// in one transaction.
+// as `openplaybook approve|deny` does, through runtime.Decide.
 func (r *rig) decide(run, id string, approve bool, reason string) error {
-	return r.st.Tx(context.Background(), func(tx *store.Tx) error {
-		verb := map[bool]string{true: "approved", false: "denied"}[approve]
-		if strings.HasPrefix(id, "apr_") {
-			a, err := tx.DecideApproval(id, approve, reason, "test")
-			if err != nil {
-				return err
-			}
-			_, err = tx.Append(audit.Record{Run: run, Kind: "approval." + verb, Step: a.Step, Tool: a.Tool,
-				Data: jsonOf(map[string]any{"approval": id, "by": "test", "reason": reason, "kind": string(a.Kind)})})
-			return err
-		}
-		gates, err := r.st.Gates(context.Background(), run)
-		if err != nil {
-			return err
-		}
-		for _, g := range gates {
-			if g.Step == id && g.Status == store.GateWaiting {
-				if _, err := tx.DecideGate(run, id, g.Attempt, approve, reason, "test"); err != nil {
-					return err
-				}
-				kind := map[bool]string{true: "gate.approved", false: "gate.rejected"}[approve]
-				_, err := tx.Append(audit.Record{Run: run, Kind: kind, Step: id, Data: jsonOf(map[string]any{"attempt": g.Attempt, "by": "test", "reason": reason})})
-				return err
-			}
-		}
-		return fmt.Errorf("run %s has no waiting gate %q", run, id)
-	})
+	_, err := runtime.Decide(context.Background(), r.st, run, id, runtime.Verdict{Approve: approve, Reason: reason, By: "test"})
+	return err
 }
 
 // mustDecide is decide failing the test on an error.

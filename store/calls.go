@@ -48,11 +48,14 @@ func (k CallKey) String() string {
 // Call is one tool call an agent made.
 type Call struct {
 	CallKey
-	Tool          string         // the name exactly as the agent sent it, any bytes
-	DefDigest     string         // digest of the tool definition in force, "" when the tool is unknown
-	Args          jsontext.Value // the arguments, canonical JSON
-	ArgsDigest    string         // SHA-256 of Args
-	Decision      Decision
+	Tool       string         // the name exactly as the agent sent it, any bytes
+	DefDigest  string         // digest of the tool definition in force, "" when the tool is unknown
+	Args       jsontext.Value // the arguments, canonical JSON
+	ArgsDigest string         // SHA-256 of Args
+	Decision   Decision
+	// Code is the stable code of a refusal ("not-allowed", "drifted",
+	// ...; see package runtime), "" for a call that was not refused.
+	Code          string
 	Reason        string // why it was refused, or is waiting
 	State         CallState
 	SideEffecting bool
@@ -66,7 +69,8 @@ type Call struct {
 // with Index (the next index in that attempt), State and Started set: the
 // decision allowed gives state started, refused gives refused (finished
 // now), waiting gives waiting. Of c, StartCall reads Run, Step, Attempt,
-// Tool, DefDigest, Args, ArgsDigest, Decision, Reason and SideEffecting.
+// Tool, DefDigest, Args, ArgsDigest, Decision, Code, Reason and
+// SideEffecting.
 func (t *Tx) StartCall(c Call) (Call, error) {
 	switch c.Decision {
 	case DecisionAllowed:
@@ -107,9 +111,9 @@ func (t *Tx) StartCall(c Call) (Call, error) {
 		finished = now
 	}
 	c.Result, c.Error = nil, ""
-	if _, err := t.exec(`INSERT INTO calls (run, step, attempt, idx, tool, def_digest, args, args_digest, decision, reason, state,
-		side_effecting, result, error, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '', ?, ?)`,
-		c.Run, c.Step, c.Attempt, c.Index, []byte(c.Tool), c.DefDigest, jsonArg(c.Args), c.ArgsDigest, string(c.Decision), c.Reason,
+	if _, err := t.exec(`INSERT INTO calls (run, step, attempt, idx, tool, def_digest, args, args_digest, decision, code, reason, state,
+		side_effecting, result, error, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '', ?, ?)`,
+		c.Run, c.Step, c.Attempt, c.Index, []byte(c.Tool), c.DefDigest, jsonArg(c.Args), c.ArgsDigest, string(c.Decision), c.Code, c.Reason,
 		string(c.State), c.SideEffecting, now, finished); err != nil {
 		return Call{}, fmt.Errorf("store: starting call: %w", err)
 	}
@@ -129,12 +133,12 @@ func (t *Tx) FinishCall(k CallKey, state CallState, result jsontext.Value, errTe
 
 // DecideCall settles a waiting call once its approval is decided: allowed
 // makes it started (decision allowed, ready to run), otherwise it is
-// refused with the reason.
-func (t *Tx) DecideCall(k CallKey, allowed bool, reason string) error {
+// refused with the refusal code and the reason.
+func (t *Tx) DecideCall(k CallKey, allowed bool, code, reason string) error {
 	if allowed {
 		return t.moveCall(k, []CallState{CallWaiting}, `state = 'started', decision = 'allowed'`)
 	}
-	return t.moveCall(k, []CallState{CallWaiting}, `state = 'refused', decision = 'refused', reason = ?, finished_at = ?`, reason, t.now())
+	return t.moveCall(k, []CallState{CallWaiting}, `state = 'refused', decision = 'refused', code = ?, reason = ?, finished_at = ?`, code, reason, t.now())
 }
 
 // MarkOutcomeUnknown marks a started call whose outcome was never
@@ -214,7 +218,7 @@ func (s *Store) Calls(ctx context.Context, run string, f CallFilter) ([]Call, er
 }
 
 func listCalls(ctx context.Context, q querier, run string, f CallFilter) ([]Call, error) {
-	query := `SELECT run, step, attempt, idx, tool, def_digest, args, args_digest, decision, reason, state, side_effecting,
+	query := `SELECT run, step, attempt, idx, tool, def_digest, args, args_digest, decision, code, reason, state, side_effecting,
 		result, error, started_at, finished_at FROM calls WHERE run = ?`
 	args := []any{run}
 	if f.Step != "" {
@@ -248,7 +252,7 @@ func listCalls(ctx context.Context, q querier, run string, f CallFilter) ([]Call
 		var decision, state string
 		var started, finished sql.NullString
 		if err := rows.Scan(&c.Run, &c.Step, &c.Attempt, &c.Index, &tool, &c.DefDigest, &args, &c.ArgsDigest, &decision,
-			&c.Reason, &state, &c.SideEffecting, &result, &c.Error, &started, &finished); err != nil {
+			&c.Code, &c.Reason, &state, &c.SideEffecting, &result, &c.Error, &started, &finished); err != nil {
 			return nil, fmt.Errorf("store: reading calls: %w", err)
 		}
 		c.Tool = string(tool)

@@ -166,6 +166,11 @@ CREATE TABLE today (
 	dismissed_at TEXT
 ) STRICT;
 `,
+	// 2: a refusal's stable code in its own column, never parsed back out
+	// of the reason text.
+	`
+ALTER TABLE calls ADD COLUMN code TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // SchemaVersion is the schema version this package creates and reads.

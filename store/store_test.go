@@ -53,7 +53,7 @@ func TestOpenTwice(t *testing.T) {
 		versions = append(versions, v)
 	}
 	rows.Close()
-	if fmt.Sprint(versions) != fmt.Sprint([]int{1}) || SchemaVersion != 1 {
+	if fmt.Sprint(versions) != fmt.Sprint([]int{1, 2}) || SchemaVersion != 2 {
 		t.Errorf("schema versions = %v, SchemaVersion %d", versions, SchemaVersion)
 	}
 	for _, p := range []string{"journal_mode", "synchronous", "foreign_keys", "busy_timeout"} {
@@ -166,7 +166,7 @@ func TestRunLifecycle(t *testing.T) {
 		t.Errorf("finishing a missing call: %v", err)
 	}
 	mustTx(t, s, func(tx *Tx) error {
-		if err := tx.DecideCall(waiting.CallKey, true, ""); err != nil {
+		if err := tx.DecideCall(waiting.CallKey, true, "", ""); err != nil {
 			return err
 		}
 		return tx.FinishCall(waiting.CallKey, CallFailed, nil, "smtp: 550")

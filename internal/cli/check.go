@@ -11,6 +11,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/harness"
+	"github.com/openplaybook/openplaybook/host"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/preflight"
 	"github.com/openplaybook/openplaybook/report"
@@ -75,7 +76,7 @@ warnings under --strict), 2 bad usage or unreadable input.`,
 
 // checked documents with their environment, as check, pin and run use them.
 type checkResult struct {
-	env   *preflight.Env
+	env   *host.Host
 	h     *harness.Harness
 	docs  []*playbook.Document
 	files []report.File
@@ -133,16 +134,16 @@ func (c *CLI) checkInputs(ctx context.Context, harnessPath string, inputs []inpu
 	if diag.Count(hds, diag.Error) > 0 {
 		// A harness with errors (a credential written into it, a bad
 		// binding) is not used to start or contact anything.
-		res.env = preflight.Offline(h)
+		res.env = host.Offline(h)
 	} else {
-		res.env = preflight.Connect(ctx, h, res.docs)
+		res.env = host.Connect(ctx, h, res.docs, nil)
 	}
 	res.diags = append(res.diags, res.env.Diagnostics...)
 	for i, doc := range res.docs {
 		res.diags = append(res.diags, readDiags[i]...)
 		res.diags = append(res.diags, validate.Document(doc, &validate.Options{Registry: res.env.Registry.Has})...)
 		if diag.Count(hds, diag.Error) == 0 {
-			res.diags = append(res.diags, res.env.Check(ctx, doc)...)
+			res.diags = append(res.diags, preflight.Check(ctx, res.env, doc)...)
 		}
 	}
 	// Last line of defence: no secret value the harness resolved is ever

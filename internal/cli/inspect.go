@@ -40,18 +40,6 @@ func (c *CLI) storeFor(harnessPath string) (*store.Store, *harness.Harness, erro
 	return st, h, nil
 }
 
-// auditRecord builds an audit record for a decision made from the CLI.
-func auditRecord(run, kind, step, tool string, data map[string]any) audit.Record {
-	r := audit.Record{Run: run, Kind: kind, Step: step, Tool: tool}
-	if tool != "" && !utf8.ValidString(tool) {
-		data["toolQuoted"] = true
-		r.Tool = strconv.QuoteToASCII(tool)
-	}
-	if b, err := json.Marshal(data, json.Deterministic(true)); err == nil {
-		r.Data = b
-	}
-	return r
-}
 
 func (c *CLI) statusCommand() *cobra.Command {
 	var harnessPath string

@@ -130,7 +130,7 @@ func replay(im *runtime.Imported, tr *transcript.Transcript) []ReplayCall {
 				Location: fmt.Sprintf("%s:%d:%d", tr.File, e.Line, e.Column)}
 			if !d.Allowed {
 				rc.Decision = "refused"
-				rc.Reason = d.Code + ": " + d.Reason
+				rc.Reason = string(d.Code) + ": " + d.Reason
 			} else {
 				rc.Approval = im.NeedsApproval(e.Tool)
 			}

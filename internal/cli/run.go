@@ -58,7 +58,7 @@ Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 				return err
 			}
 			defer s.Close()
-			out, err := s.engine.Start(ctx, in)
+			out, err := s.run.Start(ctx, in)
 			if out.Run == "" && err != nil {
 				var bad *runtime.InputError
 				if errors.As(err, &bad) && bad.Syntax {
@@ -110,7 +110,7 @@ Exit status: as run.`,
 				return err
 			}
 			defer s.Close()
-			out, err := s.engine.Resume(ctx, run.ID)
+			out, err := s.run.Resume(ctx, run.ID)
 			return c.finish(out, err, format.value, harnessPath)
 		},
 	}
@@ -153,7 +153,7 @@ func (c *CLI) decideCommand(approve bool) *cobra.Command {
 			}
 			// A secret value typed into a reason is never stored.
 			redact := secretRedactor(ctxOf(cmd), h, st, args[0])
-			what, err := decide(ctxOf(cmd), st, args[0], args[1], approve, redact(reason), redact(by))
+			what, err := runtime.Decide(ctxOf(cmd), st, args[0], args[1], runtime.Verdict{Approve: approve, Reason: redact(reason), By: redact(by)})
 			if err != nil {
 				return &exitError{code: ExitProblems, err: err}
 			}
@@ -185,64 +185,6 @@ Denying a gate follows its "onReject", or ends the run rejected when it has
 none. Denying a tool call refuses it: it never runs, and the agent is told.
 Denying an outcome-unknown call leaves it as it is: it is not run again, and
 the agent is told.`,
-}
-
-// decide records a person's decision on a gate or an approval of a run.
-func decide(ctx context.Context, st *store.Store, runID, id string, approve bool, reason, by string) (string, error) {
-	run, err := st.GetRun(ctx, runID)
-	if err != nil {
-		return "", fmt.Errorf("run %s: %w", runID, err)
-	}
-	if run.Status.Ended() {
-		return "", fmt.Errorf("run %s has ended (%s); there is nothing to decide", runID, run.Status)
-	}
-	kind := "decision"
-	if approve {
-		kind = "approved"
-	} else {
-		kind = "denied"
-	}
-	if strings.HasPrefix(id, "apr_") {
-		err := st.Tx(ctx, func(tx *store.Tx) error {
-			a, err := tx.DecideApproval(id, approve, reason, by)
-			if err != nil {
-				return err
-			}
-			if a.Run != runID {
-				return fmt.Errorf("approval %s belongs to run %s, not %s", id, a.Run, runID)
-			}
-			_, err = tx.Append(auditRecord(runID, "approval."+kind, a.Step, a.Tool, map[string]any{"approval": id, "by": by, "reason": reason, "kind": string(a.Kind)}))
-			return err
-		})
-		return "approval " + id, err
-	}
-	gates, err := st.Gates(ctx, runID)
-	if err != nil {
-		return "", err
-	}
-	for _, g := range gates {
-		if g.Step == id && g.Status == store.GateWaiting {
-			err := st.Tx(ctx, func(tx *store.Tx) error {
-				if _, err := tx.DecideGate(runID, id, g.Attempt, approve, reason, by); err != nil {
-					return err
-				}
-				data := map[string]any{"attempt": g.Attempt, "by": by, "reason": reason}
-				gk := "gate.approved"
-				if !approve {
-					gk = "gate.rejected"
-				}
-				_, err := tx.Append(auditRecord(runID, gk, id, "", data))
-				return err
-			})
-			return "gate " + id, err
-		}
-	}
-	for _, g := range gates {
-		if g.Step == id {
-			return "", fmt.Errorf("gate %s of run %s was already decided (%s by %s); only a waiting gate can be decided", id, runID, g.Status, g.DecidedBy)
-		}
-	}
-	return "", fmt.Errorf("run %s has no waiting gate or approval %q; 'openplaybook status --harness FILE %s' lists what it waits for", runID, id, runID)
 }
 
 // secretRedactor resolves every secret the harness names and the run's

@@ -2,19 +2,19 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/diag"
-	"github.com/openplaybook/openplaybook/driver"
-	"github.com/openplaybook/openplaybook/driver/drivers"
 	"github.com/openplaybook/openplaybook/harness"
+	"github.com/openplaybook/openplaybook/host"
 	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/preflight"
 	"github.com/openplaybook/openplaybook/report"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
@@ -26,77 +26,99 @@ const (
 	ExitRejected = 4 // the run ended rejected at a gate
 )
 
-// session is an imported document ready to run: its checked environment,
-// its store and its engine. Close releases all of them.
+// session is an imported document ready to run: its connected host, its
+// store and its runtime session. Close releases all of them.
 type session struct {
-	res    *checkResult
-	store  *store.Store
-	engine *runtime.Engine
+	host  *host.Host
+	store *store.Store
+	run   *runtime.Session
 }
 
 func (s *session) Close() {
-	if s.res != nil && s.res.env != nil {
-		s.res.env.Close()
+	if s.host != nil {
+		s.host.Close()
 	}
 	if s.store != nil {
 		s.store.Close()
 	}
 }
 
-// importForRun does what a run does before anything executes: validate and
-// check the document against the harness (an error-level diagnostic stops
-// it, and is reported), import it, open the store (loading the harness's
-// seed) and build the engine. docPath may be "" when src is given (resume
-// runs the document bytes the run was started with).
+// importForRun does what a run does before anything executes, printing
+// what stops it: load the harness (an error in it stops here), read the
+// document, open the store (loading the harness's seed), connect what the
+// document needs, and open the runtime session (validate and check: an
+// error-level diagnostic stops it). docPath may be "" when src is given
+// (resume runs the document bytes the run was started with).
 func (c *CLI) importForRun(ctx context.Context, harnessPath, docPath string, src []byte, srcName string) (*session, error) {
-	in := []input{{name: docPath, path: docPath}}
-	if src != nil {
-		in = []input{{name: srcName, src: src}}
-	}
-	res, err := c.checkInputs(ctx, harnessPath, in)
+	h, hds, err := harness.Load(harnessPath)
 	if err != nil {
-		return nil, ioError(err)
+		return nil, ioError(fmt.Errorf("reading the harness: %w", err))
 	}
-	s := &session{res: res}
-	if diag.Count(res.diags, diag.Error) > 0 {
-		s.Close()
+	hsrc, err := os.ReadFile(harnessPath)
+	if err != nil {
+		return nil, ioError(fmt.Errorf("reading the harness: %w", err))
+	}
+	name := docPath
+	if src == nil {
+		if src, err = readFile(docPath); err != nil {
+			return nil, ioError(err)
+		}
+	} else {
+		name = srcName
+	}
+	files := []report.File{{Name: harnessPath, Src: hsrc}, {Name: name, Src: src}}
+	doc, rds := playbook.Read(name, src, nil)
+	stop := func(ds []diag.Diagnostic, redact func(string) string) error {
+		for i := range ds {
+			ds[i].Message = redact(ds[i].Message)
+		}
+		diag.Sort(ds)
 		fmt.Fprintln(c.stderr(), "openplaybook: the document does not pass check against the harness; nothing was run:")
-		_ = report.Write(c.stderr(), "text", res.files, keep(res.diags, diag.Error), nil)
-		return nil, failed
+		_ = report.Write(c.stderr(), "text", files, keep(ds, diag.Error), nil)
+		return failed
 	}
-	doc := res.docs[0]
-	im, err := runtime.Import(doc, res.env.Registry)
-	if err != nil {
-		s.Close()
-		return nil, &exitError{code: ExitProblems, err: fmt.Errorf("importing %s: %w", doc.File, err)}
+	if diag.Count(hds, diag.Error) > 0 {
+		// A harness with errors (a credential written into it, a bad
+		// binding) is not used to start or contact anything.
+		return nil, stop(append(hds, rds...), h.SecretResolver().Redact)
 	}
-	st, err := openStore(ctx, res.h)
-	if err != nil {
-		s.Close()
+	s := &session{}
+	if h.Store != nil && h.Store.Seed != "" {
+		if _, err := store.ReadSeed(h.Store.Seed); err != nil {
+			s.host = host.Offline(h)
+			return nil, stop(append(hds, diag.Diagnostic{File: h.Path, Line: 1, Column: 1, Pointer: "/store/seed", Severity: diag.Error,
+				Rule: host.RuleStore, Message: fmt.Sprintf("the store seed cannot be used: %v", err)}), s.host.Secrets.Redact)
+		}
+	}
+	if s.store, err = host.OpenStore(ctx, h); err != nil {
 		return nil, ioError(err)
 	}
-	s.store = st
-	sec := res.env.Secrets
-	setup := &driver.Setup{Secret: sec.Resolve, Expand: sec.Expand, Path: res.h.ResolvePath, PlaybookID: playbook.Str(doc.Manifest.ID)}
-	drivers := map[string]driver.Driver{}
-	s.engine = runtime.New(im, runtime.Options{
-		Store:          st,
-		Env:            res.env,
-		HarnessPath:    harnessPath,
-		Progress:       c.stderr(),
-		MaxToolCalls:   res.h.Runtime.MaxToolCalls,
-		ApprovalExpiry: res.h.Runtime.ApprovalExpiry,
-		Driver: func(agent string) (driver.Driver, error) {
-			if d, ok := drivers[agent]; ok {
-				return d, nil
-			}
-			d, err := buildDriver(res.h, agent, setup)
-			if err == nil {
-				drivers[agent] = d
-			}
-			return d, err
+	s.host = host.Connect(ctx, h, []*playbook.Document{doc}, &host.Options{Store: s.store})
+	redact := s.host.Secrets.Redact
+	var ds []diag.Diagnostic
+	s.run, ds, err = runtime.Open(ctx, runtime.SessionOptions{
+		Document: doc,
+		Registry: s.host.Registry,
+		Store:    s.store,
+		Driver:   s.host.Drivers(playbook.Str(doc.Manifest.ID)),
+		Check: func(ctx context.Context, doc *playbook.Document) []diag.Diagnostic {
+			ds := append(append(append([]diag.Diagnostic(nil), hds...), rds...), s.host.Diagnostics...)
+			return append(ds, preflight.Check(ctx, s.host, doc)...)
 		},
+		Progress:       c.stderr(),
+		HarnessPath:    harnessPath,
+		MaxToolCalls:   h.Runtime.MaxToolCalls,
+		ApprovalExpiry: h.Runtime.ApprovalExpiry,
+		Redact:         redact,
 	})
+	if errors.Is(err, runtime.ErrNotRunnable) {
+		s.Close()
+		return nil, stop(ds, redact)
+	}
+	if err != nil {
+		s.Close()
+		return nil, &exitError{code: ExitProblems, err: err}
+	}
 	return s, nil
 }
 
@@ -108,42 +130,6 @@ func keep(ds []diag.Diagnostic, sev diag.Severity) []diag.Diagnostic {
 		}
 	}
 	return out
-}
-
-// buildDriver makes the driver the harness binds to an agent.
-func buildDriver(h *harness.Harness, agent string, setup *driver.Setup) (driver.Driver, error) {
-	b := h.Agents[agent]
-	if b == nil {
-		return nil, fmt.Errorf("the harness binds no agent %q", agent)
-	}
-	d, err := drivers.New(b.Driver, b.Settings, setup)
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
-// openStore opens the harness's store and loads its customer seed.
-func openStore(ctx context.Context, h *harness.Harness) (*store.Store, error) {
-	if err := os.MkdirAll(filepath.Dir(h.Store.SQLite), 0o755); err != nil {
-		return nil, err
-	}
-	st, err := store.Open(h.Store.SQLite)
-	if err != nil {
-		return nil, err
-	}
-	if h.Store.Seed != "" {
-		cs, err := store.ReadSeed(h.Store.Seed)
-		if err != nil {
-			st.Close()
-			return nil, fmt.Errorf("reading the store seed: %w", err)
-		}
-		if err := st.SeedCustomers(ctx, cs); err != nil {
-			st.Close()
-			return nil, err
-		}
-	}
-	return st, nil
 }
 
 // readInput reads --input: a JSON text, or @file.

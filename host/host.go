@@ -1,0 +1,332 @@
+// Package host is what a harness connects for a runtime: the registry of
+// every tool it can call (built-ins, connectors, the MCP servers it
+// binds), each entry with the [registry.Tool] that executes it; the
+// secrets; the live MCP sessions and connector connections; the store; and
+// the agents' drivers.
+//
+// It is the one place that knows every provider: the runtime sees only
+// the registry, so a new built-in or connector is added here (in
+// [Providers]) and in its own package, never in package runtime.
+package host
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/openplaybook/openplaybook/builtin"
+	"github.com/openplaybook/openplaybook/connector"
+	"github.com/openplaybook/openplaybook/connector/stripe"
+	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/driver"
+	"github.com/openplaybook/openplaybook/driver/drivers"
+	"github.com/openplaybook/openplaybook/harness"
+	"github.com/openplaybook/openplaybook/mcphost"
+	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/registry"
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// Rule ids of the diagnostics a Host itself reports (docs/check.md).
+const (
+	RuleRegistryClash = "preflight-registry"
+	RuleStore         = "preflight-store"
+)
+
+// Providers returns the connectors this runtime has, in a fixed order.
+// The list is explicit (no registration at init): a new connector is one
+// more line here.
+func Providers() []connector.Provider {
+	return []connector.Provider{stripe.NewProvider()}
+}
+
+// Options configure [Connect]. A nil *Options means the zero Options.
+type Options struct {
+	// Store, when set, is the store the built-ins run over: their
+	// registry entries get tools. Without it (check, pin) the built-ins
+	// are definitions only.
+	Store *store.Store
+}
+
+// Host is a harness connected. Build it with [Connect] or [Offline];
+// Close it when done. Its fields are read-only after it is built.
+type Host struct {
+	Harness *harness.Harness
+	Secrets *harness.Secrets
+	// Registry holds the built-ins, every connector's tools and the tools
+	// every reachable MCP server lists, with the tools that run them.
+	Registry *registry.Registry
+	// Servers are the live MCP sessions by logical name; ServerErrs says
+	// why a bound server could not be used; ServerTools are the tools
+	// each live server listed, problems included (see [mcphost.Tool]).
+	Servers     map[string]*mcphost.Server
+	ServerErrs  map[string]error
+	ServerTools map[string][]mcphost.Tool
+	// Connections are the connector connections by provider;
+	// ConnectionErrs says why a bound connection could not be set up.
+	Connections    map[string]connector.Connection
+	ConnectionErrs map[string]error
+	// Diagnostics are problems of the harness itself found while
+	// connecting (dotenv files, a registry name clash, the store seed),
+	// positioned in the harness file.
+	Diagnostics []diag.Diagnostic
+
+	checkMu sync.Mutex
+	checked map[string]error // provider -> result of its one preflight request
+}
+
+// Close ends every MCP session.
+func (h *Host) Close() {
+	for _, s := range h.Servers {
+		s.Close()
+	}
+}
+
+func newHost(hs *harness.Harness) *Host {
+	return &Host{
+		Harness: hs, Secrets: hs.SecretResolver(), Registry: registry.New(),
+		Servers: map[string]*mcphost.Server{}, ServerErrs: map[string]error{}, ServerTools: map[string][]mcphost.Tool{},
+		Connections: map[string]connector.Connection{}, ConnectionErrs: map[string]error{},
+		checked: map[string]error{},
+	}
+}
+
+// Connect builds the host for the documents given: the built-in catalog
+// (with tools when opt.Store is set), every connector's definitions (with
+// tools where the harness binds a connection whose secrets resolve), and,
+// concurrently, the tools of every MCP server that one of the documents
+// requires and the harness binds (servers no document needs are not
+// started). Each server gets its harness timeout (default 10 s); Connect
+// never waits longer than the slowest server's timeout. What cannot be
+// connected is recorded in ServerErrs and ConnectionErrs, never fatal.
+func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document, opt *Options) *Host {
+	var o Options
+	if opt != nil {
+		o = *opt
+	}
+	h := newHost(hs)
+	h.Diagnostics = append(h.Diagnostics, h.Secrets.Check()...)
+	if hs.Store != nil && hs.Store.Seed != "" {
+		if _, err := store.ReadSeed(hs.Store.Seed); err != nil {
+			h.Diagnostics = append(h.Diagnostics, diag.Diagnostic{File: hs.Path, Line: 1, Column: 1, Pointer: "/store/seed", Severity: diag.Error, Rule: RuleStore,
+				Message: fmt.Sprintf("the store seed cannot be used: %v", err)})
+		}
+	}
+	var builtins map[string]registry.Tool
+	if o.Store != nil {
+		builtins = builtin.Tools(o.Store)
+	}
+	for _, d := range builtin.Definitions() {
+		h.add(d, registry.Origin{Kind: registry.Builtin}, builtins[d.Name])
+	}
+	for _, p := range Providers() {
+		var tools map[string]registry.Tool
+		if c := hs.Connections[p.Name()]; c != nil {
+			conn, err := h.open(p, c)
+			if err != nil {
+				h.ConnectionErrs[p.Name()] = err
+			} else {
+				h.Connections[p.Name()] = conn
+				tools = conn.Tools()
+			}
+		}
+		for _, d := range p.Definitions() {
+			h.add(d, registry.Origin{Kind: registry.Connector, Name: p.Name()}, tools[d.Name])
+		}
+	}
+
+	// Every secret the harness names, resolved once: each server's errors
+	// and stderr tail are cleaned of all of them (a secret expanded into
+	// args would otherwise show in a crash message).
+	var secretValues []string
+	for _, name := range hs.SecretNames() {
+		if v, err := h.Secrets.Resolve(name); err == nil {
+			secretValues = append(secretValues, v)
+		}
+	}
+	var cfgs []mcphost.ServerConfig
+	for _, name := range requiredServers(docs) {
+		bound := hs.MCPServers[name]
+		if bound == nil {
+			continue // reported per document
+		}
+		expanded, err := bound.Expand(h.Secrets)
+		if err != nil {
+			h.ServerErrs[name] = err
+			continue
+		}
+		cfgs = append(cfgs, mcphost.ServerConfig{
+			Name: name, Command: expanded.Command, Args: expanded.Args, Env: expanded.Env, Dir: expanded.Cwd,
+			URL: expanded.URL, Headers: expanded.Headers, Timeout: expanded.Timeout, Secrets: secretValues,
+		})
+	}
+	for name, res := range mcphost.ConnectAll(ctx, cfgs) {
+		if res.Err != nil {
+			h.ServerErrs[name] = res.Err
+			continue
+		}
+		h.Servers[name] = res.Server
+		h.ServerTools[name] = res.Tools
+		for _, t := range res.Tools {
+			if t.Problem == "" {
+				h.add(t.Definition, registry.Origin{Kind: registry.MCP, Name: name}, res.Server.RegistryTool(t))
+			}
+		}
+	}
+	return h
+}
+
+// Offline is the host of a harness that must not be used to contact
+// anything (it has errors): the built-ins' and the connectors'
+// definitions, no tool, no live connection.
+func Offline(hs *harness.Harness) *Host {
+	h := newHost(hs)
+	for _, d := range builtin.Definitions() {
+		h.add(d, registry.Origin{Kind: registry.Builtin}, nil)
+	}
+	for _, p := range Providers() {
+		for _, d := range p.Definitions() {
+			h.add(d, registry.Origin{Kind: registry.Connector, Name: p.Name()}, nil)
+		}
+	}
+	return h
+}
+
+func (h *Host) add(d playbook.Definition, o registry.Origin, t registry.Tool) {
+	if err := h.Registry.Add(d, o, t); err != nil {
+		h.Diagnostics = append(h.Diagnostics, diag.Diagnostic{File: h.Harness.Path, Severity: diag.Error, Rule: RuleRegistryClash, Message: err.Error()})
+	}
+}
+
+// open resolves a connection's credential by the role its provider and
+// authKind need and opens it.
+func (h *Host) open(p connector.Provider, c *harness.Connection) (connector.Connection, error) {
+	role := harness.RequiredRole(p.Name(), c.AuthKind)
+	cfg := connector.Config{AuthKind: c.AuthKind, Secrets: map[string]string{}, Scopes: c.Scopes, BaseURL: c.BaseURL}
+	if role != "" {
+		name := c.Secrets[role]
+		if name == "" {
+			return nil, fmt.Errorf("the %s connection binds no %s secret", p.Name(), role)
+		}
+		v, err := h.Secrets.Resolve(name)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Secrets[role] = v
+	}
+	return p.Open(cfg)
+}
+
+// CheckConnection runs the provider's preflight request once per host,
+// however many documents are checked, and returns its result; nil when
+// no connection of that provider is open.
+func (h *Host) CheckConnection(ctx context.Context, provider string) error {
+	conn := h.Connections[provider]
+	if conn == nil {
+		return nil
+	}
+	h.checkMu.Lock()
+	defer h.checkMu.Unlock()
+	if err, done := h.checked[provider]; done {
+		return err
+	}
+	if h.checked == nil {
+		h.checked = map[string]error{}
+	}
+	err := conn.Check(ctx)
+	h.checked[provider] = err
+	return err
+}
+
+// Describe names what the registry is made of, for messages: "the
+// built-ins, the stripe connector, MCP servers memory, acme".
+func (h *Host) Describe() string {
+	parts := []string{"the built-ins"}
+	for _, p := range Providers() {
+		parts = append(parts, "the "+p.Name()+" connector")
+	}
+	var servers []string
+	for n := range h.Servers {
+		servers = append(servers, n)
+	}
+	sort.Strings(servers)
+	if len(servers) > 0 {
+		parts = append(parts, "MCP servers "+strings.Join(servers, ", "))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Drivers returns what builds, once per agent, the driver the harness
+// binds to an agent name, for a run of the playbook with manifest id
+// playbookID (a transcript path may name it).
+func (h *Host) Drivers(playbookID string) func(agent string) (driver.Driver, error) {
+	setup := &driver.Setup{Secret: h.Secrets.Resolve, Expand: h.Secrets.Expand, Path: h.Harness.ResolvePath, PlaybookID: playbookID}
+	var mu sync.Mutex
+	built := map[string]driver.Driver{}
+	return func(agent string) (driver.Driver, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if d, ok := built[agent]; ok {
+			return d, nil
+		}
+		b := h.Harness.Agents[agent]
+		if b == nil {
+			return nil, fmt.Errorf("the harness binds no agent %q", agent)
+		}
+		d, err := drivers.New(b.Driver, b.Settings, setup)
+		if err == nil {
+			built[agent] = d
+		}
+		return d, err
+	}
+}
+
+// OpenStore opens the harness's store (creating its directory) and loads
+// its customer seed.
+func OpenStore(ctx context.Context, hs *harness.Harness) (*store.Store, error) {
+	if err := os.MkdirAll(filepath.Dir(hs.Store.SQLite), 0o755); err != nil {
+		return nil, err
+	}
+	st, err := store.Open(hs.Store.SQLite)
+	if err != nil {
+		return nil, err
+	}
+	if hs.Store.Seed != "" {
+		cs, err := store.ReadSeed(hs.Store.Seed)
+		if err != nil {
+			st.Close()
+			return nil, fmt.Errorf("reading the store seed: %w", err)
+		}
+		if err := st.SeedCustomers(ctx, cs); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// requiredServers returns the MCP server names the documents require,
+// sorted and unique.
+func requiredServers(docs []*playbook.Document) []string {
+	seen := map[string]bool{}
+	for _, d := range docs {
+		if d == nil || d.Requires == nil {
+			continue
+		}
+		for _, s := range d.Requires.MCPServers {
+			if s.Name != nil {
+				seen[s.Name.Value] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

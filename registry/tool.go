@@ -1,0 +1,96 @@
+package registry
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// Tool executes calls to one registry entry. The runtime calls it only
+// for a call that passed the decision path (allow-list, resolution,
+// drift, arguments, approval), under a context bounded by the call
+// timeout and carrying the call's [CallInfo].
+//
+// args is the call's arguments as the runtime decided them: an RFC 8785
+// canonical JSON object, valid against the embedded inputSchema. Call
+// returns the result, or an error whose text the agent is shown (after
+// secret redaction); it must never put a credential in that text. What a
+// tool returns is checked against the outputSchema by the runtime.
+type Tool interface {
+	Call(ctx context.Context, args jsontext.Value) (Result, error)
+}
+
+// Result is what a [Tool] returns.
+type Result struct {
+	// Content is the result as one JSON value. It is ignored when Commit
+	// is set.
+	Content jsontext.Value
+	// Commit, when set, is the tool's effect on the runtime's own store
+	// (built-ins over its primitives): the runtime runs it inside the
+	// transaction that records the call's outcome, so the effect and its
+	// record are one atomic change (after a crash, both happened or
+	// neither did), and uses what it returns as the result. It must only
+	// change the store through tx (see [store.Store.Tx]).
+	Commit func(tx *store.Tx) (jsontext.Value, error)
+}
+
+// Live is implemented by tools whose definition can change while a run
+// holds it (an MCP server's). Current returns the definition the provider
+// gives now, or an error when it cannot say (the server is gone, lists the
+// tool no more, or lists it twice); the runtime compares it with the
+// definition the run imported before every call and refuses the call when
+// it cannot.
+type Live interface {
+	Tool
+	Current(ctx context.Context) (playbook.Definition, error)
+}
+
+// CallInfo is where a call stands in its run; the runtime puts it in the
+// context it gives [Tool.Call].
+type CallInfo struct {
+	Run, Step string
+	// Attempt counts the step's attempts from 1; Index counts the
+	// attempt's calls from 0 (-1 for a read call not recorded yet).
+	Attempt, Index int
+	// Agent is the step's agent name.
+	Agent string
+	// Redact removes secret values from text a tool stores; never nil in
+	// a context the runtime built.
+	Redact func(string) string
+}
+
+type callInfoKey struct{}
+
+// WithCallInfo returns ctx carrying ci.
+func WithCallInfo(ctx context.Context, ci CallInfo) context.Context {
+	return context.WithValue(ctx, callInfoKey{}, ci)
+}
+
+// CallInfoOf returns the [CallInfo] in ctx. Without one, it returns the
+// zero CallInfo with an identity Redact and false.
+func CallInfoOf(ctx context.Context) (CallInfo, bool) {
+	ci, ok := ctx.Value(callInfoKey{}).(CallInfo)
+	if ci.Redact == nil {
+		ci.Redact = func(s string) string { return s }
+	}
+	return ci, ok
+}
+
+// IdempotencyKey derives a provider idempotency key from the call's place
+// in the run ("opb_" and 32 hex digits of SHA-256 over run, step, attempt
+// and index), so that a call a provider received before a crash is not
+// applied twice if a person has it run again. It is "" for a call with no
+// recorded place (Index < 0).
+func (ci CallInfo) IdempotencyKey() string {
+	if ci.Run == "" || ci.Index < 0 {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d\x00%d", ci.Run, ci.Step, ci.Attempt, ci.Index)))
+	return "opb_" + hex.EncodeToString(sum[:16])
+}

@@ -1,0 +1,94 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// Verdict is a person's decision on a gate or an approval request.
+type Verdict struct {
+	// Approve is true to approve (a gate follows its next; a call runs
+	// once; an outcome-unknown call runs again), false to deny.
+	Approve bool
+	// Reason says why; By says who. Both are recorded in the audit log
+	// as given: redact secret values before (the CLI does).
+	Reason, By string
+}
+
+// Decided says what [Decide] decided: Kind is "gate" or "approval", ID
+// the gate's step id or the approval id.
+type Decided struct {
+	Kind, ID string
+}
+
+func (d Decided) String() string { return d.Kind + " " + d.ID }
+
+// Decide records a person's verdict on what a run waits for: id is a
+// waiting gate's step id, or an approval id ("apr_..."; see [Pendings]).
+// The decision and its audit record (gate.approved, gate.rejected,
+// approval.approved, approval.denied) are one transaction. It takes effect
+// when the run is resumed. A run that has ended, a gate already decided,
+// an approval of another run, and an id the run does not wait for are
+// errors that say so; store errors are returned as they are.
+//
+// Every caller (the CLI, a console, a test) decides through Decide.
+func Decide(ctx context.Context, st *store.Store, runID, id string, v Verdict) (Decided, error) {
+	run, err := st.GetRun(ctx, runID)
+	if err != nil {
+		return Decided{}, fmt.Errorf("run %s: %w", runID, err)
+	}
+	if run.Status.Ended() {
+		return Decided{}, fmt.Errorf("run %s has ended (%s); there is nothing to decide", runID, run.Status)
+	}
+	if strings.HasPrefix(id, "apr_") {
+		err := st.Tx(ctx, func(tx *store.Tx) error {
+			a, err := tx.DecideApproval(id, v.Approve, v.Reason, v.By)
+			if err != nil {
+				return err
+			}
+			if a.Run != runID {
+				return fmt.Errorf("approval %s belongs to run %s, not %s", id, a.Run, runID)
+			}
+			ev := ApprovalApproved{Approval: id, By: v.By, Reason: v.Reason, ApprovalKind: string(a.Kind)}
+			var e Event = ev
+			if !v.Approve {
+				e = ApprovalDenied(ev)
+			}
+			_, err = tx.Append(newRecord(identity, runID, a.Step, a.Tool, e))
+			return err
+		})
+		return Decided{Kind: "approval", ID: id}, err
+	}
+	gates, err := st.Gates(ctx, runID)
+	if err != nil {
+		return Decided{}, err
+	}
+	for _, g := range gates {
+		if g.Step == id && g.Status == store.GateWaiting {
+			err := st.Tx(ctx, func(tx *store.Tx) error {
+				if _, err := tx.DecideGate(runID, id, g.Attempt, v.Approve, v.Reason, v.By); err != nil {
+					return err
+				}
+				ev := GateApproved{Attempt: g.Attempt, By: v.By, Reason: v.Reason}
+				var e Event = ev
+				if !v.Approve {
+					e = GateRejected(ev)
+				}
+				_, err := tx.Append(newRecord(identity, runID, id, "", e))
+				return err
+			})
+			return Decided{Kind: "gate", ID: id}, err
+		}
+	}
+	for _, g := range gates {
+		if g.Step == id {
+			return Decided{}, fmt.Errorf("gate %s of run %s was already decided (%s by %s); only a waiting gate can be decided", id, runID, g.Status, g.DecidedBy)
+		}
+	}
+	return Decided{}, fmt.Errorf("run %s has no waiting gate or approval %q; 'openplaybook status --harness FILE %s' lists what it waits for", runID, id, runID)
+}
+
+func identity(s string) string { return s }

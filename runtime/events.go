@@ -1,0 +1,283 @@
+package runtime
+
+import (
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/openplaybook/openplaybook/audit"
+)
+
+// The run's audit log is a list of typed events: one [EventKind] constant
+// and one payload struct per kind, here and nowhere else. Every writer
+// (the session, the caller, [Decide]) builds its records from them, and
+// readers can decode a record's Data into the payload of its Kind.
+// docs/runtime.md describes each kind.
+
+// EventKind is an audit record's kind.
+type EventKind string
+
+// Event kinds.
+const (
+	KindRunCreated         EventKind = "run.created"
+	KindRunResumed         EventKind = "run.resumed"
+	KindRunWaiting         EventKind = "run.waiting"
+	KindRunCompleted       EventKind = "run.completed"
+	KindRunRejected        EventKind = "run.rejected"
+	KindRunFailed          EventKind = "run.failed"
+	KindStepStarted        EventKind = "step.started"
+	KindStepResumed        EventKind = "step.resumed"
+	KindStepFinished       EventKind = "step.finished"
+	KindStepFailed         EventKind = "step.failed"
+	KindStepCallLimit      EventKind = "step.call-limit"
+	KindGateWaiting        EventKind = "gate.waiting"
+	KindGateApproved       EventKind = "gate.approved"
+	KindGateRejected       EventKind = "gate.rejected"
+	KindCallStarted        EventKind = "call.started"
+	KindCallRefused        EventKind = "call.refused"
+	KindCallWaiting        EventKind = "call.waiting"
+	KindCallSucceeded      EventKind = "call.succeeded"
+	KindCallFailed         EventKind = "call.failed"
+	KindCallOutputInvalid  EventKind = "call.output-invalid"
+	KindCallRetried        EventKind = "call.retried"
+	KindCallRerun          EventKind = "call.rerun"
+	KindCallOutcomeUnknown EventKind = "call.outcome-unknown"
+	KindApprovalRequested  EventKind = "approval.requested"
+	KindApprovalApproved   EventKind = "approval.approved"
+	KindApprovalDenied     EventKind = "approval.denied"
+)
+
+// Event is the payload of one audit record.
+type Event interface{ Kind() EventKind }
+
+// RunCreated: a run was created.
+type RunCreated struct {
+	Playbook       string `json:"playbook"`
+	Version        string `json:"version"`
+	DocumentDigest string `json:"documentDigest"`
+}
+
+// RunResumed: a waiting run was resumed.
+type RunResumed struct{}
+
+// RunWaiting: a step suspended; the run waits for a person.
+type RunWaiting struct {
+	Attempt int `json:"attempt"`
+}
+
+// RunCompleted: the run's last step finished.
+type RunCompleted struct{}
+
+// RunRejected: a gate was rejected and has no onReject.
+type RunRejected struct {
+	Reason string `json:"reason"`
+}
+
+// RunFailed: the run ended failed.
+type RunFailed struct {
+	Reason string `json:"reason"`
+}
+
+// StepStarted: a step's attempt began; From is the step before it.
+type StepStarted struct {
+	Attempt int    `json:"attempt"`
+	From    string `json:"from,omitempty"`
+}
+
+// StepResumed: a waiting step's attempt continues.
+type StepResumed struct {
+	Attempt int `json:"attempt"`
+}
+
+// StepFinished: an agent step's attempt finished with an output.
+type StepFinished struct {
+	Attempt      int    `json:"attempt"`
+	Calls        int    `json:"calls"`
+	OutputDigest string `json:"outputDigest"`
+}
+
+// StepFailed: a step's attempt failed.
+type StepFailed struct {
+	Attempt int    `json:"attempt"`
+	Reason  string `json:"reason"`
+}
+
+// StepCallLimit: the step asked for more calls than it may make.
+type StepCallLimit struct {
+	Limit int `json:"limit"`
+}
+
+// GateWaiting: a gate opened.
+type GateWaiting struct {
+	Attempt int    `json:"attempt"`
+	Purpose string `json:"purpose"`
+}
+
+// GateApproved: a person approved a gate.
+type GateApproved struct {
+	Attempt int    `json:"attempt"`
+	By      string `json:"by"`
+	Reason  string `json:"reason"`
+}
+
+// GateRejected: a person rejected a gate.
+type GateRejected GateApproved
+
+// CallStarted: an allowed call was recorded before it ran (a side
+// effect), or was let run by an approval.
+type CallStarted struct {
+	Index      int    `json:"index"`
+	Attempt    int    `json:"attempt"`
+	ArgsDigest string `json:"argsDigest"`
+	DefDigest  string `json:"defDigest,omitempty"`
+	Approval   string `json:"approval,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// CallRefused: a call was refused and never ran.
+type CallRefused struct {
+	Index      int    `json:"index"`
+	Attempt    int    `json:"attempt"`
+	ArgsDigest string `json:"argsDigest,omitempty"`
+	DefDigest  string `json:"defDigest,omitempty"`
+	Code       Code   `json:"code"`
+	Reason     string `json:"reason"`
+	Approval   string `json:"approval,omitempty"`
+}
+
+// CallWaiting: a call waits for an approval.
+type CallWaiting struct {
+	Index      int    `json:"index"`
+	Attempt    int    `json:"attempt"`
+	ArgsDigest string `json:"argsDigest"`
+	DefDigest  string `json:"defDigest,omitempty"`
+	Reason     string `json:"reason"`
+}
+
+// CallSucceeded: a call ran and its result was recorded.
+type CallSucceeded struct {
+	Index        int    `json:"index"`
+	ResultDigest string `json:"resultDigest"`
+}
+
+// CallFailed: a call ran and failed, or a person decided not to run an
+// outcome-unknown call again.
+type CallFailed struct {
+	Index    int    `json:"index"`
+	Reason   string `json:"reason"`
+	Approval string `json:"approval,omitempty"`
+}
+
+// CallOutputInvalid: a result did not match the outputSchema and was not
+// passed on.
+type CallOutputInvalid struct {
+	Index        int    `json:"index"`
+	Reason       string `json:"reason"`
+	ResultDigest string `json:"resultDigest"`
+}
+
+// CallRetried: a read call interrupted before its outcome was recorded is
+// run again.
+type CallRetried struct {
+	Index  int    `json:"index"`
+	Reason string `json:"reason"`
+}
+
+// CallRerun: a person had an outcome-unknown call run again.
+type CallRerun struct {
+	Index    int    `json:"index"`
+	Approval string `json:"approval"`
+}
+
+// CallOutcomeUnknown: a side-effecting call was sent and its outcome is
+// not known; a person decides.
+type CallOutcomeUnknown struct {
+	Index    int    `json:"index"`
+	Approval string `json:"approval"`
+}
+
+// ApprovalRequested: a person is asked to approve a call.
+type ApprovalRequested struct {
+	Approval   string `json:"approval"`
+	Index      int    `json:"index"`
+	ArgsDigest string `json:"argsDigest"`
+	DefDigest  string `json:"defDigest"`
+}
+
+// ApprovalApproved: a person approved an approval request; ApprovalKind
+// is the approval's kind (call or outcome_unknown).
+type ApprovalApproved struct {
+	Approval     string `json:"approval"`
+	By           string `json:"by"`
+	Reason       string `json:"reason"`
+	ApprovalKind string `json:"kind"`
+}
+
+// ApprovalDenied: a person denied an approval request.
+type ApprovalDenied ApprovalApproved
+
+func (RunCreated) Kind() EventKind         { return KindRunCreated }
+func (RunResumed) Kind() EventKind         { return KindRunResumed }
+func (RunWaiting) Kind() EventKind         { return KindRunWaiting }
+func (RunCompleted) Kind() EventKind       { return KindRunCompleted }
+func (RunRejected) Kind() EventKind        { return KindRunRejected }
+func (RunFailed) Kind() EventKind          { return KindRunFailed }
+func (StepStarted) Kind() EventKind        { return KindStepStarted }
+func (StepResumed) Kind() EventKind        { return KindStepResumed }
+func (StepFinished) Kind() EventKind       { return KindStepFinished }
+func (StepFailed) Kind() EventKind         { return KindStepFailed }
+func (StepCallLimit) Kind() EventKind      { return KindStepCallLimit }
+func (GateWaiting) Kind() EventKind        { return KindGateWaiting }
+func (GateApproved) Kind() EventKind       { return KindGateApproved }
+func (GateRejected) Kind() EventKind       { return KindGateRejected }
+func (CallStarted) Kind() EventKind        { return KindCallStarted }
+func (CallRefused) Kind() EventKind        { return KindCallRefused }
+func (CallWaiting) Kind() EventKind        { return KindCallWaiting }
+func (CallSucceeded) Kind() EventKind      { return KindCallSucceeded }
+func (CallFailed) Kind() EventKind         { return KindCallFailed }
+func (CallOutputInvalid) Kind() EventKind  { return KindCallOutputInvalid }
+func (CallRetried) Kind() EventKind        { return KindCallRetried }
+func (CallRerun) Kind() EventKind          { return KindCallRerun }
+func (CallOutcomeUnknown) Kind() EventKind { return KindCallOutcomeUnknown }
+func (ApprovalRequested) Kind() EventKind  { return KindApprovalRequested }
+func (ApprovalApproved) Kind() EventKind   { return KindApprovalApproved }
+func (ApprovalDenied) Kind() EventKind     { return KindApprovalDenied }
+
+// newRecord builds the audit record of ev. The tool name goes in as
+// received; a name that is not valid UTF-8 is recorded quoted (Go syntax,
+// ASCII) with data.toolQuoted true, since the audit log is JSON, and a
+// name holding a secret value is recorded redacted with data.toolRedacted
+// true. Data is ev's JSON with every secret value redacted; a payload with
+// no members is recorded without data.
+func newRecord(redact func(string) string, run, step, tool string, ev Event) audit.Record {
+	var flags []string
+	if tool != "" && !utf8.ValidString(tool) {
+		flags = append(flags, `"toolQuoted":true`)
+		tool = quote(tool)
+	}
+	if red := redact(tool); red != tool {
+		flags = append(flags, `"toolRedacted":true`)
+		tool = red
+	}
+	r := audit.Record{Run: run, Kind: string(ev.Kind()), Step: step, Tool: tool}
+	b, err := json.Marshal(ev, json.Deterministic(true))
+	if err != nil || len(b) < 2 {
+		return r
+	}
+	for _, f := range flags {
+		if len(b) == 2 {
+			b = append([]byte("{"+f), '}')
+		} else {
+			b = append([]byte("{"+f+","), b[1:]...)
+		}
+	}
+	if len(b) == 2 { // {}
+		return r
+	}
+	r.Data = jsontext.Value(redact(string(b)))
+	if !r.Data.IsValid() {
+		r.Data = nil
+	}
+	return r
+}

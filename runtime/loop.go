@@ -1,0 +1,274 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/openplaybook/openplaybook/driver"
+	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// loop executes steps from the run's current point until the run ends or
+// waits.
+func (s *Session) loop(ctx context.Context, runID string) (Outcome, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return Outcome{Status: Failed, Reason: err.Error()}, err
+		}
+		run, err := s.opt.Store.GetRun(ctx, runID)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if run.Status.Ended() {
+			return Outcome{Status: Status(run.Status), Reason: run.Reason}, nil
+		}
+		stepID, attempt, status, err := s.current(ctx, run)
+		if err != nil {
+			return Outcome{}, err
+		}
+		si := s.im.steps[stepID]
+		if si == nil {
+			return s.fail(ctx, runID, fmt.Sprintf("step %q is not in the document", stepID))
+		}
+		var next string
+		var out Outcome
+		var done bool
+		switch playbook.Str(si.step.Kind) {
+		case playbook.KindAgent:
+			next, out, done, err = s.agentStep(ctx, runID, si, attempt, status)
+		case playbook.KindGate:
+			next, out, done, err = s.gateStep(ctx, runID, si, attempt, status)
+		default:
+			return s.fail(ctx, runID, fmt.Sprintf("step %q has kind %q, which this runtime cannot run", stepID, playbook.Str(si.step.Kind)))
+		}
+		if err != nil || done {
+			return out, err
+		}
+		if err := s.advance(ctx, runID, stepID, next); err != nil {
+			return Outcome{}, err
+		}
+	}
+}
+
+// current returns the run's current step and its latest attempt, starting
+// the entry step of a new run.
+func (s *Session) current(ctx context.Context, run store.Run) (step string, attempt int, status store.StepStatus, err error) {
+	if run.CurrentStep == "" {
+		entry := s.im.Doc.Steps[0]
+		step = playbook.Str(entry.ID)
+		err = s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+			a, err := tx.StartStep(run.ID, step)
+			if err != nil {
+				return err
+			}
+			attempt = a
+			return s.append(tx, run.ID, step, "", StepStarted{Attempt: a})
+		})
+		s.progress("step %s (%s)", step, stepLabel(entry))
+		return step, attempt, store.StepRunning, err
+	}
+	steps, err := s.opt.Store.Steps(ctx, run.ID)
+	if err != nil {
+		return "", 0, "", err
+	}
+	for _, st := range steps {
+		if st.Step == run.CurrentStep && st.Attempt >= attempt {
+			attempt, status = st.Attempt, st.Status
+		}
+	}
+	if attempt == 0 {
+		return "", 0, "", fmt.Errorf("run %s: its current step %q has no recorded attempt", run.ID, run.CurrentStep)
+	}
+	return run.CurrentStep, attempt, status, nil
+}
+
+func stepLabel(s *playbook.Step) string {
+	if playbook.Str(s.Kind) == playbook.KindGate {
+		return "gate"
+	}
+	return "agent " + playbook.Str(s.Agent)
+}
+
+// advance moves the run from step to next, or completes it when next is
+// "".
+func (s *Session) advance(ctx context.Context, runID, from, next string) error {
+	if next == "" {
+		err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+			if err := tx.SetRunStatus(runID, store.RunCompleted, ""); err != nil {
+				return err
+			}
+			return s.append(tx, runID, from, "", RunCompleted{})
+		})
+		if err == nil {
+			s.progress("run %s completed", runID)
+		}
+		return err
+	}
+	err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		a, err := tx.StartStep(runID, next)
+		if err != nil {
+			return err
+		}
+		return s.append(tx, runID, next, "", StepStarted{Attempt: a, From: from})
+	})
+	if err == nil {
+		s.progress("step %s (%s)", next, stepLabel(s.im.steps[next].step))
+	}
+	return err
+}
+
+// fail ends the run as failed.
+func (s *Session) fail(ctx context.Context, runID, reason string) (Outcome, error) {
+	reason = s.opt.Redact(reason)
+	err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.SetRunStatus(runID, store.RunFailed, reason); err != nil {
+			return err
+		}
+		return s.append(tx, runID, "", "", RunFailed{Reason: reason})
+	})
+	s.progress("run %s failed: %s", runID, reason)
+	return Outcome{Status: Failed, Reason: reason}, err
+}
+
+// agentStep runs (or re-runs, on resume) one attempt of an agent step
+// through its driver.
+func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, attempt int, status store.StepStatus) (next string, out Outcome, done bool, err error) {
+	stepID := playbook.Str(si.step.ID)
+	switch status {
+	case store.StepDone:
+		return playbook.Str(si.step.Next), Outcome{}, false, nil
+	case store.StepFailed:
+		o, err := s.fail(ctx, runID, fmt.Sprintf("step %q failed", stepID))
+		return "", o, true, err
+	case store.StepWaiting:
+		if err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+			if err := tx.SetStepRunning(runID, stepID, attempt); err != nil {
+				return err
+			}
+			return s.append(tx, runID, stepID, "", StepResumed{Attempt: attempt})
+		}); err != nil {
+			return "", Outcome{}, true, err
+		}
+	}
+	drv, err := s.opt.Driver(playbook.Str(si.step.Agent))
+	if err != nil {
+		o, ferr := s.failStep(ctx, runID, stepID, attempt, fmt.Sprintf("agent %q: %v", playbook.Str(si.step.Agent), err))
+		return "", o, true, ferr
+	}
+	in, err := s.StepInput(ctx, runID, stepID)
+	if err != nil {
+		return "", Outcome{}, true, err
+	}
+	c, err := s.NewCaller(ctx, runID, stepID, attempt)
+	if err != nil {
+		return "", Outcome{}, true, err
+	}
+	output, err := drv.RunStep(ctx, in, c)
+	switch {
+	case errors.Is(err, driver.ErrSuspended):
+		o, err := s.suspend(ctx, runID, stepID, attempt)
+		return "", o, true, err
+	case err != nil:
+		o, ferr := s.failStep(ctx, runID, stepID, attempt, err.Error())
+		return "", o, true, ferr
+	}
+	if c.storeErr != nil {
+		o, ferr := s.failStep(ctx, runID, stepID, attempt, c.storeErr.Error())
+		return "", o, true, errors.Join(c.storeErr, ferr)
+	}
+	output = jsontext.Value(s.opt.Redact(string(output)))
+	if !output.IsValid() {
+		// Not JSON (or not UTF-8): kept as a JSON string, invalid bytes
+		// read as U+FFFD, so the output is never lost.
+		output, _ = json.Marshal(string(output), jsontext.AllowInvalidUTF8(true))
+	}
+	err = s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.FinishStep(runID, stepID, attempt, store.StepDone, output, ""); err != nil {
+			return err
+		}
+		return s.append(tx, runID, stepID, "", StepFinished{Attempt: attempt, Calls: c.count, OutputDigest: digest(output)})
+	})
+	if err != nil {
+		return "", Outcome{}, true, err
+	}
+	s.progress("step %s finished (%s)", stepID, plural(c.count, "tool call"))
+	return playbook.Str(si.step.Next), Outcome{}, false, nil
+}
+
+func (s *Session) failStep(ctx context.Context, runID, stepID string, attempt int, reason string) (Outcome, error) {
+	reason = s.opt.Redact(reason)
+	err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.FinishStep(runID, stepID, attempt, store.StepFailed, nil, reason); err != nil {
+			return err
+		}
+		if err := tx.SetRunStatus(runID, store.RunFailed, fmt.Sprintf("step %s failed: %s", stepID, reason)); err != nil {
+			return err
+		}
+		if err := s.append(tx, runID, stepID, "", StepFailed{Attempt: attempt, Reason: reason}); err != nil {
+			return err
+		}
+		return s.append(tx, runID, stepID, "", RunFailed{Reason: "step " + stepID + " failed"})
+	})
+	s.progress("step %s failed: %s", stepID, reason)
+	s.progress("run %s failed", runID)
+	return Outcome{Status: Failed, Reason: fmt.Sprintf("step %s failed: %s", stepID, reason)}, err
+}
+
+// suspend records that a step waits for a person and returns what it
+// waits for.
+func (s *Session) suspend(ctx context.Context, runID, stepID string, attempt int) (Outcome, error) {
+	err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.SetStepWaiting(runID, stepID, attempt); err != nil {
+			return err
+		}
+		if err := tx.SetRunStatus(runID, store.RunWaiting, "step "+stepID+" waits for a person's decision"); err != nil {
+			return err
+		}
+		return s.append(tx, runID, stepID, "", RunWaiting{Attempt: attempt})
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	return s.waitingOutcome(ctx, runID)
+}
+
+// StepInput is what a step's agent sees: the step's purpose, the run's
+// input, the outputs of the steps done before it and only the step's
+// allowed tools that resolve. An external agent (an MCP client) is given
+// the same.
+func (s *Session) StepInput(ctx context.Context, runID, stepID string) (driver.StepInput, error) {
+	si := s.im.steps[stepID]
+	if si == nil {
+		return driver.StepInput{}, fmt.Errorf("step %s is not a step of this playbook", quote(stepID))
+	}
+	run, err := s.opt.Store.GetRun(ctx, runID)
+	if err != nil {
+		return driver.StepInput{}, err
+	}
+	steps, err := s.opt.Store.Steps(ctx, runID)
+	if err != nil {
+		return driver.StepInput{}, err
+	}
+	in := driver.StepInput{
+		RunID: runID, StepID: stepID, Agent: playbook.Str(si.step.Agent), Purpose: playbook.Str(si.step.Purpose),
+		Input: run.Input, MaxCalls: s.opt.MaxToolCalls,
+	}
+	for _, st := range steps {
+		if st.Status == store.StepDone && len(st.Output) > 0 {
+			in.Prior = append(in.Prior, driver.Prior{StepID: st.Step, Output: st.Output})
+		}
+	}
+	for _, name := range si.names {
+		ti := s.im.tools[name]
+		if ti == nil || !ti.resolved {
+			continue
+		}
+		in.Tools = append(in.Tools, driver.Tool{Name: name, Description: ti.def.Description, InputSchema: ti.def.InputSchema})
+	}
+	return in, nil
+}

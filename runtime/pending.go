@@ -1,0 +1,86 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// Pending is one decision a run waits for.
+type Pending struct {
+	// Kind is "gate", "call" (a tool-call approval), "outcome_unknown" or
+	// "resume" (nothing is left to decide; resume the run).
+	Kind string `json:"kind"`
+	// ID is what [Decide] and `openplaybook approve RUN ID` take: the
+	// gate's step id or the approval id.
+	ID   string `json:"id"`
+	Step string `json:"step"`
+	Tool string `json:"tool,omitempty"`
+	// Arguments are the arguments of the call to approve (canonical JSON,
+	// secrets redacted), so a person sees exactly what runs.
+	Arguments jsontext.Value `json:"arguments,omitempty"`
+	// Summary says what is to be decided.
+	Summary string `json:"summary"`
+}
+
+// waitingOutcome lists what a waiting run waits for.
+func (s *Session) waitingOutcome(ctx context.Context, runID string) (Outcome, error) {
+	out := Outcome{Status: Waiting}
+	pend, err := Pendings(ctx, s.opt.Store, runID)
+	if err != nil {
+		return out, err
+	}
+	out.Waiting = pend
+	var parts []string
+	for _, p := range pend {
+		parts = append(parts, p.Summary)
+		s.progress("waiting: %s (%s)", p.Summary, p.ID)
+	}
+	out.Reason = strings.Join(parts, "; ")
+	return out, nil
+}
+
+// Pendings lists what a run waits for: open gates and pending approvals,
+// each with the exact arguments of the call to decide.
+func Pendings(ctx context.Context, s *store.Store, runID string) ([]Pending, error) {
+	var out []Pending
+	gates, err := s.Gates(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gates {
+		if g.Status == store.GateWaiting {
+			out = append(out, Pending{Kind: "gate", ID: g.Step, Step: g.Step, Summary: fmt.Sprintf("gate %s waits for a person's decision", g.Step)})
+		}
+	}
+	apr, err := s.PendingApprovals(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range apr {
+		p := Pending{Kind: string(a.Kind), ID: a.ID, Step: a.Step, Tool: a.Tool}
+		if a.Call != nil {
+			idx := a.Call.Index
+			if calls, err := s.Calls(ctx, runID, store.CallFilter{Step: a.Call.Step, Attempt: a.Call.Attempt, Index: &idx}); err == nil && len(calls) == 1 {
+				p.Arguments = calls[0].Args
+			}
+		}
+		if a.Kind == store.KindOutcomeUnknown {
+			p.Summary = fmt.Sprintf("the outcome of call %s in step %s is unknown: approve to run it again, deny to leave it", quote(a.Tool), a.Step)
+		} else {
+			p.Summary = fmt.Sprintf("call %s in step %s needs approval", quote(a.Tool), a.Step)
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		if run, err := s.GetRun(ctx, runID); err == nil && run.Status == store.RunWaiting {
+			out = append(out, Pending{Kind: "resume", ID: runID, Step: run.CurrentStep,
+				Summary: "nothing is left to decide (an approval request expired or was decided): resume the run"})
+		}
+	}
+	return out, nil
+}
