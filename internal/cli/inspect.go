@@ -40,7 +40,6 @@ func (c *CLI) storeFor(harnessPath string) (*store.Store, *harness.Harness, erro
 	return st, h, nil
 }
 
-
 func (c *CLI) statusCommand() *cobra.Command {
 	var harnessPath string
 	format := newChoice("text", []string{"text", "json"})
