@@ -14,6 +14,7 @@ require (
 	github.com/stripe/stripe-go/v82 v82.5.1
 	golang.org/x/sys v0.49.0
 	golang.org/x/text v0.40.0
+	golang.org/x/tools v0.52.0
 	modernc.org/sqlite v1.62.0
 )
 

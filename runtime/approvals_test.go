@@ -128,53 +128,6 @@ func TestApprovalRunsTheCallExactlyOnce(t *testing.T) {
 	}
 }
 
-// TestApprovalDeniedIsNotRun: a denied call is not run; the agent is told
-// (with the person's reason) and goes on.
-func TestApprovalDeniedIsNotRun(t *testing.T) {
-	t.Parallel()
-	r := newApprovalsRig(t)
-	ctx := context.Background()
-	tr := map[string]string{"ops": transcriptOf(map[string][]tcall{"act": {
-		{"mcp.ctr.launch", map[string]any{"target": "beta"}},
-		{"mcp.ctr.lookup", map[string]any{"id": "after the denial"}},
-	}})}
-	out, err := r.engine(0, tr, nil, nil).Start(ctx, nil)
-	wantOutcome(t, "start", out, err, runtime.Waiting)
-	run := out.Run
-	apr := r.onlyApproval(run)
-	if err := r.decide(run, apr.ID, false, "not this widget"); err != nil {
-		t.Fatal(err)
-	}
-	seen := &agentLog{}
-	out, err = r.engine(0, tr, seen, nil).Resume(ctx, run)
-	wantOutcome(t, "resume after the denial", out, err, runtime.Waiting) // at the gate
-	if r.ctr.runs("launch") != 0 || r.ctr.calls() != 1 || r.ctr.runs("lookup") != 1 {
-		t.Errorf("ctr: %s; want the lookup only", r.ctr)
-	}
-	s := seen.of("act")
-	if len(s) != 2 || s[0].Res.Content != nil || !strings.Contains(s[0].Res.Error, "denied") ||
-		!strings.Contains(s[0].Res.Error, "not this widget") || !strings.Contains(s[0].Res.Error, `"mcp.ctr.launch"`) {
-		t.Fatalf("the agent saw %+v, want the denial with the person's reason", s)
-	}
-	if s[1].Res.Error != "" {
-		t.Errorf("the call after the denial: %q", s[1].Res.Error)
-	}
-	rows := r.calls(run)
-	if rows[0].State != store.CallRefused || !strings.HasPrefix(rows[0].Reason, "denied") && !strings.Contains(rows[0].Reason, "denied") {
-		t.Errorf("the denied call is stored %s %q", rows[0].State, rows[0].Reason)
-	}
-	if !auditHas(r.auditOf(run), "call.refused", "mcp.ctr.launch") || !auditHas(r.auditOf(run), "approval.denied", "mcp.ctr.launch") {
-		t.Errorf("audit: %v", auditKinds(r.auditOf(run)))
-	}
-	// Resuming again does not bring the denied call back.
-	r.mustDecide(run, "hold", true)
-	out, err = r.engine(0, tr, nil, nil).Resume(ctx, run)
-	wantOutcome(t, "resume at the gate", out, err, runtime.Completed)
-	if r.ctr.runs("launch") != 0 {
-		t.Errorf("the denied launch ran: %s", r.ctr)
-	}
-}
-
 // TestApprovalIsBoundToArguments: an approval lets exactly the call it
 // was asked for run. The agent asking, on resume, for the same tool with
 // other arguments (as a model asked again may) waits for an approval of
