@@ -37,6 +37,9 @@ type Server struct {
 	hasCache bool
 	rawPages map[*mcp.ListToolsResult][]byte
 
+	// fresh coalesces the listings [Server.FreshTools] asks for.
+	fresh freshListings
+
 	mu      sync.Mutex
 	epoch   uint64        // list_changed notifications received
 	changed chan struct{} // closed at the next one

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -93,4 +94,31 @@ func (ci CallInfo) IdempotencyKey() string {
 	}
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d\x00%d", ci.Run, ci.Step, ci.Attempt, ci.Index)))
 	return "opb_" + hex.EncodeToString(sum[:16])
+}
+
+// DefiniteError marks a tool error whose outcome is known: the provider
+// answered that the call failed, or the call was never sent (its arguments
+// were refused before any request). A side-effecting call that fails with
+// any other error (a timeout, a cut connection, a server that exited, an
+// answer that could not be read) may have taken effect: the runtime records
+// it as outcome-unknown and waits for a person instead of retrying it.
+type DefiniteError struct{ Err error }
+
+func (e *DefiniteError) Error() string { return e.Err.Error() }
+func (e *DefiniteError) Unwrap() error { return e.Err }
+
+// Definite wraps err as a [DefiniteError]; nil stays nil.
+func Definite(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &DefiniteError{Err: err}
+}
+
+// IsDefinite reports whether err (or an error it wraps) is a
+// [DefiniteError]. Only the tool knows whether its request was answered,
+// so nothing else counts (a context error does not).
+func IsDefinite(err error) bool {
+	var d *DefiniteError
+	return errors.As(err, &d)
 }

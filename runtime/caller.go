@@ -12,7 +12,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/drift"
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/playbook"
@@ -75,6 +74,17 @@ func (c *Caller) Err() error { return c.storeErr }
 // failure.
 func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, error) {
 	c.count++
+	if n := len(call.Name) + len(call.Arguments); n > c.s.opt.MaxArgumentBytes {
+		// Nothing reads an oversized call: it is recorded by digest and
+		// size, under a name cut to the format's 128-byte maximum.
+		name := call.Name
+		if len(name) > 128 {
+			name = name[:128]
+		}
+		d := Decision{ArgsDigest: digest(call.Arguments)}
+		return c.refuse(ctx, name, d, CodeTooLarge, fmt.Sprintf(
+			"the call to %s is %d bytes (name and arguments), over the limit of %d; the call was refused and not run", quote(name), n, c.s.opt.MaxArgumentBytes))
+	}
 	d := c.s.im.Decide(c.step, call.Name, call.Arguments)
 	if m := c.match(call.Name, d.ArgsDigest); m != nil {
 		return c.replay(ctx, m, d)
@@ -430,6 +440,11 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 	}
 	cctx = registry.WithCallInfo(cctx, registry.CallInfo{Run: c.run, Step: c.step, Attempt: c.attempt, Index: key.Index, Agent: c.agent, Redact: c.s.opt.Redact})
 	res, err := ti.entry.Tool.Call(cctx, d.Args)
+	if err != nil && started != nil && ti.sideEff && !registry.IsDefinite(err) {
+		// Sent, and not answered in a way that says what happened: it
+		// may have taken effect. Never retried automatically.
+		return c.lost(ctx, *started, name, err)
+	}
 	var out jsontext.Value
 	var failure string
 	if err != nil {
@@ -452,6 +467,9 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 				out = r
 			}
 		}
+		if failure == "" && len(out) > c.s.opt.MaxResultBytes {
+			failure = fmt.Sprintf("the result of %s is %d bytes, over the limit of %d; it was not stored or passed on", quote(name), len(out), c.s.opt.MaxResultBytes)
+		}
 		if failure == "" && !out.IsValid() {
 			failure = fmt.Sprintf("the result of %s is not valid JSON; it was not passed on", quote(name))
 		}
@@ -470,10 +488,12 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 			}
 			return c.append(tx, name, CallFailed{Index: key.Index, Reason: failure})
 		}
-		if err := tx.FinishCall(key, store.CallSucceeded, c.redactJSON(out), ""); err != nil {
+		digestOut := digest(out)
+		out = c.redactJSON(out) // what the store keeps and the agent sees
+		if err := tx.FinishCall(key, store.CallSucceeded, out, ""); err != nil {
 			return err
 		}
-		return c.append(tx, name, CallSucceeded{Index: key.Index, ResultDigest: digest(out)})
+		return c.append(tx, name, CallSucceeded{Index: key.Index, ResultDigest: digestOut})
 	}
 	if err := c.tx(ctx, finish); err != nil {
 		return driver.Result{}, err
@@ -484,6 +504,26 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 	}
 	c.s.progress("  allowed %s", quote(name))
 	return driver.Result{Content: out}, nil
+}
+
+// lost records a side-effecting call that was sent and not answered as
+// outcome-unknown, as after a crash, and suspends the step: a person
+// decides whether it runs again.
+func (c *Caller) lost(ctx context.Context, key store.CallKey, name string, cause error) (driver.Result, error) {
+	reason := c.s.opt.Redact(fmt.Sprintf("the call was sent and no answer said what happened (%v)", cause))
+	var ap store.Approval
+	err := c.tx(ctx, func(tx *store.Tx) error {
+		var err error
+		if ap, err = tx.MarkOutcomeUnknown(key, reason); err != nil {
+			return err
+		}
+		return c.append(tx, name, CallOutcomeUnknown{Index: key.Index, Approval: ap.ID})
+	})
+	if err != nil {
+		return driver.Result{}, err
+	}
+	c.s.progress("  outcome of %s unknown (%s): waiting for a person (%s)", quote(name), reason, ap.ID)
+	return driver.Result{}, driver.ErrSuspended
 }
 
 // redactJSON removes secret values from a JSON text, keeping it JSON.
@@ -500,8 +540,11 @@ func (c *Caller) redactJSON(v jsontext.Value) jsontext.Value {
 }
 
 // drifted asks a live tool ([registry.Live]) for its definition now and
-// returns why the call must be refused when it cannot say or the
-// definition drifted at error level since import ("" when not).
+// returns why the call must be refused ("" when not): the provider cannot
+// say, or the definition differs in any way from the one the run imported
+// (every field counts, a description too: a changed description can
+// change what a model does; the document was reviewed against the
+// definition at import, not against this one).
 func (c *Caller) drifted(ctx context.Context, ti *toolInfo) string {
 	live, ok := ti.entry.Tool.(registry.Live)
 	if !ok {
@@ -511,10 +554,8 @@ func (c *Caller) drifted(ctx context.Context, ti *toolInfo) string {
 	if err != nil {
 		return fmt.Sprintf("the definition of %s cannot be confirmed (%v); the call was refused and not run", quote(ti.def.Name), err)
 	}
-	for _, f := range drift.Compare(ti.def, now) {
-		if f.Severity == diag.Error {
-			return fmt.Sprintf("the definition of %s changed since the run was imported (%s); the call was refused and not run", quote(ti.def.Name), f.Message)
-		}
+	if fs := drift.Compare(ti.entry.Definition, now); len(fs) > 0 {
+		return fmt.Sprintf("the definition of %s changed since the run was imported (%s); the call was refused and not run", quote(ti.def.Name), fs[0].Message)
 	}
 	return ""
 }

@@ -16,6 +16,7 @@ const (
 	CodeDrifted          Code = "drifted"           // the live definition changed since import
 	CodeDenied           Code = "denied"            // a person denied the approval
 	CodeExpired          Code = "expired"           // the approval request expired undecided
+	CodeTooLarge         Code = "too-large"         // the name and arguments are over the size limit
 	CodeCallLimit        Code = "call-limit"        // the step made as many calls as it may
 	CodeOutputInvalid    Code = "output-invalid"    // the result did not match the outputSchema
 )

@@ -104,8 +104,12 @@ func TestSecretsNeverWritten(t *testing.T) {
 	seen := &agentLog{}
 	out, err := r.engine(0, tr, seen, nil).Start(ctx, jsontext.Value(`{}`))
 	wantOutcome(t, "start", out, err, runtime.Waiting)
-	if s := seen.of("leak"); len(s) == 0 || !bytes.Contains(s[0].Res.Content, []byte(echoSecret)) {
-		t.Fatalf("the echo tool did not hand the agent its secret: %+v", s)
+	// The echo tool returns its secret; the agent is handed the result
+	// with it redacted (a tool result is redacted before any driver sees
+	// it), and the server really did send it (its result was redacted,
+	// not empty).
+	if s := seen.of("leak"); len(s) == 0 || bytes.Contains(s[0].Res.Content, []byte(echoSecret)) || !bytes.Contains(s[0].Res.Content, []byte(`"value":"[redacted]"`)) {
+		t.Fatalf("the agent was handed %+v, want the echo tool's result with its secret redacted", s)
 	}
 	r.mustDecide(out.Run, r.onlyApproval(out.Run).ID, true)
 	res, err := r.engine(0, tr, seen, nil).Resume(ctx, out.Run)

@@ -54,6 +54,12 @@ const (
 	DefaultMaxToolCalls   = 50
 	DefaultApprovalExpiry = 24 * time.Hour
 	DefaultCallTimeout    = 60 * time.Second
+	// DefaultMaxArgumentBytes bounds what one call may send: the bytes of
+	// its tool name and arguments as the agent sent them (1 MiB).
+	DefaultMaxArgumentBytes = 1 << 20
+	// DefaultMaxResultBytes bounds one call's result as a tool returns
+	// it (4 MiB).
+	DefaultMaxResultBytes = 4 << 20
 )
 
 // SessionOptions configures [Open].
@@ -90,6 +96,15 @@ type SessionOptions struct {
 	// CallTimeout bounds one tool call's execution. Zero means
 	// [DefaultCallTimeout].
 	CallTimeout time.Duration
+	// MaxArgumentBytes bounds a call's tool name and arguments, in bytes:
+	// a larger call is refused with [CodeTooLarge] before anything else
+	// reads it, and is recorded by digest and size, not whole. Zero means
+	// [DefaultMaxArgumentBytes].
+	MaxArgumentBytes int
+	// MaxResultBytes bounds a call's result, in bytes: a larger result is
+	// not stored and not passed on; the call fails with a notice saying
+	// how large it was. Zero means [DefaultMaxResultBytes].
+	MaxResultBytes int
 	// Redact removes secret values from text before it is written to the
 	// store, the audit log or the progress output, and before a tool may
 	// store it. Nil means no redaction.
@@ -146,6 +161,12 @@ func newSession(im *Imported, opt SessionOptions) *Session {
 	}
 	if opt.CallTimeout <= 0 {
 		opt.CallTimeout = DefaultCallTimeout
+	}
+	if opt.MaxArgumentBytes <= 0 {
+		opt.MaxArgumentBytes = DefaultMaxArgumentBytes
+	}
+	if opt.MaxResultBytes <= 0 {
+		opt.MaxResultBytes = DefaultMaxResultBytes
 	}
 	if opt.Progress == nil {
 		opt.Progress = io.Discard

@@ -40,6 +40,7 @@ const (
 	lookupDesc = "Looks a widget up by id; counts the calls it answers."
 	launchDesc = "Launches a widget: a side effect the test counts."
 	badoutDesc = "Answers with a result that does not match the document's outputSchema."
+	hangDesc   = "Launches a widget, then answers only when the test lets it (a side effect whose answer is lost)."
 )
 
 func rawSchema(s string) json.RawMessage { return json.RawMessage(s) }
@@ -69,6 +70,11 @@ func testServerDefs() map[string]map[string]any {
 			"inputSchema": schemaOf(launchIn), "outputSchema": schemaOf(launchOut),
 		},
 		"mcp.ctr.badout": read("mcp.ctr.badout", badoutDesc, badoutIn, badoutOut),
+		"mcp.ctr.hang": {
+			"name": "mcp.ctr.hang", "source": "mcp", "description": hangDesc, "permissions": []string{},
+			"riskClass": "internal", "sideEffecting": true, "requiresApproval": false, "dataScopeWrites": []string{"ctr.widgets"},
+			"inputSchema": schemaOf(launchIn), "outputSchema": schemaOf(launchOut),
+		},
 		"mcp.chg.probe":  read("mcp.chg.probe", "Reads a widget's status (variant a).", probeIn, probeOut),
 		"mcp.chg.quiet":  read("mcp.chg.quiet", "Has no annotations.", `{"type":"object"}`, `{"type":"string"}`),
 		"mcp.chg.flip": {
@@ -86,6 +92,7 @@ type ctrServer struct {
 	srv *mcp.Server
 
 	mu       sync.Mutex
+	hangs    int      // how many hang calls still stall until their caller gives up
 	requests []string                     // the tool name of every tools/call request received, in order
 	ran      map[string]int               // handler runs by tool
 	args     map[string][]json.RawMessage // the arguments each handler run got
@@ -131,6 +138,24 @@ func startCtr(t *testing.T, listChanged bool) *ctrServer {
 			c.record("badout", req.Params.Arguments)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{"ok":"yes","extra":"never passed on"}`}}}, nil
 		})
+	c.srv.AddTool(&mcp.Tool{Name: "hang", Description: hangDesc, InputSchema: rawSchema(launchIn), OutputSchema: rawSchema(launchOut),
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: hintPtr(true)}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			n := c.record("hang", req.Params.Arguments)
+			c.mu.Lock()
+			stall := c.hangs > 0
+			if stall {
+				c.hangs--
+			}
+			c.mu.Unlock()
+			if stall {
+				<-ctx.Done() // the side effect happened; the answer never comes
+				return nil, ctx.Err()
+			}
+			var a struct{ Target string }
+			_ = json.Unmarshal(req.Params.Arguments, &a)
+			return structured(map[string]any{"launched": a.Target, "n": n}), nil
+		})
 	c.URL = mcptest.ServeHTTP(t, c.srv)
 	return c
 }
@@ -142,12 +167,15 @@ func (c *ctrServer) addLookup(destructive bool) {
 		ann = &mcp.ToolAnnotations{DestructiveHint: hintPtr(true)}
 	}
 	c.srv.AddTool(&mcp.Tool{Name: "lookup", Description: lookupDesc, InputSchema: rawSchema(lookupIn), OutputSchema: rawSchema(lookupOut), Annotations: ann},
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			n := c.record("lookup", req.Params.Arguments)
-			var a struct{ ID string }
-			_ = json.Unmarshal(req.Params.Arguments, &a)
-			return structured(map[string]any{"id": a.ID, "n": n}), nil
-		})
+		c.lookupHandler)
+}
+
+// lookupHandler answers lookup, counting its runs.
+func (c *ctrServer) lookupHandler(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	n := c.record("lookup", req.Params.Arguments)
+	var a struct{ ID string }
+	_ = json.Unmarshal(req.Params.Arguments, &a)
+	return structured(map[string]any{"id": a.ID, "n": n}), nil
 }
 
 func (c *ctrServer) record(tool string, args json.RawMessage) int {

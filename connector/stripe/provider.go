@@ -2,6 +2,7 @@ package stripe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/go-json-experiment/json"
@@ -51,11 +52,27 @@ func (t stripeTool) Call(ctx context.Context, args jsontext.Value) (registry.Res
 	}
 	v, err := t.c.Call(ctx, t.name, args)
 	if err != nil {
-		return registry.Result{}, err
+		return registry.Result{}, outcome(err)
 	}
 	b, err := json.Marshal(v, json.Deterministic(true))
 	if err != nil {
 		return registry.Result{}, fmt.Errorf("encoding the result of %s: %w", t.name, err)
 	}
 	return registry.Result{Content: b}, nil
+}
+
+// outcome marks the errors whose outcome is known as definite: arguments
+// refused before any request, no API key, and Stripe's answers with a
+// 4xx status (the request was not applied; with 409 and 429 Stripe did
+// not run it either). A 5xx answer, a timeout or a network error leaves
+// the outcome unknown.
+func outcome(err error) error {
+	var se *Error
+	switch {
+	case errors.Is(err, ErrInvalidArguments), errors.Is(err, ErrUnknownTool), errors.Is(err, ErrNoAPIKey):
+		return registry.Definite(err)
+	case errors.As(err, &se) && se.HTTPStatus >= 400 && se.HTTPStatus < 500:
+		return registry.Definite(err)
+	}
+	return err
 }
