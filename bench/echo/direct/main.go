@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -26,23 +27,39 @@ func main() {
 	n := flag.Int("n", 1000, "number of echo calls")
 	server := flag.String("server", "node_modules/@modelcontextprotocol/server-everything/dist/index.js", "the server's entry point, started as: node SERVER stdio")
 	msg := flag.String("message", "hello from the echo benchmark", "the message to echo")
+	preload := flag.String("preload", "", "a script for node to preload (node --require PRELOAD SERVER stdio), such as bench/echo/exit-on-eof.cjs")
 	caps := flag.Bool("caps", false, "print the server's initialize capabilities to stderr")
 	flag.Parse()
-	if err := run(*n, *server, *msg, *caps); err != nil {
+	if err := run(*n, *server, *preload, *msg, *caps); err != nil {
 		fmt.Fprintln(os.Stderr, "direct:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int, server, msg string, caps bool) error {
+func run(n int, server, preload, msg string, caps bool) error {
 	ctx := context.Background()
 	start := time.Now()
-	client := mcp.NewClient(&mcp.Implementation{Name: "echo-direct", Version: "v0"}, nil)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command("node", server, "stdio")}, nil)
+	// The same client capabilities as mcphost declares: none.
+	client := mcp.NewClient(&mcp.Implementation{Name: "echo-direct", Version: "v0"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	var nodeArgs []string
+	if preload != "" {
+		// node reads a relative --require path as a module name.
+		p, err := filepath.Abs(preload)
+		if err != nil {
+			return err
+		}
+		nodeArgs = append(nodeArgs, "--require", p)
+	}
+	nodeArgs = append(nodeArgs, server, "stdio")
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command("node", nodeArgs...)}, nil)
 	if err != nil {
 		return err
 	}
-	defer cs.Close()
+	defer func() {
+		c0 := time.Now()
+		cs.Close()
+		fmt.Fprintf(os.Stderr, "direct: close %v\n", time.Since(c0).Round(time.Microsecond))
+	}()
 	if caps {
 		c := cs.InitializeResult().Capabilities
 		fmt.Fprintf(os.Stderr, "tools capability: %+v\n", c.Tools)

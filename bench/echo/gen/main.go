@@ -13,7 +13,8 @@
 //   - transcript.json: the step's N calls, each {"message": MESSAGE}
 //     (N=0: a step with no calls);
 //   - harness.yaml: server "everything" bound by command (node, the
-//     server's entry point under ROOT/node_modules, stdio), agent "bench"
+//     server's entry point under ROOT/node_modules, stdio; with -preload,
+//     node --require PRELOAD first), agent "bench"
 //     on the transcript driver, the store in DIR/store.db, and maxToolCalls
 //     large enough for N.
 //
@@ -90,14 +91,15 @@ func main() {
 	dir := flag.String("dir", "", "output directory (created if needed)")
 	root := flag.String("root", ".", "the repository root, where node_modules is")
 	msg := flag.String("message", "hello from the echo benchmark", "the message to echo")
+	preload := flag.String("preload", "", "a script for node to preload into the server (node --require PRELOAD ...), such as bench/echo/exit-on-eof.cjs")
 	flag.Parse()
-	if err := gen(*n, *dir, *root, *msg); err != nil {
+	if err := gen(*n, *dir, *root, *preload, *msg); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
 }
 
-func gen(n int, dir, root, msg string) error {
+func gen(n int, dir, root, preload, msg string) error {
 	if dir == "" || n < 0 {
 		return fmt.Errorf("usage: gen -n N -dir DIR [-root REPO]")
 	}
@@ -108,6 +110,14 @@ func gen(n int, dir, root, msg string) error {
 	entry := filepath.Join(root, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	if _, err := os.Stat(entry); err != nil {
 		return fmt.Errorf("%v (run npm ci in the repository root)", err)
+	}
+	args := []string{entry, "stdio"}
+	if preload != "" {
+		p, err := filepath.Abs(preload)
+		if err != nil {
+			return err
+		}
+		args = append([]string{"--require", p}, args...)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -128,19 +138,22 @@ func gen(n int, dir, root, msg string) error {
 	}
 	tr.WriteString("\n]}}\n")
 
-	q := func(s string) string { b, _ := json.Marshal(s); return string(b) } // JSON strings are YAML
+	argsJSON, err := json.Marshal(args) // a JSON array is YAML
+	if err != nil {
+		return err
+	}
 	harness := fmt.Sprintf(`# Written by bench/echo/gen for %d echo calls.
 mcpServers:
   everything:
     command: node
-    args: [%s, stdio]
+    args: %s
 agents:
   bench: {driver: transcript, transcript: transcript.json}
 store:
   sqlite: store.db
 runtime:
   maxToolCalls: %d
-`, n, q(entry), max(n, 1))
+`, n, argsJSON, max(n, 1))
 
 	for name, data := range map[string]string{
 		"echo.json":       playbook,
