@@ -111,3 +111,20 @@ func BenchmarkStdoutSniffer(b *testing.B) {
 		b.Fatal("non-JSON reported")
 	}
 }
+
+func TestMayListTools(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		want bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools\/list"}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"\u0074ools/list"}`, true},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`, false},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"say \"hi\""}}}`, true},
+	} {
+		if got := mayListTools([]byte(c.body)); got != c.want {
+			t.Errorf("mayListTools(%s) = %v, want %v", c.body, got, c.want)
+		}
+	}
+}
