@@ -5,6 +5,7 @@
 #
 #	bench/echo.sh                # N=1000, 7 runs of each
 #	N=2000 RUNS=11 bench/echo.sh
+#	OPB_BASE=/tmp/opb-old bench/echo.sh   # also time another openplaybook build
 #
 # Both programs start @modelcontextprotocol/server-everything over stdio
 # (node .../dist/index.js stdio; run npm ci first) and call its echo tool N
@@ -53,6 +54,11 @@ cmd_direct0="$tmp/direct -preload=$preload -n 0"
 cmd_directN="$tmp/direct -preload=$preload -n $n"
 cmd_opb0="$tmp/openplaybook run --harness $tmp/n0/harness.yaml --input {} $tmp/n0/echo.json"
 cmd_opbN="$tmp/openplaybook run --harness $tmp/n$n/harness.yaml --input {} $tmp/n$n/echo.json"
+base=${OPB_BASE:-}
+cmd_base0="$base run --harness $tmp/n0/harness.yaml --input {} $tmp/n0/echo.json"
+cmd_baseN="$base run --harness $tmp/n$n/harness.yaml --input {} $tmp/n$n/echo.json"
+prep_base0="rm -f $tmp/n0/store.db"
+prep_baseN="rm -f $tmp/n$n/store.db"
 prep_direct0=true
 prep_directN=true
 prep_opb0="rm -f $tmp/n0/store.db"
@@ -81,16 +87,25 @@ measure() { # label
 	fi
 }
 # Interleaved, so that load changes hit both programs alike.
-for l in direct0 opb0 directN opbN; do measure "$l"; done
+labels="direct0 opb0 directN opbN"
+[ -n "$base" ] && labels="direct0 opb0 base0 directN opbN baseN"
+for l in $labels; do measure "$l"; done
 
 echo "# after: $(uptime)"
-awk -v n="$n" -v runs="$runs" \
-	-v d0="${med[direct0]}" -v dN="${med[directN]}" -v o0="${med[opb0]}" -v oN="${med[opbN]}" \
-	-v ld0="${low[direct0]}" -v ldN="${low[directN]}" -v lo0="${low[opb0]}" -v loN="${low[opbN]}" 'BEGIN {
-	dp = (dN - d0) / n * 1e3; op = (oN - o0) / n * 1e3
-	ldp = (ldN - ld0) / n * 1e3; lop = (loN - lo0) / n * 1e3
-	printf "%-22s %10s %10s %14s %14s\n", "program (median of " runs ")", "t(0) s", "t(" n ") s", "per call ms", "per call (min)"
-	printf "%-22s %10.3f %10.3f %14.3f %14.3f\n", "direct go-sdk client", d0, dN, dp, ldp
-	printf "%-22s %10.3f %10.3f %14.3f %14.3f\n", "openplaybook run", o0, oN, op, lop
-	printf "%-22s %10s %10s %13.2fx %13.2fx   (target <= 1.5x)\n", "ratio", "", "", op / dp, lop / ldp
-}'
+row() { # name, t0 median, tN median, t0 min, tN min
+	awk -v name="$1" -v n="$n" -v a="$2" -v b="$3" -v c="$4" -v d="$5" \
+		'BEGIN {printf "%-24s %9.3f %9.3f %14.3f %14.3f\n", name, a, b, (b - a) / n * 1e3, (d - c) / n * 1e3}'
+}
+per() { awk -v n="$n" -v a="$1" -v b="$2" 'BEGIN {printf "%.6f", (b - a) / n}'; }
+ratio() { # name, label
+	awk -v name="$1" -v o="$(per "${med[${2}0]}" "${med[${2}N]}")" -v d="$(per "${med[direct0]}" "${med[directN]}")" \
+		-v lo="$(per "${low[${2}0]}" "${low[${2}N]}")" -v ld="$(per "${low[direct0]}" "${low[directN]}")" \
+		'BEGIN {printf "%-24s %9s %9s %13.2fx %13.2fx   (target <= 1.5x)\n", name, "", "", o / d, lo / ld}'
+}
+printf "%-24s %9s %9s %14s %14s\n" "program ($runs runs)" "t(0) s" "t($n) s" "per call ms" "per call (min)"
+row "direct go-sdk client" "${med[direct0]}" "${med[directN]}" "${low[direct0]}" "${low[directN]}"
+row "openplaybook run" "${med[opb0]}" "${med[opbN]}" "${low[opb0]}" "${low[opbN]}"
+[ -n "$base" ] && row "openplaybook run (base)" "${med[base0]}" "${med[baseN]}" "${low[base0]}" "${low[baseN]}"
+ratio "ratio" opb
+[ -n "$base" ] && ratio "ratio (base)" base
+echo "# t(0), t($n): medians; per call: (t($n) - t(0)) / $n of the medians, and of the minimums"
