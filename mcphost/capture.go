@@ -174,10 +174,12 @@ func (t *httpRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		if m, err := jsonrpc.DecodeMessage(body); err == nil {
-			if r, ok := m.(*jsonrpc.Request); ok && r.Method == methodListTools {
-				t.cap.sent(m)
-				track = true
+		if mayListTools(body) {
+			if m, err := jsonrpc.DecodeMessage(body); err == nil {
+				if r, ok := m.(*jsonrpc.Request); ok && r.Method == methodListTools {
+					t.cap.sent(m)
+					track = true
+				}
 			}
 		}
 	}
@@ -193,6 +195,16 @@ func (t *httpRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) 
 		resp.Body = &sniffBody{ReadCloser: resp.Body, cap: t.cap, sse: true}
 	}
 	return resp, nil
+}
+
+// mayListTools reports whether a request body may be a tools/list
+// request, so that other requests (tools/call with its arguments) are not
+// decoded a second time here. Without a backslash in the body every JSON
+// string is spelled literally, so a tools/list method shows as the bytes
+// "tools/list"; with one, the method may be escaped ("tools\/list"), and
+// the body is decoded to know.
+func mayListTools(body []byte) bool {
+	return bytes.Contains(body, []byte(`"`+methodListTools+`"`)) || bytes.IndexByte(body, '\\') >= 0
 }
 
 // sniffBody reads along a response body (JSON or server-sent events) and

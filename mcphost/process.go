@@ -283,33 +283,51 @@ func (s *stdoutSniffer) scan(p []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	found := false
-	for _, c := range p {
+	for len(p) > 0 {
 		if s.collecting {
-			if c == '\n' || len(s.bad) >= maxKept {
-				s.collecting = false
-			} else {
-				s.bad = append(s.bad, c)
+			// The rest of the first non-JSON line, up to maxKept bytes.
+			line := p
+			nl := bytes.IndexByte(p, '\n')
+			if nl >= 0 {
+				line = p[:nl]
 			}
-		}
-		if c == '\n' {
-			s.lineStart = true
-			continue
+			if room := maxKept - len(s.bad); len(line) >= room {
+				line = line[:room]
+				s.collecting = false
+			}
+			s.bad = append(s.bad, line...)
+			if nl < 0 {
+				break
+			}
+			s.collecting = false
+			p = p[nl:]
 		}
 		if !s.lineStart {
-			continue
+			// Only the start of the next line matters: skip to it (most
+			// of the stream is message bodies, skipped this way).
+			nl := bytes.IndexByte(p, '\n')
+			if nl < 0 {
+				break
+			}
+			p = p[nl:]
 		}
+		c := p[0]
+		p = p[1:]
 		switch c {
+		case '\n':
+			s.lineStart = true
 		case ' ', '\t', '\r':
-			continue
+			// Blanks before the first byte of a line (s.lineStart holds).
 		case '{', '[':
+			s.lineStart = false
 		default:
 			if s.bad == nil {
 				s.bad = []byte{c}
 				s.collecting = true
 				found = true
 			}
+			s.lineStart = false
 		}
-		s.lineStart = false
 	}
 	if found {
 		close(s.badCh)
