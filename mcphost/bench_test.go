@@ -83,3 +83,36 @@ func BenchmarkEchoServer(b *testing.B) {
 		return s.Call(ctx, "echo", args)
 	})
 }
+
+// BenchmarkListDirect and BenchmarkFreshTools time one tools/list of
+// server-everything: with a plain go-sdk client, and as the runtime's
+// drift check makes it before a call ([mcphost.Server.FreshTools]).
+//
+//	go test ./mcphost -run '^$' -bench 'ListDirect|FreshTools' -benchtime 300x
+func BenchmarkListDirect(b *testing.B) {
+	cfg := mcptest.EverythingServer(b, "everything")
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v0"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(cfg.Command, cfg.Args...), TerminateDuration: time.Second}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	benchCalls(b, func() (*mcp.CallToolResult, error) {
+		_, err := cs.ListTools(ctx, nil)
+		return &mcp.CallToolResult{}, err
+	})
+}
+
+func BenchmarkFreshTools(b *testing.B) {
+	ctx := context.Background()
+	s, err := mcphost.Connect(ctx, mcptest.EverythingServer(b, "everything"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	benchCalls(b, func() (*mcp.CallToolResult, error) {
+		_, err := s.FreshTools(ctx)
+		return &mcp.CallToolResult{}, err
+	})
+}

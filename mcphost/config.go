@@ -56,12 +56,30 @@ type ServerConfig struct {
 	// together, and each later re-listing. Zero means [DefaultTimeout].
 	Timeout time.Duration
 
+	// ToolsCheck says how the definition of a tool is confirmed before
+	// each call ([Server.RegistryTool]): [CheckEveryCall] (the zero value)
+	// lists the server's tools afresh before every call; [CheckOnChange]
+	// re-lists only after the server announced a change (and, for a
+	// server that does not announce changes, before every call), which
+	// saves a tools/list round trip per call but lets a call through in
+	// the moment between a change and its announcement reaching us.
+	ToolsCheck ToolsCheck
+
 	// Secrets are more values to keep out of every error and stderr tail
 	// of this package, besides Env and Headers values: for example
 	// secrets the caller expanded into Args. Values shorter than 6 bytes
 	// are ignored, as for Env.
 	Secrets []string
 }
+
+// ToolsCheck is [ServerConfig.ToolsCheck].
+type ToolsCheck string
+
+// The ways to confirm a tool's definition before a call.
+const (
+	CheckEveryCall ToolsCheck = "every-call"
+	CheckOnChange  ToolsCheck = "on-change"
+)
 
 func (c *ServerConfig) timeout() time.Duration {
 	if c.Timeout > 0 {
@@ -75,6 +93,11 @@ func (c *ServerConfig) timeout() time.Duration {
 func (c *ServerConfig) check() error {
 	if !serverNameRE.MatchString(c.Name) {
 		return fmt.Errorf("invalid server name %s: want a logical name matching ^[a-z][a-z0-9_-]*$ (never a URL or a path)", quoteName(c.Name))
+	}
+	switch c.ToolsCheck {
+	case "", CheckEveryCall, CheckOnChange:
+	default:
+		return fmt.Errorf("toolsCheck %s: want %q or %q", quoteName(string(c.ToolsCheck)), CheckEveryCall, CheckOnChange)
 	}
 	switch {
 	case c.Command == "" && c.URL == "":

@@ -20,7 +20,8 @@ import (
 // the result to one JSON value ([ResultJSON]); its Current lists the
 // server's tools afresh ([Server.FreshTools]: whether or not the server
 // promised to announce changes, a notification may still be on its way)
-// and returns t's definition now, or an error when the server cannot be
+// (or, with [CheckOnChange], as [Server.Tools] does) and returns t's
+// definition now, or an error when the server cannot be
 // asked, no longer lists the tool, or lists it under a problem (twice, or
 // malformed).
 //
@@ -66,7 +67,13 @@ func (t *liveTool) Call(ctx context.Context, args jsontext.Value) (registry.Resu
 }
 
 func (t *liveTool) Current(ctx context.Context) (playbook.Definition, error) {
-	tools, err := t.s.FreshTools(ctx)
+	var tools []Tool
+	var err error
+	if t.s.cfg.ToolsCheck == CheckOnChange {
+		tools, err = t.s.Tools(ctx)
+	} else {
+		tools, err = t.s.FreshTools(ctx)
+	}
 	if err != nil {
 		return playbook.Definition{}, fmt.Errorf("MCP server %q could not be asked for its tools: %w", t.s.name, err)
 	}
