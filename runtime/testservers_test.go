@@ -75,8 +75,8 @@ func testServerDefs() map[string]map[string]any {
 			"riskClass": "internal", "sideEffecting": true, "requiresApproval": false, "dataScopeWrites": []string{"ctr.widgets"},
 			"inputSchema": schemaOf(launchIn), "outputSchema": schemaOf(launchOut),
 		},
-		"mcp.chg.probe":  read("mcp.chg.probe", "Reads a widget's status (variant a).", probeIn, probeOut),
-		"mcp.chg.quiet":  read("mcp.chg.quiet", "Has no annotations.", `{"type":"object"}`, `{"type":"string"}`),
+		"mcp.chg.probe": read("mcp.chg.probe", "Reads a widget's status (variant a).", probeIn, probeOut),
+		"mcp.chg.quiet": read("mcp.chg.quiet", "Has no annotations.", `{"type":"object"}`, `{"type":"string"}`),
 		"mcp.chg.flip": {
 			"name": "mcp.chg.flip", "source": "mcp", "description": "Switches probe to the other variant.", "permissions": []string{},
 			"riskClass": "internal", "sideEffecting": true, "requiresApproval": false, "dataScopeWrites": []string{"chg.variant"},
@@ -92,7 +92,7 @@ type ctrServer struct {
 	srv *mcp.Server
 
 	mu       sync.Mutex
-	hangs    int      // how many hang calls still stall until their caller gives up
+	hangs    int                          // how many hang calls still stall until their caller gives up
 	requests []string                     // the tool name of every tools/call request received, in order
 	ran      map[string]int               // handler runs by tool
 	args     map[string][]json.RawMessage // the arguments each handler run got
