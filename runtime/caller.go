@@ -281,7 +281,7 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 			return err
 		}
 		asked = ap.ID
-		return c.append(tx, name, ApprovalRequested{Approval: ap.ID, Index: key.Index, ArgsDigest: d.ArgsDigest, DefDigest: d.tool.defDigest})
+		return c.append(tx, name, ApprovalRequested{Attempt: c.attempt, Approval: ap.ID, Index: key.Index, ArgsDigest: d.ArgsDigest, DefDigest: d.tool.defDigest})
 	})
 	switch {
 	case err != nil:
@@ -338,7 +338,7 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 	case store.CallStarted:
 		if !m.SideEffecting {
 			err := c.tx(ctx, func(tx *store.Tx) error {
-				return c.append(tx, m.Tool, CallRetried{Index: m.Index, Reason: "a read call interrupted before its outcome was recorded"})
+				return c.append(tx, m.Tool, CallRetried{Attempt: c.attempt, Index: m.Index, Reason: "a read call interrupted before its outcome was recorded"})
 			})
 			if err != nil {
 				return driver.Result{}, err
@@ -352,7 +352,7 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 			if err != nil {
 				return err
 			}
-			return c.append(tx, m.Tool, CallOutcomeUnknown{Index: m.Index, Approval: ap.ID})
+			return c.append(tx, m.Tool, CallOutcomeUnknown{Attempt: c.attempt, Index: m.Index, Approval: ap.ID})
 		})
 		if err != nil {
 			return driver.Result{}, err
@@ -377,7 +377,7 @@ func (c *Caller) outcomeUnknown(ctx context.Context, m *store.Call, d Decision) 
 		}
 		if ok {
 			rerun = true
-			return c.append(tx, m.Tool, CallRerun{Index: m.Index, Approval: a.ID})
+			return c.append(tx, m.Tool, CallRerun{Attempt: c.attempt, Index: m.Index, Approval: a.ID})
 		}
 		all, err := c.s.opt.Store.Approvals(ctx, c.run)
 		if err != nil {
@@ -394,7 +394,7 @@ func (c *Caller) outcomeUnknown(ctx context.Context, m *store.Call, d Decision) 
 				if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, denied); err != nil {
 					return err
 				}
-				return c.append(tx, m.Tool, CallFailed{Index: m.Index, Approval: a.ID, Reason: denied})
+				return c.append(tx, m.Tool, CallFailed{Attempt: c.attempt, Index: m.Index, Approval: a.ID, Reason: denied})
 			case store.ApprovalPending, store.ApprovalApproved:
 				open = true
 			}
@@ -412,7 +412,7 @@ func (c *Caller) outcomeUnknown(ctx context.Context, m *store.Call, d Decision) 
 		if err != nil {
 			return err
 		}
-		return c.append(tx, m.Tool, CallOutcomeUnknown{Index: m.Index, Approval: ap.ID})
+		return c.append(tx, m.Tool, CallOutcomeUnknown{Attempt: c.attempt, Index: m.Index, Approval: ap.ID})
 	})
 	switch {
 	case err != nil:
@@ -476,7 +476,7 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 		if failure == "" && ti.output != nil {
 			if verr := validateJSON(ti.output, out); verr != nil {
 				failure = fmt.Sprintf("the result of %s does not match its outputSchema: %s; it was not passed on", quote(name), schemaErr(verr))
-				if err := c.append(tx, name, CallOutputInvalid{Index: key.Index, Reason: failure, ResultDigest: digest(out)}); err != nil {
+				if err := c.append(tx, name, CallOutputInvalid{Attempt: c.attempt, Index: key.Index, Reason: failure, ResultDigest: digest(out)}); err != nil {
 					return err
 				}
 			}
@@ -486,14 +486,14 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 			if err := tx.FinishCall(key, store.CallFailed, nil, c.s.opt.Redact(failure)); err != nil {
 				return err
 			}
-			return c.append(tx, name, CallFailed{Index: key.Index, Reason: failure})
+			return c.append(tx, name, CallFailed{Attempt: c.attempt, Index: key.Index, Reason: failure})
 		}
 		digestOut := digest(out)
 		out = c.redactJSON(out) // what the store keeps and the agent sees
 		if err := tx.FinishCall(key, store.CallSucceeded, out, ""); err != nil {
 			return err
 		}
-		return c.append(tx, name, CallSucceeded{Index: key.Index, ResultDigest: digestOut})
+		return c.append(tx, name, CallSucceeded{Attempt: c.attempt, Index: key.Index, ResultDigest: digestOut})
 	}
 	if err := c.tx(ctx, finish); err != nil {
 		return driver.Result{}, err
@@ -517,7 +517,7 @@ func (c *Caller) lost(ctx context.Context, key store.CallKey, name string, cause
 		if ap, err = tx.MarkOutcomeUnknown(key, reason); err != nil {
 			return err
 		}
-		return c.append(tx, name, CallOutcomeUnknown{Index: key.Index, Approval: ap.ID})
+		return c.append(tx, name, CallOutcomeUnknown{Attempt: c.attempt, Index: key.Index, Approval: ap.ID})
 	})
 	if err != nil {
 		return driver.Result{}, err

@@ -157,6 +157,7 @@ type CallWaiting struct {
 
 // CallSucceeded: a call ran and its result was recorded.
 type CallSucceeded struct {
+	Attempt      int    `json:"attempt"`
 	Index        int    `json:"index"`
 	ResultDigest string `json:"resultDigest"`
 }
@@ -164,6 +165,7 @@ type CallSucceeded struct {
 // CallFailed: a call ran and failed, or a person decided not to run an
 // outcome-unknown call again.
 type CallFailed struct {
+	Attempt  int    `json:"attempt"`
 	Index    int    `json:"index"`
 	Reason   string `json:"reason"`
 	Approval string `json:"approval,omitempty"`
@@ -172,6 +174,7 @@ type CallFailed struct {
 // CallOutputInvalid: a result did not match the outputSchema and was not
 // passed on.
 type CallOutputInvalid struct {
+	Attempt      int    `json:"attempt"`
 	Index        int    `json:"index"`
 	Reason       string `json:"reason"`
 	ResultDigest string `json:"resultDigest"`
@@ -180,12 +183,14 @@ type CallOutputInvalid struct {
 // CallRetried: a read call interrupted before its outcome was recorded is
 // run again.
 type CallRetried struct {
-	Index  int    `json:"index"`
-	Reason string `json:"reason"`
+	Attempt int    `json:"attempt"`
+	Index   int    `json:"index"`
+	Reason  string `json:"reason"`
 }
 
 // CallRerun: a person had an outcome-unknown call run again.
 type CallRerun struct {
+	Attempt  int    `json:"attempt"`
 	Index    int    `json:"index"`
 	Approval string `json:"approval"`
 }
@@ -193,6 +198,7 @@ type CallRerun struct {
 // CallOutcomeUnknown: a side-effecting call was sent and its outcome is
 // not known; a person decides.
 type CallOutcomeUnknown struct {
+	Attempt  int    `json:"attempt"`
 	Index    int    `json:"index"`
 	Approval string `json:"approval"`
 }
@@ -200,6 +206,7 @@ type CallOutcomeUnknown struct {
 // ApprovalRequested: a person is asked to approve a call.
 type ApprovalRequested struct {
 	Approval   string `json:"approval"`
+	Attempt    int    `json:"attempt"`
 	Index      int    `json:"index"`
 	ArgsDigest string `json:"argsDigest"`
 	DefDigest  string `json:"defDigest"`
