@@ -8,7 +8,9 @@ import (
 )
 
 // BenchmarkAuditedCall measures whole audited calls: one transaction of
-// StartCall, Append, FinishCall and Append, committed durably. "serial" is
+// StartCall, Append, FinishCall and Append, committed durably; "-read" is
+// a read call recorded after it ran, RecordCall and one AppendAll of the
+// same two records. "serial" is
 // one caller waiting for each commit; "concurrent" is 32 callers (each its
 // own run, as concurrent runs are), whose transactions group commit
 // shares; "nobatch" turns group commit off (MaxBatch 1) for comparison.
@@ -18,18 +20,26 @@ func BenchmarkAuditedCall(b *testing.B) {
 		sync       string
 		maxBatch   int
 		concurrent bool
+		read       bool // a read call: RecordCall and AppendAll of both records
 	}{
-		{"sync=FULL/serial", "FULL", 0, false},
-		{"sync=FULL/concurrent", "FULL", 0, true},
-		{"sync=FULL/concurrent-nobatch", "FULL", 1, true},
-		{"sync=NORMAL/serial", "NORMAL", 0, false},
-		{"sync=NORMAL/concurrent", "NORMAL", 0, true},
+		{"sync=FULL/serial", "FULL", 0, false, false},
+		{"sync=FULL/concurrent", "FULL", 0, true, false},
+		{"sync=FULL/concurrent-nobatch", "FULL", 1, true, false},
+		{"sync=NORMAL/serial", "NORMAL", 0, false, false},
+		{"sync=NORMAL/concurrent", "NORMAL", 0, true, false},
+		{"sync=FULL/serial-read", "FULL", 0, false, true},
+		{"sync=FULL/concurrent-read", "FULL", 0, true, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := openAt(b, filepath.Join(b.TempDir(), "bench.db"), &Options{Synchronous: bc.sync, MaxBatch: bc.maxBatch})
 			call := func(run string, attempt, i int) error {
 				return s.Tx(bg, func(tx *Tx) error {
-					_, err := auditedCall(tx, run, "work", attempt, "note.add", fmt.Sprintf(`{"body":"note %d"}`, i))
+					args := fmt.Sprintf(`{"body":"note %d"}`, i)
+					if bc.read {
+						_, err := recordedCall(tx, run, "work", attempt, "customer.get", args)
+						return err
+					}
+					_, err := auditedCall(tx, run, "work", attempt, "note.add", args)
 					return err
 				})
 			}
