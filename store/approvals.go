@@ -205,7 +205,7 @@ func (t *Tx) Approval(id string) (Approval, error) {
 
 // GetApproval returns one approval, or [ErrNotFound].
 func (s *Store) GetApproval(ctx context.Context, id string) (Approval, error) {
-	return getApproval(ctx, s.rdb, id)
+	return getApproval(ctx, s.pool(), id)
 }
 
 func getApproval(ctx context.Context, q querier, id string) (Approval, error) {
@@ -222,13 +222,13 @@ func getApproval(ctx context.Context, q querier, id string) (Approval, error) {
 // PendingApprovals returns the approvals of a run (every run's when run
 // is "") that wait for a decision and have not expired, oldest first.
 func (s *Store) PendingApprovals(ctx context.Context, run string) ([]Approval, error) {
-	return listApprovals(ctx, s.rdb, `WHERE status = 'pending' AND (expires_at IS NULL OR expires_at > ?1) AND (?2 = '' OR run = ?2)
+	return listApprovals(ctx, s.pool(), `WHERE status = 'pending' AND (expires_at IS NULL OR expires_at > ?1) AND (?2 = '' OR run = ?2)
 		ORDER BY created_at, id`, formatTime(s.Now()), run)
 }
 
 // Approvals returns every approval of a run, oldest first.
 func (s *Store) Approvals(ctx context.Context, run string) ([]Approval, error) {
-	return listApprovals(ctx, s.rdb, `WHERE run = ? ORDER BY created_at, id`, run)
+	return listApprovals(ctx, s.pool(), `WHERE run = ? ORDER BY created_at, id`, run)
 }
 
 func listApprovals(ctx context.Context, q querier, where string, args ...any) ([]Approval, error) {
@@ -330,7 +330,7 @@ func (t *Tx) DecideGate(run, step string, attempt int, approve bool, reason, dec
 // they opened. To list what waits for a person, keep those with status
 // waiting.
 func (s *Store) Gates(ctx context.Context, run string) ([]Gate, error) {
-	return listGates(ctx, s.rdb, `WHERE (?1 = '' OR run = ?1) ORDER BY opened_at, rowid`, run)
+	return listGates(ctx, s.pool(), `WHERE (?1 = '' OR run = ?1) ORDER BY opened_at, rowid`, run)
 }
 
 func listGates(ctx context.Context, q querier, where string, args ...any) ([]Gate, error) {

@@ -85,23 +85,6 @@ func (t *Tx) StartCall(c Call) (Call, error) {
 	if t.done {
 		return Call{}, ErrTxDone
 	}
-	var runStatus, stepStatus sql.NullString
-	err := t.queryRow(`SELECT r.status, s.status,
-		(SELECT coalesce(max(idx) + 1, 0) FROM calls WHERE run = ?1 AND step = ?2 AND attempt = ?3)
-		FROM runs r LEFT JOIN steps s ON s.run = r.id AND s.step = ?2 AND s.attempt = ?3
-		WHERE r.id = ?1`, c.Run, c.Step, c.Attempt).Scan(&runStatus, &stepStatus, &c.Index)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return Call{}, fmt.Errorf("%w: run %q", ErrNotFound, c.Run)
-	case err != nil:
-		return Call{}, fmt.Errorf("store: starting call: %w", err)
-	case RunStatus(runStatus.String).Ended():
-		return Call{}, fmt.Errorf("%w: run %s has ended (%s)", ErrState, c.Run, runStatus.String)
-	case !stepStatus.Valid:
-		return Call{}, fmt.Errorf("%w: step %q attempt %d of run %s", ErrNotFound, c.Step, c.Attempt, c.Run)
-	case StepStatus(stepStatus.String) != StepRunning:
-		return Call{}, fmt.Errorf("%w: step %q attempt %d of run %s is %s, not running", ErrState, c.Step, c.Attempt, c.Run, stepStatus.String)
-	}
 	now, at := t.stamp()
 	c.Started = at
 	c.Finished = time.Time{}
@@ -111,13 +94,88 @@ func (t *Tx) StartCall(c Call) (Call, error) {
 		finished = now
 	}
 	c.Result, c.Error = nil, ""
-	if _, err := t.exec(`INSERT INTO calls (run, step, attempt, idx, tool, def_digest, args, args_digest, decision, code, reason, state,
-		side_effecting, result, error, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '', ?, ?)`,
-		c.Run, c.Step, c.Attempt, c.Index, []byte(c.Tool), c.DefDigest, jsonArg(c.Args), c.ArgsDigest, string(c.Decision), c.Code, c.Reason,
-		string(c.State), c.SideEffecting, now, finished); err != nil {
-		return Call{}, fmt.Errorf("store: starting call: %w", err)
+	return t.insertCall(c, now, finished, "starting call")
+}
+
+// RecordCall records a call that has already been decided, and run when
+// allowed, in its final state, in one INSERT: what [Tx.StartCall] and
+// [Tx.FinishCall] record in two statements, for a call (a read) that is
+// recorded only after it ran. c.State is succeeded (with c.Result) or
+// failed (with c.Error), with c.Decision allowed; or refused, with
+// c.Decision refused (and c.Reason; Result and Error are cleared). Of c,
+// RecordCall also reads Run, Step, Attempt, Tool, DefDigest, Args,
+// ArgsDigest, Code, Reason and SideEffecting, and Started and Finished, which
+// default to now when zero. It makes the checks StartCall makes (the run
+// has not ended, the step attempt is running), assigns Index as StartCall
+// does and returns the call as recorded.
+func (t *Tx) RecordCall(c Call) (Call, error) {
+	switch {
+	case (c.State == CallSucceeded || c.State == CallFailed) && c.Decision == DecisionAllowed:
+	case c.State == CallRefused && c.Decision == DecisionRefused:
+		c.Result, c.Error = nil, ""
+	default:
+		return Call{}, fmt.Errorf("store: recording a call %s with decision %q: want succeeded or failed with allowed, or refused with refused",
+			c.State, c.Decision)
+	}
+	if t.done {
+		return Call{}, ErrTxDone
+	}
+	_, at := t.stamp()
+	if c.Started.IsZero() {
+		c.Started = at
+	}
+	if c.Finished.IsZero() {
+		c.Finished = at
+	}
+	c.Started, c.Finished = c.Started.UTC().Round(0), c.Finished.UTC().Round(0)
+	if c.Finished.Before(c.Started) {
+		return Call{}, fmt.Errorf("store: recording a call that finished (%s) before it started (%s)",
+			formatTime(c.Finished), formatTime(c.Started))
+	}
+	return t.insertCall(c, formatTime(c.Started), formatTime(c.Finished), "recording call")
+}
+
+// insertCall inserts c as the next call of its step attempt, when the run
+// has not ended and the attempt is running, in one statement, and returns
+// it with its Index.
+func (t *Tx) insertCall(c Call, started string, finished any, what string) (Call, error) {
+	err := t.queryRow(`INSERT INTO calls (run, step, attempt, idx, tool, def_digest, args, args_digest, decision, reason, state,
+		side_effecting, result, error, started_at, finished_at, code)
+		SELECT ?1, ?2, ?3, (SELECT coalesce(max(idx) + 1, 0) FROM calls WHERE run = ?1 AND step = ?2 AND attempt = ?3),
+			?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16
+		FROM runs r JOIN steps s ON s.run = r.id AND s.step = ?2 AND s.attempt = ?3
+		WHERE r.id = ?1 AND r.status IN ('running', 'waiting') AND s.status = 'running'
+		RETURNING idx`,
+		c.Run, c.Step, c.Attempt, []byte(c.Tool), c.DefDigest, jsonArg(c.Args), c.ArgsDigest, string(c.Decision), c.Reason,
+		string(c.State), c.SideEffecting, jsonArg(c.Result), c.Error, started, finished, c.Code).Scan(&c.Index)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Call{}, t.whyNoCall(c, what)
+	}
+	if err != nil {
+		return Call{}, fmt.Errorf("store: %s: %w", what, err)
 	}
 	return c, nil
+}
+
+// whyNoCall says why a call could not be inserted into its step attempt.
+func (t *Tx) whyNoCall(c Call, what string) error {
+	var runStatus, stepStatus sql.NullString
+	err := t.queryRow(`SELECT r.status, s.status
+		FROM runs r LEFT JOIN steps s ON s.run = r.id AND s.step = ?2 AND s.attempt = ?3
+		WHERE r.id = ?1`, c.Run, c.Step, c.Attempt).Scan(&runStatus, &stepStatus)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%w: run %q", ErrNotFound, c.Run)
+	case err != nil:
+		return fmt.Errorf("store: %s: %w", what, err)
+	case RunStatus(runStatus.String).Ended():
+		return fmt.Errorf("%w: run %s has ended (%s)", ErrState, c.Run, runStatus.String)
+	case !stepStatus.Valid:
+		return fmt.Errorf("%w: step %q attempt %d of run %s", ErrNotFound, c.Step, c.Attempt, c.Run)
+	case StepStatus(stepStatus.String) != StepRunning:
+		return fmt.Errorf("%w: step %q attempt %d of run %s is %s, not running", ErrState, c.Step, c.Attempt, c.Run, stepStatus.String)
+	}
+	return fmt.Errorf("store: %s: the call was not inserted (run %s, step attempt %s)", what, runStatus.String, stepStatus.String)
 }
 
 // FinishCall records the outcome of a started call: succeeded with its
@@ -214,7 +272,7 @@ type CallFilter struct {
 // Calls returns a run's calls that match f, in the order they started.
 // To find the calls a crash interrupted, filter on [CallStarted].
 func (s *Store) Calls(ctx context.Context, run string, f CallFilter) ([]Call, error) {
-	return listCalls(ctx, s.rdb, run, f)
+	return listCalls(ctx, s.pool(), run, f)
 }
 
 func listCalls(ctx context.Context, q querier, run string, f CallFilter) ([]Call, error) {

@@ -95,3 +95,23 @@ func auditedCall(tx *Tx, run, step string, attempt int, tool, args string) (audi
 	}
 	return finishCall(tx, c)
 }
+
+// recordedCall is a read call recorded after it ran: RecordCall and the
+// call.started and call.succeeded records in one AppendAll.
+func recordedCall(tx *Tx, run, step string, attempt int, tool, args string) (audit.Record, error) {
+	c, err := tx.RecordCall(Call{CallKey: CallKey{Run: run, Step: step, Attempt: attempt}, Tool: tool, DefDigest: digest("def:" + tool),
+		Args: jsontext.Value(args), ArgsDigest: digest(args), Decision: DecisionAllowed, State: CallSucceeded,
+		Result: jsontext.Value(`{"ok":true}`)})
+	if err != nil {
+		return audit.Record{}, err
+	}
+	recs, err := tx.AppendAll(
+		audit.Record{Run: run, Kind: "call.started", Step: step, Tool: tool,
+			Data: jsontext.Value(fmt.Sprintf(`{"attempt":%d,"index":%d,"argsDigest":%q}`, attempt, c.Index, c.ArgsDigest))},
+		audit.Record{Run: run, Kind: "call.succeeded", Step: step, Tool: tool,
+			Data: jsontext.Value(fmt.Sprintf(`{"attempt":%d,"index":%d}`, attempt, c.Index))})
+	if err != nil {
+		return audit.Record{}, err
+	}
+	return recs[1], nil
+}

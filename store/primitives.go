@@ -113,7 +113,7 @@ func likePattern(s string, anywhere bool) string {
 }
 
 func (s *Store) customers(ctx context.Context, query string, args ...any) ([]Customer, error) {
-	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	rows, err := s.pool().QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading customers: %w", err)
 	}
@@ -173,7 +173,7 @@ func (s *Store) ListNotes(ctx context.Context, customerID, tag string, limit int
 	if limit <= 0 {
 		limit = 20
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT id, customer_id, body, tags, author, run, step, created_at FROM notes
+	rows, err := s.pool().QueryContext(ctx, `SELECT id, customer_id, body, tags, author, run, step, created_at FROM notes
 		WHERE (?1 = '' OR customer_id = ?1) AND (?2 = '' OR EXISTS (SELECT 1 FROM json_each(notes.tags) WHERE value = ?2))
 		ORDER BY created_at DESC, rowid DESC LIMIT ?3`, customerID, tag, limit)
 	if err != nil {
@@ -253,7 +253,7 @@ func (t *Tx) DismissToday(id string) error {
 // then low, newest first within each; dismissed items only when
 // includeDismissed, after the others.
 func (s *Store) ListToday(ctx context.Context, includeDismissed bool) ([]TodayItem, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT id, title, summary, priority, customer_id, link, run, step, created_at, dismissed_at
+	rows, err := s.pool().QueryContext(ctx, `SELECT id, title, summary, priority, customer_id, link, run, step, created_at, dismissed_at
 		FROM today WHERE ? OR dismissed_at IS NULL
 		ORDER BY dismissed_at IS NOT NULL, CASE priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END, created_at DESC, rowid DESC`,
 		includeDismissed)

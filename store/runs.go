@@ -114,7 +114,7 @@ func (t *Tx) Run(id string) (Run, error) {
 
 // GetRun returns the run with the given id, or [ErrNotFound].
 func (s *Store) GetRun(ctx context.Context, id string) (Run, error) {
-	return getRun(ctx, s.rdb, id)
+	return getRun(ctx, s.pool(), id)
 }
 
 const runCols = `id, playbook_id, playbook_version, document_digest, %s, harness_path, input, status, current_step, reason,
@@ -148,7 +148,7 @@ func (s *Store) ListRuns(ctx context.Context, statuses ...RunStatus) ([]Run, err
 		}
 	}
 	query += ` ORDER BY created_at DESC, id`
-	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	rows, err := s.pool().QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: listing runs: %w", err)
 	}
@@ -297,7 +297,7 @@ func (t *Tx) runOpen(run string) error {
 
 // Steps returns a run's step attempts in the order they started.
 func (s *Store) Steps(ctx context.Context, run string) ([]Step, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT run, step, attempt, status, output, error, started_at, finished_at
+	rows, err := s.pool().QueryContext(ctx, `SELECT run, step, attempt, status, output, error, started_at, finished_at
 		FROM steps WHERE run = ? ORDER BY started_at, rowid`, run)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading steps: %w", err)

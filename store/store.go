@@ -28,8 +28,10 @@ import (
 	"fmt"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -84,16 +86,50 @@ type Store struct {
 	stmts map[string]*sql.Stmt // the writer's prepared statements; writer goroutine only
 	noted map[string]bool      // queries to prepare after the current batch
 
-	reqs      chan *request
-	quit      chan struct{}
+	// The audit head cache, writer goroutine only: heads holds each run's
+	// head as of the writer's last commit, valid while data_version (the
+	// writer connection's PRAGMA data_version, which moves when another
+	// connection commits) stays dv; bheads holds the heads that the
+	// released functions of the current batch moved (or read), merged
+	// into heads once the batch commits. See [Tx.head].
+	heads  map[string]runHead
+	bheads map[string]runHead
+	dv     int64
+	dvOK   bool
+
+	reads readStmts // the read pool's prepared statements
+
+	mu     sync.Mutex
+	queue  []*request // waiting for the writer, in order (FIFO)
+	closed bool
+	qfails []*request // failed Queue'd functions not yet collected by a Flush
+	wake   chan struct{}
+
 	done      chan struct{}
 	closeOnce sync.Once
 }
 
+// A request's state: queued until the writer takes it (started) or its
+// Tx caller gives up on it (cancelled).
+const (
+	reqQueued int32 = iota
+	reqStarted
+	reqCancelled
+)
+
 type request struct {
-	ctx context.Context
-	fn  func(*Tx) error
-	res chan error
+	ctx    context.Context
+	fn     func(*Tx) error // nil: a Flush barrier
+	queued bool            // from Queue: a failure is kept for Flush
+	state  atomic.Int32
+	waited atomic.Bool // Queued.Wait was called
+	err    error       // the outcome, set before done is closed
+	done   chan struct{}
+	fails  []*request // a barrier's collected failures of Queue'd functions
+}
+
+func newRequest(ctx context.Context, fn func(*Tx) error) *request {
+	return &request{ctx: ctx, fn: fn, done: make(chan struct{})}
 }
 
 // Open opens the database file at path, creating it and migrating its
@@ -181,23 +217,30 @@ func OpenWith(path string, opt *Options) (*Store, error) {
 		maxBatch: o.MaxBatch,
 		stmts:    map[string]*sql.Stmt{},
 		noted:    map[string]bool{},
-		reqs:     make(chan *request),
-		quit:     make(chan struct{}),
+		heads:    map[string]runHead{},
+		bheads:   map[string]runHead{},
+		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
+	s.reads.db = rdb
 	go s.writer()
 	return s, nil
 }
 
-// Close stops the writer after the transactions already handed to it and
-// closes the database. Tx calls after Close return [ErrClosed]. It is not
-// an error to call Close more than once.
+// Close stops the writer after the transactions already handed to it
+// (waiting Tx calls and Queue'd functions: each is committed or fails, and
+// is answered) and closes the database. Tx, Queue and Flush calls after
+// Close return [ErrClosed]. It is not an error to call Close more than
+// once.
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
-		close(s.quit)
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.signal()
 		<-s.done
-		err = errors.Join(s.rdb.Close(), s.wdb.Close())
+		err = errors.Join(s.reads.close(), s.rdb.Close(), s.wdb.Close())
 	})
 	return err
 }
@@ -224,39 +267,102 @@ func (s *Store) Tx(ctx context.Context, fn func(*Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &request{ctx: ctx, fn: fn, res: make(chan error, 1)}
-	select {
-	case s.reqs <- r:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.quit:
-		return ErrClosed
+	r := newRequest(ctx, fn)
+	if err := s.enqueue(r); err != nil {
+		return err
 	}
-	return <-r.res
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(reqQueued, reqCancelled) {
+			return ctx.Err()
+		}
+		<-r.done // fn has started: wait for the outcome
+		return r.err
+	}
 }
 
+// enqueue hands r to the writer, behind everything handed to it before.
+func (s *Store) enqueue(r *request) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.queue = append(s.queue, r)
+	s.mu.Unlock()
+	s.signal()
+	return nil
+}
+
+func (s *Store) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writer takes the queued requests in order, up to maxBatch at a time,
+// and commits them. After Close it drains the queue, then stops.
 func (s *Store) writer() {
 	defer close(s.done)
 	batch := make([]*request, 0, s.maxBatch)
 	for {
-		batch = batch[:0]
-		select {
-		case r := <-s.reqs:
-			batch = append(batch, r)
-		case <-s.quit:
+		s.mu.Lock()
+		for len(s.queue) == 0 {
+			if s.closed {
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+			<-s.wake
+			s.mu.Lock()
+		}
+		n := min(len(s.queue), s.maxBatch)
+		batch = append(batch[:0], s.queue[:n]...)
+		rest := copy(s.queue, s.queue[n:])
+		clear(s.queue[rest:])
+		s.queue = s.queue[:rest]
+		s.mu.Unlock()
+		s.commit(batch)
+		clear(batch)
+	}
+}
+
+// answer gives r its outcome. The batch's requests are answered in order,
+// so a barrier collects the failures of every Queue'd function before it.
+func (s *Store) answer(r *request, err error) {
+	if r.fn == nil { // a Flush barrier
+		if !r.state.CompareAndSwap(reqQueued, reqStarted) {
+			close(r.done) // Flush gave up: leave the failures for the next
 			return
 		}
-	fill:
-		for len(batch) < s.maxBatch {
-			select {
-			case r := <-s.reqs:
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
-		s.commit(batch)
+		s.mu.Lock()
+		r.fails, s.qfails = s.qfails, nil
+		s.mu.Unlock()
+		close(r.done)
+		return
 	}
+	r.err = err
+	if r.queued && err != nil {
+		s.keepFailure(r)
+	}
+	close(r.done)
+}
+
+// maxFailures bounds the failures kept for Flush: past it, those already
+// reported by Queued.Wait are dropped.
+const maxFailures = 1024
+
+// keepFailure keeps a failed Queue'd request for the next Flush.
+func (s *Store) keepFailure(r *request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.qfails) >= maxFailures {
+		s.qfails = slices.DeleteFunc(s.qfails, func(f *request) bool { return f.waited.Load() })
+	}
+	s.qfails = append(s.qfails, r)
 }
 
 // commit runs the batch in one transaction and answers every request.
@@ -264,41 +370,80 @@ func (s *Store) commit(batch []*request) {
 	results := make([]error, len(batch))
 	answer := func() {
 		for i, r := range batch {
-			r.res <- results[i]
+			s.answer(r, results[i])
 		}
 	}
 	failAll := func(err error) {
-		for i := range results {
-			if results[i] == nil {
+		for i, r := range batch {
+			if results[i] == nil && r.fn != nil {
 				results[i] = err
 			}
 		}
+		s.dropHeads()
 		answer()
 	}
+	// Requests that will run: a batch of one runs without a savepoint (a
+	// failure rolls back the whole transaction, which holds nothing else).
+	runnable := 0
+	for _, r := range batch {
+		if r.fn != nil && r.state.Load() == reqQueued && r.ctx.Err() == nil {
+			runnable++
+		}
+	}
+	if runnable == 0 {
+		for i, r := range batch {
+			if r.fn != nil {
+				results[i] = r.ctx.Err()
+				if results[i] == nil {
+					results[i] = context.Canceled // cancelled by its Tx caller, who no longer waits
+				}
+			}
+		}
+		answer()
+		return
+	}
+	savepoints := runnable > 1
 	defer s.prepareNoted()
 	sqltx, err := s.wdb.BeginTx(context.Background(), nil)
 	if err != nil {
 		failAll(fmt.Errorf("store: begin: %w", err))
 		return
 	}
+	if err := s.checkDataVersion(&Tx{s: s, tx: sqltx}); err != nil {
+		sqltx.Rollback()
+		failAll(fmt.Errorf("store: reading data_version: %w", err))
+		return
+	}
 	ran := 0
 	for i, r := range batch {
+		if r.fn == nil {
+			continue
+		}
+		if !r.state.CompareAndSwap(reqQueued, reqStarted) {
+			results[i] = context.Canceled // its Tx caller has returned ctx.Err()
+			continue
+		}
 		if err := r.ctx.Err(); err != nil {
 			results[i] = err
 			continue
 		}
 		t := &Tx{s: s, tx: sqltx} // a Tx of its own: one kept by an earlier fn stays done
-		if _, err := t.exec("SAVEPOINT req"); err != nil {
-			sqltx.Rollback()
-			failAll(fmt.Errorf("store: savepoint: %w", err))
-			return
+		if savepoints {
+			if _, err := t.exec("SAVEPOINT req"); err != nil {
+				sqltx.Rollback()
+				failAll(fmt.Errorf("store: savepoint: %w", err))
+				return
+			}
 		}
 		err := run(r.fn, t)
 		if err != nil {
 			results[i] = err
-			_, e1 := t.exec("ROLLBACK TO req")
-			_, e2 := t.exec("RELEASE req")
 			t.done = true
+			if !savepoints {
+				continue
+			}
+			_, e1 := sqltx.ExecContext(context.Background(), "ROLLBACK TO req")
+			_, e2 := sqltx.ExecContext(context.Background(), "RELEASE req")
 			if e := errors.Join(e1, e2); e != nil {
 				// The error ended the whole transaction.
 				sqltx.Rollback()
@@ -307,17 +452,23 @@ func (s *Store) commit(batch []*request) {
 			}
 			continue
 		}
-		_, err = t.exec("RELEASE req")
+		if savepoints {
+			if _, err := t.exec("RELEASE req"); err != nil {
+				t.done = true
+				sqltx.Rollback()
+				failAll(fmt.Errorf("store: release savepoint: %w", err))
+				return
+			}
+		}
 		t.done = true
-		if err != nil {
-			sqltx.Rollback()
-			failAll(fmt.Errorf("store: release savepoint: %w", err))
-			return
+		for run, h := range t.heads {
+			s.bheads[run] = h
 		}
 		ran++
 	}
 	if ran == 0 {
 		sqltx.Rollback()
+		clear(s.bheads)
 		answer()
 		return
 	}
@@ -325,6 +476,13 @@ func (s *Store) commit(batch []*request) {
 		failAll(fmt.Errorf("store: commit: %w", err))
 		return
 	}
+	if len(s.heads)+len(s.bheads) > maxHeads {
+		clear(s.heads)
+	}
+	for run, h := range s.bheads {
+		s.heads[run] = h
+	}
+	clear(s.bheads)
 	answer()
 }
 
@@ -340,9 +498,10 @@ func run(fn func(*Tx) error, t *Tx) (err error) {
 // Tx is the write side of a transaction; see [Store.Tx]. Its methods are
 // valid only while the function given to Store.Tx runs.
 type Tx struct {
-	s    *Store
-	tx   *sql.Tx
-	done bool
+	s     *Store
+	tx    *sql.Tx
+	done  bool
+	heads map[string]runHead // audit heads this function moved; see [Tx.head]
 }
 
 func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
