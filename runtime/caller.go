@@ -12,6 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/drift"
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/playbook"
@@ -39,6 +40,8 @@ type Caller struct {
 
 	memo []store.Call // the attempt's recorded calls
 	used []bool
+
+	pending []*store.Queued // call records handed to the store, not known durable yet
 
 	// storeErr is set when a check failed because the store did: the
 	// call was refused and the step must fail.
@@ -133,15 +136,61 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 	return c.execute(ctx, &key, call.Name, d)
 }
 
-// tx runs fn in a store transaction; a failure is remembered so the step
-// fails closed.
+// tx runs fn in a store transaction; a failure, its own or one of the
+// outcomes queued before it (the store commits in order, so they are
+// settled when it returns), is remembered so the step fails closed.
 func (c *Caller) tx(ctx context.Context, fn func(*store.Tx) error) error {
 	err := c.s.opt.Store.Tx(ctx, fn)
+	if err == nil {
+		err = c.settle(false)
+	}
 	if err != nil {
-		c.storeErr = fmt.Errorf("the runtime could not record a tool call, so it was refused: %w", err)
+		if c.storeErr == nil {
+			c.storeErr = fmt.Errorf("the runtime could not record a tool call, so it was refused: %w", err)
+		}
 		return c.storeErr
 	}
 	return nil
+}
+
+// queue hands fn to the store without waiting for its commit.
+func (c *Caller) queue(ctx context.Context, fn func(*store.Tx) error) {
+	c.pending = append(c.pending, c.s.opt.Store.Queue(context.WithoutCancel(ctx), fn))
+}
+
+// settle collects the outcomes of the queued records: with wait, it
+// waits for all of them; without, it takes those already settled. It
+// returns the first failure.
+func (c *Caller) settle(wait bool) error {
+	var first error
+	kept := c.pending[:0]
+	for _, q := range c.pending {
+		if !wait {
+			select {
+			case <-q.Done():
+			default:
+				kept = append(kept, q)
+				continue
+			}
+		}
+		if err := q.Wait(); err != nil && first == nil {
+			first = err
+		}
+	}
+	clear(c.pending[len(kept):])
+	c.pending = kept
+	return first
+}
+
+// Flush waits until every call record the Caller queued is durable, and
+// returns the first that failed (the step must then fail; [Caller.Err]
+// says so too). The runtime calls it when a step's agent is done; an
+// external agent's host must call it before it ends the step.
+func (c *Caller) Flush() error {
+	if err := c.settle(true); err != nil && c.storeErr == nil {
+		c.storeErr = fmt.Errorf("the runtime could not record a tool call: %w", err)
+	}
+	return c.storeErr
 }
 
 func (c *Caller) append(tx *store.Tx, tool string, ev Event) error {
@@ -429,7 +478,12 @@ func (c *Caller) outcomeUnknown(ctx context.Context, m *store.Call, d Decision) 
 // result against the outputSchema, and record the outcome.
 //
 // started is the started call, or nil for a read call not recorded yet:
-// it is then recorded as started in the same transaction as its outcome.
+// it is then recorded, in its final state, with its audit records, in one
+// queued transaction. An outcome is queued ([store.Store.Queue]): it
+// shares a commit with what the caller records next, and is durable
+// before the next side-effecting call starts, a person is asked, or the
+// step ends (see docs/store.md, "Pipelined call records"). A result with
+// a Commit (a change to the store) is recorded with that change at once.
 func (c *Caller) execute(ctx context.Context, started *store.CallKey, name string, d Decision) (driver.Result, error) {
 	ti := d.tool
 	cctx, cancel := context.WithTimeout(ctx, c.s.opt.CallTimeout)
@@ -445,65 +499,114 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 		// may have taken effect. Never retried automatically.
 		return c.lost(ctx, *started, name, err)
 	}
-	var out jsontext.Value
 	var failure string
 	if err != nil {
 		failure = fmt.Sprintf("the call to %s failed: %v", quote(name), err)
 	}
-	finish := func(tx *store.Tx) error {
-		if started == nil {
-			k, err := c.start(tx, name, d, store.DecisionAllowed, "", "")
-			if err != nil {
-				return err
+	var o outcome
+	if res.Commit != nil && failure == "" {
+		// The change and its record are one transaction.
+		err = c.tx(ctx, func(tx *store.Tx) error {
+			out, cerr := res.Commit(tx)
+			f := ""
+			if cerr != nil {
+				f = fmt.Sprintf("the call to %s failed: %v", quote(name), cerr)
 			}
-			key = k
+			o = c.evaluate(name, ti, out, f)
+			return c.record(tx, started, key, name, d, o)
+		})
+		if err != nil {
+			return driver.Result{}, err
 		}
-		out = res.Content
-		if failure == "" && res.Commit != nil {
-			r, err := res.Commit(tx)
-			if err != nil {
-				failure = fmt.Sprintf("the call to %s failed: %v", quote(name), err)
-			} else {
-				out = r
-			}
-		}
-		if failure == "" && len(out) > c.s.opt.MaxResultBytes {
-			failure = fmt.Sprintf("the result of %s is %d bytes, over the limit of %d; it was not stored or passed on", quote(name), len(out), c.s.opt.MaxResultBytes)
-		}
-		if failure == "" && !out.IsValid() {
-			failure = fmt.Sprintf("the result of %s is not valid JSON; it was not passed on", quote(name))
-		}
-		if failure == "" && ti.output != nil {
-			if verr := validateJSON(ti.output, out); verr != nil {
-				failure = fmt.Sprintf("the result of %s does not match its outputSchema: %s; it was not passed on", quote(name), schemaErr(verr))
-				if err := c.append(tx, name, CallOutputInvalid{Attempt: c.attempt, Index: key.Index, Reason: failure, ResultDigest: digest(out)}); err != nil {
-					return err
-				}
-			}
-		}
-		if failure != "" {
-			out = nil
-			if err := tx.FinishCall(key, store.CallFailed, nil, c.s.opt.Redact(failure)); err != nil {
-				return err
-			}
-			return c.append(tx, name, CallFailed{Attempt: c.attempt, Index: key.Index, Reason: failure})
-		}
-		digestOut := digest(out)
-		out = c.redactJSON(out) // what the store keeps and the agent sees
-		if err := tx.FinishCall(key, store.CallSucceeded, out, ""); err != nil {
-			return err
-		}
-		return c.append(tx, name, CallSucceeded{Attempt: c.attempt, Index: key.Index, ResultDigest: digestOut})
+	} else {
+		o = c.evaluate(name, ti, res.Content, failure)
+		c.queue(ctx, func(tx *store.Tx) error { return c.record(tx, started, key, name, d, o) })
 	}
-	if err := c.tx(ctx, finish); err != nil {
-		return driver.Result{}, err
-	}
-	if failure != "" {
-		c.s.progress("  failed %s: %s", quote(name), failure)
-		return driver.Result{Error: c.s.opt.Redact(failure)}, nil
+	if o.failure != "" {
+		c.s.progress("  failed %s: %s", quote(name), o.failure)
+		return driver.Result{Error: c.s.opt.Redact(o.failure)}, nil
 	}
 	c.s.progress("  allowed %s", quote(name))
-	return driver.Result{Content: out}, nil
+	return driver.Result{Content: o.out}, nil
+}
+
+// outcome is a call's outcome as it is recorded: the result (redacted:
+// what the store keeps and the agent sees) and its digest, or why it
+// failed; invalid says the failure is a result against its outputSchema.
+type outcome struct {
+	out          jsontext.Value
+	resultDigest string
+	failure      string
+	invalid      bool
+}
+
+// evaluate checks a result: its size, that it is JSON, its outputSchema.
+func (c *Caller) evaluate(name string, ti *toolInfo, out jsontext.Value, failure string) outcome {
+	if failure == "" && len(out) > c.s.opt.MaxResultBytes {
+		failure = fmt.Sprintf("the result of %s is %d bytes, over the limit of %d; it was not stored or passed on", quote(name), len(out), c.s.opt.MaxResultBytes)
+	}
+	if failure == "" && !out.IsValid() {
+		failure = fmt.Sprintf("the result of %s is not valid JSON; it was not passed on", quote(name))
+	}
+	if failure != "" {
+		return outcome{failure: failure}
+	}
+	o := outcome{resultDigest: digest(out)}
+	if ti.output != nil {
+		if verr := validateJSON(ti.output, out); verr != nil {
+			o.failure = fmt.Sprintf("the result of %s does not match its outputSchema: %s; it was not passed on", quote(name), schemaErr(verr))
+			o.invalid = true
+			return o
+		}
+	}
+	o.out = c.redactJSON(out)
+	return o
+}
+
+// record writes a call's outcome and its audit records in tx: for a read
+// call not recorded yet (started nil), its row in its final state; else
+// the started row's outcome.
+func (c *Caller) record(tx *store.Tx, started *store.CallKey, key store.CallKey, name string, d Decision, o outcome) error {
+	reason := c.s.opt.Redact(o.failure)
+	var recs []Event
+	if started == nil {
+		state := store.CallSucceeded
+		if o.failure != "" {
+			state = store.CallFailed
+		}
+		got, err := tx.RecordCall(store.Call{
+			CallKey: key, Tool: c.s.opt.Redact(name), DefDigest: d.tool.defDigest, Args: c.redactJSON(d.Args), ArgsDigest: d.ArgsDigest,
+			Decision: store.DecisionAllowed, State: state, SideEffecting: d.tool.sideEff, Result: o.out, Error: reason,
+		})
+		if err != nil {
+			return err
+		}
+		key = got.CallKey
+		recs = append(recs, CallStarted{Index: key.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, DefDigest: d.tool.defDigest})
+	} else {
+		state, res := store.CallSucceeded, o.out
+		if o.failure != "" {
+			state, res = store.CallFailed, nil
+		}
+		if err := tx.FinishCall(key, state, res, reason); err != nil {
+			return err
+		}
+	}
+	switch {
+	case o.invalid:
+		recs = append(recs, CallOutputInvalid{Attempt: c.attempt, Index: key.Index, Reason: o.failure, ResultDigest: o.resultDigest},
+			CallFailed{Attempt: c.attempt, Index: key.Index, Reason: o.failure})
+	case o.failure != "":
+		recs = append(recs, CallFailed{Attempt: c.attempt, Index: key.Index, Reason: o.failure})
+	default:
+		recs = append(recs, CallSucceeded{Attempt: c.attempt, Index: key.Index, ResultDigest: o.resultDigest})
+	}
+	all := make([]audit.Record, len(recs))
+	for i, ev := range recs {
+		all[i] = newRecord(c.s.opt.Redact, c.run, c.step, name, ev)
+	}
+	_, err := tx.AppendAll(all...)
+	return err
 }
 
 // lost records a side-effecting call that was sent and not answered as

@@ -169,6 +169,12 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 		return "", Outcome{}, true, err
 	}
 	output, err := drv.RunStep(ctx, in, c)
+	// Every call record is durable before the step is suspended, failed
+	// or finished.
+	if ferr := c.Flush(); ferr != nil && (err == nil || errors.Is(err, driver.ErrSuspended)) {
+		o, serr := s.failStep(ctx, runID, stepID, attempt, ferr.Error())
+		return "", o, true, errors.Join(ferr, serr)
+	}
 	switch {
 	case errors.Is(err, driver.ErrSuspended):
 		o, err := s.suspend(ctx, runID, stepID, attempt)
