@@ -163,7 +163,27 @@ func children(s *jsonschema.Schema) []*jsonschema.Schema {
 			out = append(out, v...)
 		}
 	}
-	return append(out, s.PrefixItems...)
+	out = append(out, s.PrefixItems...)
+	// Map order is random: visit in location order, so that of several
+	// cycles the same one is found every time.
+	slices.SortFunc(out, func(a, b *jsonschema.Schema) int {
+		switch {
+		case a == nil || b == nil:
+			return boolCmp(a == nil, b == nil)
+		}
+		return strings.Compare(a.Location, b.Location)
+	})
+	return out
+}
+
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return -1
+	}
+	return 1
 }
 
 func itoa(i int) string {
