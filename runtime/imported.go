@@ -5,17 +5,20 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/internal/jsonnum"
+	"github.com/openplaybook/openplaybook/internal/schemacycle"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/registry"
 )
@@ -46,6 +49,7 @@ type toolInfo struct {
 	def       playbook.Definition // as embedded
 	defDigest string              // SHA-256 of the RFC 8785 form of def
 	input     *jsonschema.Schema
+	declared  []string // the top-level arguments input declares, sorted, for refusal messages
 	output    *jsonschema.Schema
 	entry     registry.Entry // the registry's definition at import
 	resolved  bool
@@ -63,7 +67,7 @@ func Import(doc *playbook.Document, reg *registry.Registry) (*Imported, error) {
 	im := &Imported{Doc: doc, Digest: hex.EncodeToString(sum[:]), steps: map[string]*stepInfo{}, tools: map[string]*toolInfo{}, reg: reg}
 	if doc.InputSchema != nil {
 		n := doc.InputSchema
-		s, err := compileSchema("inputSchema", jsontext.Value(doc.Source[n.Offset:n.End]))
+		s, err := compileSchema("inputSchema", jsontext.Value(doc.Source[n.Offset:n.End]), false)
 		if err != nil {
 			return nil, fmt.Errorf("the document's inputSchema: %w", err)
 		}
@@ -77,15 +81,11 @@ func Import(doc *playbook.Document, reg *registry.Registry) (*Imported, error) {
 		def := t.Definition(doc.Source)
 		ti := &toolInfo{def: def, defDigest: definitionDigest(def)}
 		var err error
-		if ti.input, err = compileSchema(def.Name+" inputSchema", def.InputSchema); err != nil {
+		if ti.input, err = compileSchema(def.Name+" inputSchema", def.InputSchema, true); err != nil {
 			return nil, fmt.Errorf("tool %q: %w", def.Name, err)
 		}
-		if trivialObjectSchema(def.InputSchema) {
-			// {} or {"type": "object"}: check 3 already requires an
-			// object, so there is nothing more to validate per call.
-			ti.input = nil
-		}
-		if ti.output, err = compileSchema(def.Name+" outputSchema", def.OutputSchema); err != nil {
+		ti.declared = declaredArgs(ti.input)
+		if ti.output, err = compileSchema(def.Name+" outputSchema", def.OutputSchema, false); err != nil {
 			return nil, fmt.Errorf("tool %q: %w", def.Name, err)
 		}
 		ti.entry, ti.resolved = reg.Lookup(def.Name)
@@ -137,7 +137,29 @@ func definitionDigest(def playbook.Definition) string {
 // compileSchema compiles a JSON Schema (draft 2020-12 unless it names
 // another) with a loader that refuses every URL: no reference is ever
 // fetched. A nil schema compiles to nil (nothing to check).
-func compileSchema(name string, raw jsontext.Value) (*jsonschema.Schema, error) {
+//
+// "format" is an assertion, not an annotation, for every format the
+// library knows (email, date-time, date, time, duration, uri,
+// uri-reference, uuid, ipv4, ipv6, hostname, json-pointer, regex, ...);
+// unknown formats are ignored.
+//
+// When closed is true (a tool's inputSchema), a schema object whose top
+// level has none of "additionalProperties", "unevaluatedProperties" and
+// "patternProperties" refuses arguments it does not declare: it is
+// compiled as {"$ref": ORIGINAL, "unevaluatedProperties": false}, with
+// ORIGINAL a resource of its own so that its "#" references still mean
+// itself. unevaluatedProperties (unlike additionalProperties added to a
+// copy) counts the properties declared through a top-level "$ref",
+// "allOf", "anyOf", "oneOf" or "if"/"then"/"else", so a schema that
+// declares its arguments in "$defs" keeps them; a subschema that says
+// "additionalProperties": true (or a schema) in place still allows
+// extras explicitly.
+//
+// A schema whose in-place references loop ({"$ref": "#"}, two "$defs"
+// referring to each other through "$ref" or "allOf" with nothing between
+// them that moves into the value) is an error here, naming the pointers:
+// the library compiles it and would refuse every call that reaches it.
+func compileSchema(name string, raw jsontext.Value, closed bool) (*jsonschema.Schema, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
@@ -151,15 +173,53 @@ func compileSchema(name string, raw jsontext.Value) (*jsonschema.Schema, error) 
 	c := jsonschema.NewCompiler()
 	c.UseLoader(refuseLoader{})
 	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
 	const url = "openplaybook:schema.json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	s, err := c.Compile(url)
+	top := url
+	if obj, ok := doc.(map[string]any); ok && closed && opensNothing(obj) {
+		top = closedURL
+		if err := c.AddResource(closedURL, map[string]any{"$ref": url, "unevaluatedProperties": false}); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	s, err := c.Compile(top)
 	if err != nil {
 		return nil, fmt.Errorf("%s does not compile: %w", name, err)
 	}
+	if cyc := schemacycle.Find(s); cyc != nil {
+		return nil, fmt.Errorf("%s has a reference cycle that makes validation loop without reading any part of the arguments: %s; move the reference under \"properties\" or \"items\", or remove it", name, renderCycle(cyc))
+	}
 	return s, nil
+}
+
+// closedURL is the wrapper that closes a tool's inputSchema.
+const closedURL = "openplaybook:closed.json"
+
+// opensNothing reports whether a schema object's top level says nothing
+// about members beyond its "properties".
+func opensNothing(obj map[string]any) bool {
+	for _, k := range []string{"additionalProperties", "unevaluatedProperties", "patternProperties"} {
+		if _, ok := obj[k]; ok {
+			return false
+		}
+	}
+	return true
+}
+
+// renderCycle shows a cycle as JSON Pointers (in URI fragment form) and
+// the keywords between them: "#" $ref → "#/$defs/a" $ref → "#".
+func renderCycle(cyc []schemacycle.Step) string {
+	var b strings.Builder
+	for i, st := range cyc {
+		if i == 0 {
+			b.WriteString(strconv.Quote("#" + schemacycle.Pointer(st.From)))
+		}
+		fmt.Fprintf(&b, " %s → %s", st.Keyword, strconv.Quote("#"+schemacycle.Pointer(st.To)))
+	}
+	return b.String()
 }
 
 type refuseLoader struct{}
@@ -234,7 +294,7 @@ func (im *Imported) Decide(step, name string, args []byte) Decision {
 		}
 		if err != nil {
 			d.Code = CodeInvalidArguments
-			d.Reason = fmt.Sprintf("the arguments to %s in step %s do not match its inputSchema: %s; the call was refused and not run", quote(name), quote(step), schemaErr(err))
+			d.Reason = fmt.Sprintf("the arguments to %s in step %s do not match its inputSchema: %s; the call was refused and not run", quote(name), quote(step), argsErr(err, ti.declared))
 			return d
 		}
 	}
@@ -285,6 +345,113 @@ func schemaErr(err error) string {
 	return strings.Join(parts, "; ")
 }
 
+// argsErr renders a validation error of a call's arguments on one line,
+// as [schemaErr] does, except that top-level arguments the schema does not
+// declare (refused by the closed wrapper of [compileSchema], or by an
+// explicit "additionalProperties": false) are named together first, with
+// the arguments the schema does declare.
+func argsErr(err error, declared []string) string {
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return schemaErr(err)
+	}
+	var extra []string
+	rest := *ve
+	rest.Causes = nil
+	var walk func(e *jsonschema.ValidationError) bool // reports whether e is only about undeclared arguments
+	walk = func(e *jsonschema.ValidationError) bool {
+		if len(e.Causes) == 0 {
+			switch k := e.ErrorKind.(type) {
+			case *kind.FalseSchema:
+				if len(e.InstanceLocation) == 1 && e.SchemaURL == closedURL+"#/unevaluatedProperties" {
+					extra = append(extra, e.InstanceLocation[0])
+					return true
+				}
+			case *kind.AdditionalProperties:
+				if len(e.InstanceLocation) == 0 {
+					extra = append(extra, k.Properties...)
+					return true
+				}
+			}
+			return false
+		}
+		all := true
+		for _, c := range e.Causes {
+			if !walk(c) {
+				all = false
+			}
+		}
+		return all
+	}
+	var others []*jsonschema.ValidationError
+	for _, c := range ve.Causes {
+		if !walk(c) {
+			others = append(others, c)
+		}
+	}
+	if len(ve.Causes) == 0 && !walk(ve) {
+		return schemaErr(err)
+	}
+	if len(extra) == 0 {
+		return schemaErr(err)
+	}
+	slices.Sort(extra)
+	extra = slices.Compact(extra)
+	q := make([]string, len(extra))
+	for i, e := range extra {
+		q[i] = quote(e)
+	}
+	msg := fmt.Sprintf("argument %s is not declared", q[0])
+	if len(q) > 1 {
+		msg = fmt.Sprintf("arguments %s are not declared", strings.Join(q, ", "))
+	}
+	if len(declared) == 0 {
+		msg += " (the inputSchema declares no arguments)"
+	} else {
+		d := make([]string, len(declared))
+		for i, n := range declared {
+			d[i] = quote(n)
+		}
+		msg += fmt.Sprintf(" (the inputSchema declares %s)", strings.Join(d, ", "))
+	}
+	if len(others) > 0 {
+		rest.Causes = others
+		msg += "; " + schemaErr(&rest)
+	}
+	return msg
+}
+
+// declaredArgs returns the names of the top-level properties s declares,
+// in its own "properties" or those of the schemas it applies in place
+// ($ref, allOf, anyOf, oneOf, if, then, else), sorted.
+func declaredArgs(s *jsonschema.Schema) []string {
+	seen := map[*jsonschema.Schema]bool{}
+	var names []string
+	var walk func(s *jsonschema.Schema)
+	walk = func(s *jsonschema.Schema) {
+		if s == nil || seen[s] {
+			return
+		}
+		seen[s] = true
+		for n := range s.Properties {
+			names = append(names, n)
+		}
+		walk(s.Ref)
+		walk(s.RecursiveRef)
+		if s.DynamicRef != nil {
+			walk(s.DynamicRef.Ref)
+		}
+		for _, l := range [][]*jsonschema.Schema{s.AllOf, s.AnyOf, s.OneOf, {s.If, s.Then, s.Else}} {
+			for _, x := range l {
+				walk(x)
+			}
+		}
+	}
+	walk(s)
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
 // NeedsApproval reports whether a call to the tool waits for a person's
 // approval (requiresApproval true in the document or the registry).
 func (im *Imported) NeedsApproval(name string) bool {
@@ -298,21 +465,4 @@ func clipLit(s string) string {
 		return s[:40] + "..."
 	}
 	return s
-}
-
-// trivialObjectSchema reports whether an input schema accepts every JSON
-// object: {} or {"type": "object"}, whatever the spacing or $schema.
-func trivialObjectSchema(raw jsontext.Value) bool {
-	var m map[string]any
-	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
-		return false
-	}
-	delete(m, "$schema")
-	if t, ok := m["type"]; ok {
-		if t != "object" {
-			return false
-		}
-		delete(m, "type")
-	}
-	return len(m) == 0
 }

@@ -28,9 +28,10 @@ func TestDriftDuringRun(t *testing.T) {
 	ctx := context.Background()
 	tr := map[string]string{"dana": transcriptOf(map[string][]tcall{
 		"before": {{"mcp.chg.quiet", map[string]any{}}},
-		// Valid against the imported schema (variant a), and what the
-		// destructive variant b needs.
-		"after": {{"mcp.chg.probe", map[string]any{"id": "w1", "force": true}}, {"mcp.chg.quiet", map[string]any{}}},
+		// Valid against the imported schema (variant a, which declares
+		// "id" alone: an undeclared "force" would be refused as invalid
+		// arguments before the drift check).
+		"after": {{"mcp.chg.probe", map[string]any{"id": "w1"}}, {"mcp.chg.quiet", map[string]any{}}},
 	})}
 	seen := &agentLog{}
 	eng := r.engine(0, tr, seen, nil) // one process: start and resume

@@ -29,7 +29,7 @@ func TestCredentialNeverEchoed(t *testing.T) {
 			"bad schema":  `"inputSchema": {"type": "object", "properties": {` + q + `: {"type": "strin"}}}`,
 		}
 		for place, member := range places {
-			src := strings.Replace(r2MinimalDoc, `"inputSchema": {"type": "object"}`, member, 1)
+			src := strings.Replace(r2MinimalDoc, `"inputSchema": {"type": "object", "properties": {}}`, member, 1)
 			if place == "description" {
 				src = strings.Replace(r2MinimalDoc, `"description": "Does nothing."`, member, 1)
 			}
@@ -125,7 +125,7 @@ const r2MinimalDoc = `{
   "requires": {"connections": [], "mcpServers": [], "secrets": []},
   "tools": [{"name": "note.add", "source": "primitive", "description": "Does nothing.", "permissions": [],
     "riskClass": "internal", "sideEffecting": true, "dataScopeWrites": ["notes"],
-    "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}],
+    "inputSchema": {"type": "object", "properties": {}}, "outputSchema": {"type": "object"}}],
   "steps": [{"id": "only", "kind": "agent", "agent": "lou", "purpose": "Add a note.", "allowedTools": ["note.add"]}]
 }`
 

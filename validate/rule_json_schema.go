@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/openplaybook/openplaybook/internal/jsonnum"
 	"runtime"
 	"strconv"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/internal/jsonnum"
+	"github.com/openplaybook/openplaybook/internal/schemacycle"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/syntax"
 )
@@ -254,9 +255,22 @@ func compileSchema(v any) error {
 	if err := comp.AddResource(schemaBase, v); err != nil {
 		return err
 	}
-	_, err := comp.Compile(schemaBase)
-	return err
+	sch, err := comp.Compile(schemaBase)
+	if err != nil {
+		return err
+	}
+	if cyc := schemacycle.Find(sch); cyc != nil {
+		return &cycleError{cyc}
+	}
+	return nil
 }
+
+// cycleError is a schema whose in-place references loop (see package
+// internal/schemacycle): the library compiles it, but validating any value
+// that reaches the cycle fails, so every call would be refused.
+type cycleError struct{ steps []schemacycle.Step }
+
+func (e *cycleError) Error() string { return "reference cycle" }
 
 // drafts maps the $schema URLs the library knows (without "#", either
 // scheme) to the draft names messages use.
@@ -292,7 +306,10 @@ func explainSchemaError(root *syntax.Node, err error) (*syntax.Node, string) {
 		notFound *jsonschema.JSONPointerNotFoundError
 		anchor   *jsonschema.AnchorNotFoundError
 	)
+	var cyc *cycleError
 	switch {
+	case errors.As(err, &cyc):
+		return explainCycle(root, cyc.steps)
 	case errors.As(err, &load) && errors.Is(load.Err, errNotFetched):
 		ref := refNode(root, load.URL)
 		key, _ := ref.Key()
@@ -327,6 +344,36 @@ func explainSchemaError(root *syntax.Node, err error) (*syntax.Node, string) {
 		msg = "the schema does not compile (the reason is not shown: it quotes something that looks like a credential)"
 	}
 	return root, oneLine(msg)
+}
+
+// explainCycle reports a reference cycle at the keyword of its first
+// step ("$ref", "allOf/0", ...), naming every pointer on the way.
+func explainCycle(root *syntax.Node, steps []schemacycle.Step) (*syntax.Node, string) {
+	var b strings.Builder
+	for i, st := range steps {
+		if i == 0 {
+			b.WriteString(strconv.Quote("#" + schemacycle.Pointer(st.From)))
+		}
+		fmt.Fprintf(&b, " %s → %s", st.Keyword, strconv.Quote("#"+schemacycle.Pointer(st.To)))
+	}
+	first := steps[0]
+	tokens := pointerTokens(schemacycle.Pointer(first.From))
+	tokens = append(tokens, strings.Split(first.Keyword, "/")...)
+	return locate(root, tokens), fmt.Sprintf("the references %s loop without reading any part of the value, so validating it never ends; move a reference under %q or %q, or remove it",
+		b.String(), "properties", "items")
+}
+
+// pointerTokens splits a JSON Pointer ("/$defs/a~1b") into its unescaped
+// tokens.
+func pointerTokens(p string) []string {
+	if p == "" {
+		return nil
+	}
+	toks := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for i, t := range toks {
+		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	}
+	return toks
 }
 
 // explainMetaError reports the deepest failure of a schema checked

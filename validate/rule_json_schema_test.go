@@ -50,7 +50,7 @@ func BenchmarkJSONSchemaRule(b *testing.B) {
 // replaced by schema and returns the json-schema rule's diagnostics.
 func r2SchemaDiags(t *testing.T, schema string) []diag.Diagnostic {
 	t.Helper()
-	src := strings.Replace(r2MinimalDoc, `"inputSchema": {"type": "object"}`, `"inputSchema": `+schema, 1)
+	src := strings.Replace(r2MinimalDoc, `"inputSchema": {"type": "object", "properties": {}}`, `"inputSchema": `+schema, 1)
 	var out []diag.Diagnostic
 	for _, d := range r2Validate(t, src) {
 		if d.Rule == "json-schema" {
@@ -177,7 +177,7 @@ func TestSchemaDedupManyOfOneLength(t *testing.T) {
 }
 
 func TestJSONSchemaInputNotObject(t *testing.T) {
-	src := strings.Replace(r2MinimalDoc, `"inputSchema": {"type": "object"}`, `"inputSchema": {"type": "string"}`, 1)
+	src := strings.Replace(r2MinimalDoc, `"inputSchema": {"type": "object", "properties": {}}`, `"inputSchema": {"type": "string"}`, 1)
 	var got []diag.Diagnostic
 	for _, d := range r2Validate(t, src) {
 		if d.Rule == "json-schema" {

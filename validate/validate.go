@@ -62,13 +62,22 @@ func (c *Context) Infof(n *syntax.Node, format string, args ...any) {
 // (falling back to obj when there is no such member), with the pointer
 // of the member's value. It suits problems with a member's presence.
 func (c *Context) ErrorAtName(obj *syntax.Node, name string, format string, args ...any) {
+	c.atName(obj, name, diag.Error, format, args...)
+}
+
+// WarnAtName is [Context.ErrorAtName] for a warning.
+func (c *Context) WarnAtName(obj *syntax.Node, name string, format string, args ...any) {
+	c.atName(obj, name, diag.Warning, format, args...)
+}
+
+func (c *Context) atName(obj *syntax.Node, name string, sev diag.Severity, format string, args ...any) {
 	for _, m := range obj.Members {
 		if m.Name == name {
-			c.diags = append(c.diags, c.Doc.At(m.NameOffset, m.Value.Pointer(), diag.Error, c.rule, format, args...))
+			c.diags = append(c.diags, c.Doc.At(m.NameOffset, m.Value.Pointer(), sev, c.rule, format, args...))
 			return
 		}
 	}
-	c.Errorf(obj, format, args...)
+	c.report(obj, sev, format, args...)
 }
 
 func (c *Context) report(n *syntax.Node, sev diag.Severity, format string, args ...any) {
@@ -106,6 +115,10 @@ func Rules() []Rule {
 		ruleSecretMembers{},
 		ruleCredential{},
 		ruleJSONSchema{},
+		ruleInputSchemaShape{},
+		ruleSchemaPatternAnchor{},
+		ruleSchemaKeywordTypo{},
+		ruleSchemaAddress{},
 		ruleUnusedTool{},
 	}
 }

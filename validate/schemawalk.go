@@ -1,0 +1,82 @@
+package validate
+
+import (
+	"fmt"
+
+	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/syntax"
+)
+
+// embeddedSchema is one JSON Schema a document embeds: the document's
+// inputSchema, or a tool's inputSchema or outputSchema. label names it in
+// messages: `the document's "inputSchema"`, `"outputSchema" of tool "x"`.
+type embeddedSchema struct {
+	n     *syntax.Node
+	label string
+	tool  *playbook.Tool // nil for the document's
+	input bool           // a tool's inputSchema
+}
+
+// embeddedSchemas returns the schemas of doc, in document order.
+func embeddedSchemas(d *playbook.Document) []embeddedSchema {
+	var out []embeddedSchema
+	if d.InputSchema != nil {
+		out = append(out, embeddedSchema{n: d.InputSchema, label: fmt.Sprintf("the document's %q", "inputSchema")})
+	}
+	for _, t := range d.Tools {
+		if t.InputSchema != nil {
+			out = append(out, embeddedSchema{n: t.InputSchema, label: fmt.Sprintf("%q of %s", "inputSchema", toolLabel(t)), tool: t, input: true})
+		}
+		if t.OutputSchema != nil {
+			out = append(out, embeddedSchema{n: t.OutputSchema, label: fmt.Sprintf("%q of %s", "outputSchema", toolLabel(t)), tool: t})
+		}
+	}
+	return out
+}
+
+// Keywords whose value is a schema, an array of schemas, or an object
+// whose member values are schemas (draft 2020-12, with the draft-04 to
+// 2019-09 ones the library also reads).
+var (
+	schemaKeywords = map[string]bool{
+		"additionalProperties": true, "unevaluatedProperties": true, "propertyNames": true,
+		"items": true, "additionalItems": true, "unevaluatedItems": true, "contains": true,
+		"not": true, "if": true, "then": true, "else": true, "contentSchema": true,
+	}
+	schemaArrayKeywords = map[string]bool{"allOf": true, "anyOf": true, "oneOf": true, "prefixItems": true, "items": true}
+	schemaMapKeywords   = map[string]bool{
+		"properties": true, "patternProperties": true, "$defs": true, "definitions": true,
+		"dependentSchemas": true, "dependencies": true,
+	}
+)
+
+// walkSchema calls fn for root and for every subschema object below it
+// that sits in a schema position: the values of the keywords above, never
+// the names of "properties" nor the values of "const", "enum", "default"
+// or "examples". A subschema that is not an object (true, false, or a
+// mistake json-schema reports) is skipped.
+func walkSchema(root *syntax.Node, fn func(s *syntax.Node)) {
+	var walk func(s *syntax.Node)
+	walk = func(s *syntax.Node) {
+		if s == nil || s.Kind != syntax.Object {
+			return
+		}
+		fn(s)
+		for _, m := range s.Members {
+			v := m.Value
+			switch {
+			case v.Kind == syntax.Object && schemaKeywords[m.Name]:
+				walk(v)
+			case v.Kind == syntax.Array && schemaArrayKeywords[m.Name]:
+				for _, e := range v.Elems {
+					walk(e)
+				}
+			case v.Kind == syntax.Object && schemaMapKeywords[m.Name]:
+				for _, sub := range v.Members {
+					walk(sub.Value) // "dependencies" may also hold arrays of names: skipped
+				}
+			}
+		}
+	}
+	walk(root)
+}
