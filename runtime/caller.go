@@ -272,6 +272,9 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 			return err
 		}
 		if ok {
+			if err := decided(ctx, c.s.opt.Store, c.run, KindApprovalApproved, a.ID, "", 0); err != nil {
+				return err
+			}
 			run = true
 			if existing != nil {
 				key = existing.CallKey
@@ -425,6 +428,9 @@ func (c *Caller) outcomeUnknown(ctx context.Context, m *store.Call, d Decision) 
 			return err
 		}
 		if ok {
+			if err := decided(ctx, c.s.opt.Store, c.run, KindApprovalApproved, a.ID, "", 0); err != nil {
+				return err
+			}
 			rerun = true
 			return c.append(tx, m.Tool, CallRerun{Attempt: c.attempt, Index: m.Index, Approval: a.ID})
 		}

@@ -58,6 +58,10 @@ func (s *Session) gateStep(ctx context.Context, runID string, si *stepInfo, atte
 	case store.GateRejected:
 		next = playbook.Str(si.step.OnReject)
 	}
+	kind := map[store.GateStatus]EventKind{store.GateApproved: KindGateApproved, store.GateRejected: KindGateRejected}[g.Status]
+	if err := decided(ctx, s.opt.Store, runID, kind, "", stepID, attempt); err != nil {
+		return "", Outcome{Run: runID}, true, err
+	}
 	if status != store.StepDone {
 		decision, _ := json.Marshal(map[string]any{"decision": string(g.Status), "reason": g.Reason, "by": g.DecidedBy})
 		err = s.opt.Store.Tx(ctx, func(tx *store.Tx) error {

@@ -270,6 +270,11 @@ func (s *Session) Resume(ctx context.Context, runID string) (Outcome, error) {
 	if run.Status.Ended() {
 		return Outcome{Run: runID, Status: Status(run.Status), Reason: run.Reason}, nil
 	}
+	if probs, err := Reconcile(ctx, s.opt.Store, runID); err != nil {
+		return Outcome{Run: runID}, err
+	} else if len(probs) > 0 {
+		return Outcome{Run: runID}, fmt.Errorf("run %s: %w, so it is not resumed: %s (%d problems; `openplaybook audit --verify` lists them)", runID, ErrStoreAltered, probs[0], len(probs))
+	}
 	if run.DocumentDigest != s.im.Digest {
 		return Outcome{Run: runID}, fmt.Errorf("run %s was started with another version of the document (digest %s, this one %s); resume it with the document it was started with", runID, short(run.DocumentDigest), short(s.im.Digest))
 	}

@@ -1,0 +1,250 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/openplaybook/openplaybook/audit"
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// ErrStoreAltered is wrapped by the errors that say the store's rows
+// disagree with the run's verified audit chain: a row changed by anything
+// but the runtime (a decision flipped in SQLite, a call's state edited).
+// The runtime refuses to go on with such a run.
+var ErrStoreAltered = errors.New("the store was altered")
+
+// recordData is what the checks read of an audit record's data.
+type recordData struct {
+	Approval       string `json:"approval"`
+	Attempt        *int   `json:"attempt"`
+	Index          *int   `json:"index"`
+	DocumentDigest string `json:"documentDigest"`
+	HarnessDigest  string `json:"harnessDigest"`
+}
+
+func dataOf(r audit.Record) recordData {
+	var d recordData
+	if len(r.Data) > 0 {
+		_ = json.Unmarshal(r.Data, &d)
+	}
+	return d
+}
+
+// verifiedRecords returns a run's audit records once the chain verifies.
+func verifiedRecords(ctx context.Context, st *store.Store, run string) ([]audit.Record, error) {
+	probs, err := st.VerifyAudit(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	if len(probs) > 0 {
+		return nil, fmt.Errorf("%w: the audit chain of run %s does not verify (%s)", ErrStoreAltered, run, probs[0].Message)
+	}
+	return st.Audit(ctx, run)
+}
+
+// decided checks that a person's decision the runtime is about to follow
+// is in the run's verified audit chain: a record of kind kind, for the
+// approval id (approval != "") or for the gate step and attempt. A
+// decision row with no such record was not made through [Decide].
+func decided(ctx context.Context, st *store.Store, run string, kind EventKind, approval, step string, attempt int) error {
+	recs, err := verifiedRecords(ctx, st, run)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.Kind != string(kind) {
+			continue
+		}
+		d := dataOf(r)
+		if approval != "" && d.Approval == approval {
+			return nil
+		}
+		if approval == "" && r.Step == step && d.Attempt != nil && *d.Attempt == attempt {
+			return nil
+		}
+	}
+	what := "approval " + approval
+	if approval == "" {
+		what = fmt.Sprintf("gate %s (attempt %d)", step, attempt)
+	}
+	return fmt.Errorf("%w: %s is decided in the store, but the run's audit log has no %s record of it; nothing was run (compare `openplaybook audit --verify`)", ErrStoreAltered, what, kind)
+}
+
+// Reconcile compares a run's rows (the run, its steps, calls, approvals
+// and gates) with what its verified audit chain recorded, and returns
+// every disagreement, none when the store is as the runtime left it. The
+// chain's own problems come first. `openplaybook audit --verify` and
+// [Session.Resume] use it.
+//
+// What it holds: the run row's document digest is the one run.created
+// recorded; an ended run has its ending record; every call row's state is
+// the one its last record (by step, attempt and index) gives, and every
+// call record names a call row; every decided approval and gate has its
+// decision record; a done or failed step has its record.
+func Reconcile(ctx context.Context, st *store.Store, runID string) ([]string, error) {
+	var out []string
+	probs, err := st.VerifyAudit(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range probs {
+		out = append(out, p.Message)
+	}
+	recs, err := st.Audit(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	run, err := st.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	has := func(kind EventKind, match func(audit.Record, recordData) bool) bool {
+		for _, r := range recs {
+			if r.Kind == string(kind) && match(r, dataOf(r)) {
+				return true
+			}
+		}
+		return false
+	}
+	any := func(audit.Record, recordData) bool { return true }
+
+	if len(recs) == 0 || recs[0].Kind != string(KindRunCreated) {
+		out = append(out, "the audit log does not begin with run.created")
+	} else if d := dataOf(recs[0]); d.DocumentDigest != run.DocumentDigest || digest(run.Document) != run.DocumentDigest {
+		out = append(out, fmt.Sprintf("the run's document (digest %s) is not the one run.created recorded (%s)", short(digest(run.Document)), short(d.DocumentDigest)))
+	}
+	ending := map[store.RunStatus]EventKind{store.RunCompleted: KindRunCompleted, store.RunFailed: KindRunFailed, store.RunRejected: KindRunRejected}
+	if k, ok := ending[run.Status]; ok && !has(k, any) {
+		out = append(out, fmt.Sprintf("the run is %s, but no %s record says so", run.Status, k))
+	}
+
+	// Calls: the state each call's last record gives.
+	type callKey struct {
+		step           string
+		attempt, index int
+	}
+	last := map[callKey]EventKind{}
+	for _, r := range recs {
+		d := dataOf(r)
+		if d.Index == nil || d.Attempt == nil || !isCallKind(EventKind(r.Kind)) {
+			continue
+		}
+		last[callKey{r.Step, *d.Attempt, *d.Index}] = EventKind(r.Kind)
+	}
+	calls, err := st.Calls(ctx, runID, store.CallFilter{})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range calls {
+		k := callKey{c.Step, c.Attempt, c.Index}
+		kind, ok := last[k]
+		delete(last, k)
+		if !ok {
+			out = append(out, fmt.Sprintf("%s (%s) has no audit record", c.CallKey, c.State))
+			continue
+		}
+		if want := stateOf(kind, c.State); want != c.State {
+			out = append(out, fmt.Sprintf("%s is %s in the store, but its last audit record is %s (%s)", c.CallKey, c.State, kind, want))
+		}
+	}
+	for k, kind := range last {
+		out = append(out, fmt.Sprintf("audit record %s names call %d of step %q attempt %d, which the store does not have", kind, k.index, k.step, k.attempt))
+	}
+
+	apr, err := st.Approvals(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range apr {
+		id := a.ID
+		byID := func(_ audit.Record, d recordData) bool { return d.Approval == id }
+		switch a.Status {
+		case store.ApprovalApproved, store.ApprovalUsed:
+			if !has(KindApprovalApproved, byID) {
+				out = append(out, fmt.Sprintf("approval %s is %s in the store, but no approval.approved record says a person approved it", id, a.Status))
+			}
+		case store.ApprovalDenied:
+			if !has(KindApprovalDenied, byID) {
+				out = append(out, fmt.Sprintf("approval %s is denied in the store, but no approval.denied record says so", id))
+			}
+		case store.ApprovalPending:
+			if !has(KindApprovalRequested, byID) && !has(KindCallOutcomeUnknown, byID) {
+				out = append(out, fmt.Sprintf("approval %s is pending in the store, but no record asked for it", id))
+			}
+		}
+	}
+	gates, err := st.Gates(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gates {
+		step, attempt := g.Step, g.Attempt
+		match := func(r audit.Record, d recordData) bool { return r.Step == step && d.Attempt != nil && *d.Attempt == attempt }
+		switch g.Status {
+		case store.GateApproved:
+			if !has(KindGateApproved, match) {
+				out = append(out, fmt.Sprintf("gate %s (attempt %d) is approved in the store, but no gate.approved record says so", step, attempt))
+			}
+		case store.GateRejected:
+			if !has(KindGateRejected, match) {
+				out = append(out, fmt.Sprintf("gate %s (attempt %d) is rejected in the store, but no gate.rejected record says so", step, attempt))
+			}
+		}
+	}
+	steps, err := st.Steps(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range steps {
+		step, attempt := s.Step, s.Attempt
+		match := func(r audit.Record, d recordData) bool { return r.Step == step && d.Attempt != nil && *d.Attempt == attempt }
+		switch s.Status {
+		case store.StepDone:
+			if !has(KindStepFinished, match) && !has(KindGateApproved, match) && !has(KindGateRejected, match) {
+				out = append(out, fmt.Sprintf("step %s (attempt %d) is done in the store, but no record says it finished", step, attempt))
+			}
+		case store.StepFailed:
+			if !has(KindStepFailed, match) {
+				out = append(out, fmt.Sprintf("step %s (attempt %d) failed in the store, but no step.failed record says so", step, attempt))
+			}
+		}
+	}
+	return out, nil
+}
+
+func isCallKind(k EventKind) bool {
+	switch k {
+	case KindCallStarted, KindCallRefused, KindCallWaiting, KindCallSucceeded, KindCallFailed,
+		KindCallRetried, KindCallRerun, KindCallOutcomeUnknown:
+		return true
+	}
+	return false
+}
+
+// stateOf is the call state a call's last record gives; have is returned
+// when the record allows it.
+func stateOf(k EventKind, have store.CallState) store.CallState {
+	switch k {
+	case KindCallRerun:
+		// A re-run a person approved runs from outcome_unknown (the row
+		// stays so until its outcome is recorded).
+		return store.CallOutcomeUnknown
+	case KindCallStarted, KindCallRetried:
+		return store.CallStarted
+	case KindCallRefused:
+		return store.CallRefused
+	case KindCallWaiting:
+		return store.CallWaiting
+	case KindCallSucceeded:
+		return store.CallSucceeded
+	case KindCallFailed:
+		return store.CallFailed
+	case KindCallOutcomeUnknown:
+		return store.CallOutcomeUnknown
+	}
+	return have
+}

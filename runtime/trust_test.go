@@ -1,0 +1,94 @@
+package runtime_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/openplaybook/openplaybook/runtime"
+)
+
+// hostileWrite changes the store's file as another process would: a
+// connection of its own, plain SQL.
+func hostileWrite(t *testing.T, path, query string, args ...any) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.Exec(query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("the hostile write changed %d rows, want 1", n)
+	}
+}
+
+// TestFlippedDecisionsDoNothing: an approval or a gate flipped to approved
+// in SQLite by another process, without a decision record in the run's
+// audit chain, does nothing: resume refuses, saying the store was altered,
+// and the upstream server never sees the call.
+func TestFlippedDecisionsDoNothing(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, query string
+	}{
+		{"approval", `UPDATE approvals SET status = 'approved', decided_by = 'mallory' WHERE run = ? AND status = 'pending'`},
+		{"gate", `UPDATE gates SET status = 'approved', decided_by = 'mallory' WHERE run = ? AND status = 'waiting'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctr := startCtr(t, true)
+			steps := []map[string]any{agentStep("act", "ops", []string{"mcp.ctr.launch"}, "")}
+			if tc.name == "gate" {
+				steps = []map[string]any{gateStep("hold", "act", ""), agentStep("act", "ops", []string{"mcp.ctr.launch"}, "")}
+			}
+			r := newRig(t, rigConfig{http: map[string]string{"ctr": ctr.URL}}, buildDoc(t, "flip", steps...))
+			ctx := context.Background()
+			tr := map[string]string{"ops": transcriptOf(map[string][]tcall{"act": {{"mcp.ctr.launch", map[string]any{"target": "alpha"}}}})}
+			out, err := r.engine(0, tr, nil, nil).Start(ctx, nil)
+			wantOutcome(t, "start", out, err, runtime.Waiting)
+			hostileWrite(t, r.st.Path(), tc.query, out.Run)
+			_, err = r.engine(0, tr, nil, nil).Resume(ctx, out.Run)
+			if !errors.Is(err, runtime.ErrStoreAltered) {
+				t.Fatalf("resume after a flipped %s: %v, want ErrStoreAltered", tc.name, err)
+			}
+			if ctr.calls() != 0 {
+				t.Fatalf("the server received %d calls after a flipped %s: %s", ctr.calls(), tc.name, ctr)
+			}
+			probs, err := runtime.Reconcile(ctx, r.st, out.Run)
+			if err != nil || len(probs) == 0 || !strings.Contains(strings.Join(probs, "\n"), "approved in the store") && !strings.Contains(strings.Join(probs, "\n"), "is approved") {
+				t.Errorf("Reconcile = %q, %v; want the flipped %s named", probs, err, tc.name)
+			}
+		})
+	}
+}
+
+// TestReconcileFindsEditedRows: a call row whose state was edited, and a
+// call row added by hand, disagree with the chain; an untouched run
+// reconciles clean.
+func TestReconcileFindsEditedRows(t *testing.T) {
+	t.Parallel()
+	doc := buildDoc(t, "edit", agentStep("write", "clerk", []string{"note.add"}, ""))
+	r := newRig(t, rigConfig{}, doc)
+	ctx := context.Background()
+	tr := map[string]string{"clerk": transcriptOf(map[string][]tcall{"write": {{"note.add", map[string]any{"body": "one"}}}})}
+	out, err := r.engine(0, tr, nil, nil).Start(ctx, nil)
+	wantOutcome(t, "start", out, err, runtime.Completed)
+	if probs, err := runtime.Reconcile(ctx, r.st, out.Run); err != nil || len(probs) != 0 {
+		t.Fatalf("an untouched run: %q %v", probs, err)
+	}
+	hostileWrite(t, r.st.Path(), `UPDATE calls SET state = 'failed', error = 'x' WHERE run = ?`, out.Run)
+	hostileWrite(t, r.st.Path(), `UPDATE runs SET status = 'failed' WHERE id = ?`, out.Run)
+	probs, err := runtime.Reconcile(ctx, r.st, out.Run)
+	all := strings.Join(probs, "\n")
+	if err != nil || !strings.Contains(all, "is failed in the store, but its last audit record is call.succeeded") || !strings.Contains(all, "no run.failed record") {
+		t.Errorf("Reconcile = %q, %v", probs, err)
+	}
+}
