@@ -56,3 +56,15 @@ func BenchmarkRedactorBuild(b *testing.B) {
 		Redactor(secs)
 	}
 }
+
+// BenchmarkRedactRepetitive is the worst case of a trie matcher that
+// restarts at each byte: a text that almost matches everywhere.
+func BenchmarkRedactRepetitive(b *testing.B) {
+	r := Redactor([]string{strings.Repeat("a", 200) + "b"})
+	text := strings.Repeat("a", 64<<10)
+	b.SetBytes(int64(len(text)))
+	b.ResetTimer()
+	for range b.N {
+		r(text)
+	}
+}

@@ -30,8 +30,9 @@ type Secrets struct {
 	dotErrs []*DotenvError      // every malformed line
 	ioErrs  []fileError         // files that could not be read
 
-	mu   sync.Mutex
-	seen map[string]bool // every value handed out, for Redact
+	mu     sync.Mutex
+	seen   map[string]bool     // every value handed out, for Redact
+	redact func(string) string // Redactor of seen, nil when a value was added since
 }
 
 type fileError struct {
@@ -159,7 +160,10 @@ func (s *Secrets) Lookup(name string) (value string, ok bool, err error) {
 
 func (s *Secrets) remember(v string) {
 	s.mu.Lock()
-	s.seen[v] = true
+	if !s.seen[v] {
+		s.seen[v] = true
+		s.redact = nil
+	}
 	s.mu.Unlock()
 }
 
@@ -274,14 +278,22 @@ func (h *Harness) CheckSecrets(s *Secrets, only ...string) []diag.Diagnostic {
 // Redact replaces every secret value this Secrets has handed out so far
 // (by Lookup, Resolve or Expand) with "[redacted]"; see [Redactor] for the
 // forms and lengths covered.
+//
+// The redactor is built once for the values handed out so far and built
+// again only when another value is handed out.
 func (s *Secrets) Redact(text string) string {
 	s.mu.Lock()
-	vals := make([]string, 0, len(s.seen))
-	for v := range s.seen {
-		vals = append(vals, v)
+	r := s.redact
+	if r == nil {
+		vals := make([]string, 0, len(s.seen))
+		for v := range s.seen {
+			vals = append(vals, v)
+		}
+		r = Redactor(vals)
+		s.redact = r
 	}
 	s.mu.Unlock()
-	return Redactor(vals)(text)
+	return r(text)
 }
 
 // Expand returns a copy of the server binding with every ${secret:NAME}
