@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -302,15 +303,31 @@ func (s *Secrets) Redact(text string) string {
 // credentials: hand it to the MCP client and drop it, never print it. The
 // error names the first secret that cannot be resolved and where it is
 // used ("env FOO of MCP server \"acme\""), never a value.
+//
+// It fails closed: a reference to a secret that is not among
+// [MCPServer.BoundSecrets] is a *[BindingError], and no secret of that
+// value is looked up, even when the harness was built by hand rather than
+// read by [Parse].
 func (s *MCPServer) Expand(sec *Secrets) (*MCPServer, error) {
 	out := *s
+	out.Args = nil
+	out.Env = nil
+	out.Headers = nil
 	where := func(what string) string { return fmt.Sprintf("%s of MCP server %q", what, s.Name) }
 	wrap := func(what string, err error) error { return fmt.Errorf("%s: %w", where(what), err) }
+	dest := Destination("mcp", s.Name)
+	lookup := func(name string) (string, error) {
+		if !slices.Contains(s.BoundSecrets, name) {
+			return "", &BindingError{Name: name, For: dest}
+		}
+		return sec.Resolve(name)
+	}
+	expand := func(v string) (string, error) { return expandRefs(v, lookup) }
 	var err error
 	if s.Args != nil {
 		out.Args = make([]string, len(s.Args))
 		for i, a := range s.Args {
-			if out.Args[i], err = sec.Expand(a); err != nil {
+			if out.Args[i], err = expand(a); err != nil {
 				return nil, wrap(fmt.Sprintf("argument %d", i+1), err)
 			}
 		}
@@ -318,18 +335,18 @@ func (s *MCPServer) Expand(sec *Secrets) (*MCPServer, error) {
 	if s.Env != nil {
 		out.Env = make(map[string]string, len(s.Env))
 		for k, v := range s.Env {
-			if out.Env[k], err = sec.Expand(v); err != nil {
+			if out.Env[k], err = expand(v); err != nil {
 				return nil, wrap("env "+k, err)
 			}
 		}
 	}
-	if out.URL, err = sec.Expand(s.URL); err != nil {
+	if out.URL, err = expand(s.URL); err != nil {
 		return nil, wrap("url", err)
 	}
 	if s.Headers != nil {
 		out.Headers = make(map[string]string, len(s.Headers))
 		for k, v := range s.Headers {
-			if out.Headers[k], err = sec.Expand(v); err != nil {
+			if out.Headers[k], err = expand(v); err != nil {
 				return nil, wrap("header "+k, err)
 			}
 		}
