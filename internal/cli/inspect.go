@@ -296,13 +296,13 @@ not.`,
 				for _, r := range recs {
 					line := fmt.Sprintf("%4d %s %-22s", r.Seq, r.Time, r.Kind)
 					if r.Step != "" {
-						line += " step=" + r.Step
+						line += " step=" + textsafe.Line(r.Step)
 					}
 					if r.Tool != "" {
 						line += " tool=" + strconv.QuoteToASCII(r.Tool)
 					}
 					if len(r.Data) > 0 {
-						line += " " + string(r.Data)
+						line += " " + textsafe.Line(string(r.Data))
 					}
 					fmt.Fprintf(c.stdout(), "%s\n     hash %s\n", line, r.Hash)
 				}
@@ -382,9 +382,10 @@ list, by priority (high, normal, low), then newest first.`,
 				fmt.Fprintln(c.stdout(), "nothing on today's list")
 			}
 			for _, it := range items {
-				fmt.Fprintf(c.stdout(), "[%s] %s  (%s, from run %s step %s)\n", it.Priority, it.Title, it.ID, it.Run, it.Step)
+				L := textsafe.Line
+				fmt.Fprintf(c.stdout(), "[%s] %s  (%s, from run %s step %s)\n", L(it.Priority), L(it.Title), L(it.ID), L(it.Run), L(it.Step))
 				if it.Summary != "" {
-					fmt.Fprintf(c.stdout(), "    %s\n", it.Summary)
+					fmt.Fprintf(c.stdout(), "    %s\n", L(it.Summary))
 				}
 			}
 			return nil
