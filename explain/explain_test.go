@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/openplaybook/openplaybook/internal/textsafe"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -451,12 +452,21 @@ func TestHostileText(t *testing.T) {
 
 	for _, f := range []string{"text", "markdown", "mermaid", "html"} {
 		out := render(t, e, f)
-		if strings.ContainsAny(out, "\x1b\u202e") {
-			t.Errorf("%s passes a control or bidi character through", f)
+		for _, r := range out {
+			if textsafe.Unsafe(r) {
+				t.Errorf("%s passes %U through", f, r)
+			}
 		}
 	}
-	if txt := render(t, e, "text"); !strings.Contains(txt, `desc \x1b[31mred\x1b[0m \u202eevil`) {
-		t.Errorf("text does not show control characters as escapes")
+	const shown = `desc \u001b[31mred\u001b[0m \u202eevil \u0085c1 \u2066iso\u2069 zw\u200bsp soft\u00adhy \ufeffbom \u061calm \u0007bel`
+	for _, f := range []string{"text", "markdown", "html"} {
+		out := strings.Join(strings.Fields(render(t, e, f)), " ") // text wraps lines
+		if f == "markdown" {
+			out = strings.NewReplacer(`\\`, `\`, `\[`, `[`).Replace(out) // Markdown escapes
+		}
+		if !strings.Contains(out, shown) {
+			t.Errorf("%s does not show control, bidi and invisible characters as \\u escapes:\n%s", f, out)
+		}
 	}
 }
 

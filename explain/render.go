@@ -7,8 +7,9 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/openplaybook/openplaybook/internal/textsafe"
 )
 
 // Formats lists the accepted format names of [Render], in the order
@@ -232,40 +233,31 @@ func title(e *Explanation) string {
 	return "Unnamed playbook"
 }
 
-// dangerous reports whether r must not reach an output medium as itself:
-// control characters and invisible formatting characters (bidirectional
-// overrides, zero-width characters) that can hide or reorder text.
-func dangerous(r rune) bool {
-	return r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) ||
-		r == '\u2028' || r == '\u2029'
-}
-
 // clean makes s safe and single-line for a terminal: whitespace runs
-// (newlines included) become one space, and other control or invisible
-// formatting characters are shown as Go escapes (\x1b, \u202e).
+// (newlines, tabs, U+2028 and U+2029 included) become one space, and the
+// characters that could hide or reorder text are escaped by
+// [textsafe.Escape] (\u001b, \u202e; bytes that are not UTF-8 as \xff).
 func clean(s string) string {
 	var b strings.Builder
 	space := false
-	for _, r := range s {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
 		if r == '\n' || r == '\r' || r == '\t' || r == '\u2028' || r == '\u2029' {
 			space = true
+			i += n
 			continue
 		}
 		if space {
 			b.WriteByte(' ')
 			space = false
 		}
-		if dangerous(r) {
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
+		b.WriteString(s[i : i+n])
+		i += n
 	}
 	if space {
 		b.WriteByte(' ')
 	}
-	return b.String()
+	return textsafe.Escape(b.String())
 }
 
 // truncate shortens s to at most n runes, ending with "…" when cut.

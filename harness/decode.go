@@ -53,7 +53,8 @@ var (
 	serverKeys     = []string{"command", "args", "env", "cwd", "url", "headers", "timeout"}
 	connectionKeys = []string{"authKind", "secrets", "scopes"}
 	stripeKeys     = []string{"authKind", "secrets", "scopes", "baseURL"}
-	secretsKeys    = []string{"env", "prefix", "dotenv"}
+	secretsKeys    = []string{"env", "prefix", "dotenv", "declare"}
+	declKeys       = []string{"mcpServers", "connections", "agents"} // in the order of destinationKinds
 	dotenvKeys     = []string{"path", "optional"}
 	storeKeys      = []string{"sqlite", "seed"}
 	runtimeKeys    = []string{"approvalExpiry", "maxToolCalls"}
@@ -77,6 +78,19 @@ type decoder struct {
 	*reader
 	h       *Harness
 	flagged map[string]bool // pointers already reported as credentials
+	dest    string          // the destination whose values are being read ("mcp:acme"), for SecretRef.For
+
+	declare   *node                  // the secrets.declare map, nil without one
+	decls     map[string]*secretDecl // its well-formed entries
+	inFile    map[string]bool        // every destination the file names ("mcp:acme", "agent:lou"), valid or not
+	declOrder []string               // decls' names, in file order
+}
+
+// secretDecl is one entry of secrets.declare.
+type secretDecl struct {
+	name string
+	key  member
+	dest map[string]*node // destination -> its element of "for"
 }
 
 func (d *decoder) errN(n *node, rule, format string, args ...any) {
@@ -180,7 +194,7 @@ func (d *decoder) refs(n *node) bool {
 	}
 	refs, rerr := scanRefs(n.text)
 	for _, r := range refs {
-		d.h.refs = append(d.h.refs, SecretRef{Name: r.name, Via: "reference", Pos: pos(n)})
+		d.h.refs = append(d.h.refs, SecretRef{Name: r.name, Via: "reference", For: d.dest, Pos: pos(n)})
 	}
 	if rerr != nil {
 		d.errN(n, RuleSecretRef, "%s", rerr.msg)
@@ -210,6 +224,7 @@ func (d *decoder) duration(n *node, label string) (time.Duration, bool) {
 // root decodes the top-level map.
 func (d *decoder) root(n *node) {
 	d.flagged = map[string]bool{}
+	d.inFile = map[string]bool{}
 	d.credentials(n, "", nil)
 	if !d.want(n, kMap, "the harness file") {
 		return
@@ -239,6 +254,7 @@ func (d *decoder) root(n *node) {
 	slices.SortStableFunc(d.h.refs, func(a, b SecretRef) int {
 		return cmp.Or(cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Column, b.Pos.Column))
 	})
+	d.bind()
 }
 
 // credentials reports every string and key of the file that looks like a
@@ -319,6 +335,9 @@ func (d *decoder) mcpServer(m member) *MCPServer {
 		return nil
 	}
 	s := &MCPServer{Name: m.key, Timeout: DefaultTimeout, Pos: pos(n)}
+	d.dest = "mcp:" + m.key
+	d.inFile[d.dest] = true
+	defer func() { d.dest = "" }()
 	f := d.fields(n, where, serverKeys)
 	cmdN, urlN := f["command"], f["url"]
 	switch {
@@ -503,6 +522,7 @@ func (d *decoder) connection(m member) *Connection {
 		return nil
 	}
 	c := &Connection{Provider: m.key, Secrets: map[string]string{}, Scopes: []string{}, Pos: pos(n)}
+	d.inFile["connection:"+m.key] = true
 	allowed := connectionKeys
 	if m.key == "stripe" {
 		allowed = stripeKeys
@@ -553,7 +573,7 @@ func (d *decoder) connection(m member) *Connection {
 				continue
 			}
 			c.Secrets[sm.key] = name
-			d.h.refs = append(d.h.refs, SecretRef{Name: name, Via: "connection", Pos: pos(sm.val)})
+			d.h.refs = append(d.h.refs, SecretRef{Name: name, Via: "connection", For: "connection:" + m.key, Pos: pos(sm.val)})
 		}
 		if role := RequiredRole(m.key, c.AuthKind); role != "" && c.Secrets[role] == "" && !hasMember(v, role) {
 			d.errN(v, RuleRequired, "%s needs the secret role %q (such as {%s: %s_%s})", where, role, role, strings.ToUpper(m.key), strings.ToUpper(snake(role)))
@@ -661,6 +681,9 @@ func (d *decoder) secrets(n *node) {
 			cfg.Dotenv = append(cfg.Dotenv, df)
 		}
 	}
+	if v := f["declare"]; v != nil {
+		d.declarations(v)
+	}
 	if !cfg.Env && len(cfg.Dotenv) == 0 {
 		d.warnN(n, RuleValue, "no source of secrets: \"env\" is false and there is no dotenv file, so every secret lookup fails")
 	}
@@ -680,6 +703,8 @@ func (d *decoder) agents(n *node) {
 			continue
 		}
 		a := &Agent{Name: m.key, Settings: map[string]any{}, Pos: pos(m.val)}
+		d.dest = "agent:" + m.key
+		d.inFile[d.dest] = true
 		for _, sm := range m.val.members {
 			if sm.key == "driver" {
 				if drv, ok := d.nonEmpty(sm.val, `"driver"`); ok {
@@ -694,7 +719,7 @@ func (d *decoder) agents(n *node) {
 			}
 			if sm.key == "apiKeySecret" && sm.val.kind == kString && !d.flagged[sm.val.ptr] {
 				if secretName.MatchString(sm.val.text) {
-					d.h.refs = append(d.h.refs, SecretRef{Name: sm.val.text, Via: "agent", Pos: pos(sm.val)})
+					d.h.refs = append(d.h.refs, SecretRef{Name: sm.val.text, Via: "agent", For: d.dest, Pos: pos(sm.val)})
 				} else {
 					d.errN(sm.val, RuleName, "\"apiKeySecret\" must be a secret's name (^[A-Za-z_][A-Za-z0-9_]*$, such as OPENAI_API_KEY), never the key itself")
 				}
@@ -703,6 +728,7 @@ func (d *decoder) agents(n *node) {
 		if !hasMember(m.val, "driver") {
 			d.errN(m.val, RuleRequired, "%s needs \"driver\" (such as \"transcript\")", where)
 		}
+		d.dest = ""
 		d.h.Agents[m.key] = a
 	}
 }

@@ -135,6 +135,11 @@ type MCPServer struct {
 	// listing. Default [DefaultTimeout].
 	Timeout time.Duration
 
+	// BoundSecrets are the names of the secrets bound to this server
+	// (destination "mcp:<Name>"; see docs/harness.md, "Secret binding"),
+	// sorted. [MCPServer.Expand] refuses a reference to any other secret.
+	BoundSecrets []string
+
 	Pos Pos
 }
 
@@ -159,6 +164,10 @@ type Connection struct {
 	// example http://127.0.0.1:12111 for stripe-mock). Empty means the
 	// provider's own.
 	BaseURL string
+	// BoundSecrets are the names of the secrets bound to this connection
+	// (destination "connection:<Provider>"), sorted.
+	// [Connection.Resolve] refuses a role whose secret is not one of them.
+	BoundSecrets []string
 
 	Pos Pos
 }
@@ -207,6 +216,10 @@ type Agent struct {
 	// written: resolve them with [Harness.ResolvePath]. Strings may hold
 	// ${secret:NAME} references, which the driver expands.
 	Settings map[string]any
+	// BoundSecrets are the names of the secrets bound to this agent
+	// (destination "agent:<Name>"), sorted: the only secrets its driver
+	// may expand or resolve.
+	BoundSecrets []string
 
 	Pos Pos
 }
@@ -241,6 +254,9 @@ type SecretRef struct {
 	// value), "connection" (a role of connections.<provider>.secrets) or
 	// "agent" (an agent's apiKeySecret).
 	Via string
+	// For is the destination the use hands the secret to: "mcp:<server>",
+	// "connection:<provider>" or "agent:<name>" (see [Destination]).
+	For string
 	// Pos is the place of the value holding the name.
 	Pos Pos
 }

@@ -219,7 +219,7 @@ func TestStrict(t *testing.T) {
 			[]problem{{2, 3, "/connections/strpe", RuleUnknownKey, `unknown provider "strpe" in "connections" (did you mean "stripe"?)`}}},
 		{"provider case", "h.yaml", "connections:\n  GitHub: {authKind: oauth, secrets: {accessToken: T}}\n",
 			[]problem{{2, 3, "/connections/GitHub", RuleUnknownKey, `did you mean "github"?`}}},
-		{"authKind missing and invalid", "h.yaml", "connections:\n  gmail: {secrets: {accessToken: T}}\n  notion: {authKind: oauth2, secrets: {accessToken: T}}\n",
+		{"authKind missing and invalid", "h.yaml", "connections:\n  gmail: {secrets: {accessToken: T}}\n  notion: {authKind: oauth2, secrets: {accessToken: T2}}\n",
 			[]problem{
 				{2, 10, "/connections/gmail", RuleRequired, `connection "gmail" needs "authKind"`},
 				{3, 22, "/connections/notion/authKind", RuleValue, `did you mean "oauth"?`},
@@ -769,6 +769,11 @@ func TestMCPServerExpand(t *testing.T) {
   broken:
     command: x
     env: {C: "${secret:UNSET}"}
+secrets:
+  declare:
+    TOKEN: {mcpServers: [acme, m]}
+    TEAM: {mcpServers: [acme, m]}
+    UNSET: {mcpServers: [broken]}
 `), "/h")
 	expect(t, ds)
 	sec := NewSecrets(nil, fakeOpts(map[string]string{"TOKEN": valEnv, "TEAM": "team-42"}, nil))

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -30,8 +31,9 @@ type Secrets struct {
 	dotErrs []*DotenvError      // every malformed line
 	ioErrs  []fileError         // files that could not be read
 
-	mu   sync.Mutex
-	seen map[string]bool // every value handed out, for Redact
+	mu     sync.Mutex
+	seen   map[string]bool     // every value handed out, for Redact
+	redact func(string) string // Redactor of seen, nil when a value was added since
 }
 
 type fileError struct {
@@ -159,7 +161,10 @@ func (s *Secrets) Lookup(name string) (value string, ok bool, err error) {
 
 func (s *Secrets) remember(v string) {
 	s.mu.Lock()
-	s.seen[v] = true
+	if !s.seen[v] {
+		s.seen[v] = true
+		s.redact = nil
+	}
 	s.mu.Unlock()
 }
 
@@ -274,14 +279,22 @@ func (h *Harness) CheckSecrets(s *Secrets, only ...string) []diag.Diagnostic {
 // Redact replaces every secret value this Secrets has handed out so far
 // (by Lookup, Resolve or Expand) with "[redacted]"; see [Redactor] for the
 // forms and lengths covered.
+//
+// The redactor is built once for the values handed out so far and built
+// again only when another value is handed out.
 func (s *Secrets) Redact(text string) string {
 	s.mu.Lock()
-	vals := make([]string, 0, len(s.seen))
-	for v := range s.seen {
-		vals = append(vals, v)
+	r := s.redact
+	if r == nil {
+		vals := make([]string, 0, len(s.seen))
+		for v := range s.seen {
+			vals = append(vals, v)
+		}
+		r = Redactor(vals)
+		s.redact = r
 	}
 	s.mu.Unlock()
-	return Redactor(vals)(text)
+	return r(text)
 }
 
 // Expand returns a copy of the server binding with every ${secret:NAME}
@@ -290,15 +303,31 @@ func (s *Secrets) Redact(text string) string {
 // credentials: hand it to the MCP client and drop it, never print it. The
 // error names the first secret that cannot be resolved and where it is
 // used ("env FOO of MCP server \"acme\""), never a value.
+//
+// It fails closed: a reference to a secret that is not among
+// [MCPServer.BoundSecrets] is a *[BindingError], and no secret of that
+// value is looked up, even when the harness was built by hand rather than
+// read by [Parse].
 func (s *MCPServer) Expand(sec *Secrets) (*MCPServer, error) {
 	out := *s
+	out.Args = nil
+	out.Env = nil
+	out.Headers = nil
 	where := func(what string) string { return fmt.Sprintf("%s of MCP server %q", what, s.Name) }
 	wrap := func(what string, err error) error { return fmt.Errorf("%s: %w", where(what), err) }
+	dest := Destination("mcp", s.Name)
+	lookup := func(name string) (string, error) {
+		if !slices.Contains(s.BoundSecrets, name) {
+			return "", &BindingError{Name: name, For: dest}
+		}
+		return sec.Resolve(name)
+	}
+	expand := func(v string) (string, error) { return expandRefs(v, lookup) }
 	var err error
 	if s.Args != nil {
 		out.Args = make([]string, len(s.Args))
 		for i, a := range s.Args {
-			if out.Args[i], err = sec.Expand(a); err != nil {
+			if out.Args[i], err = expand(a); err != nil {
 				return nil, wrap(fmt.Sprintf("argument %d", i+1), err)
 			}
 		}
@@ -306,18 +335,18 @@ func (s *MCPServer) Expand(sec *Secrets) (*MCPServer, error) {
 	if s.Env != nil {
 		out.Env = make(map[string]string, len(s.Env))
 		for k, v := range s.Env {
-			if out.Env[k], err = sec.Expand(v); err != nil {
+			if out.Env[k], err = expand(v); err != nil {
 				return nil, wrap("env "+k, err)
 			}
 		}
 	}
-	if out.URL, err = sec.Expand(s.URL); err != nil {
+	if out.URL, err = expand(s.URL); err != nil {
 		return nil, wrap("url", err)
 	}
 	if s.Headers != nil {
 		out.Headers = make(map[string]string, len(s.Headers))
 		for k, v := range s.Headers {
-			if out.Headers[k], err = sec.Expand(v); err != nil {
+			if out.Headers[k], err = expand(v); err != nil {
 				return nil, wrap("header "+k, err)
 			}
 		}

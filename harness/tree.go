@@ -134,6 +134,7 @@ const (
 	RuleDuplicate     = "harness-duplicate-value"
 	RuleDotenv        = "harness-dotenv"
 	RuleSecretMissing = "harness-secret-missing"
+	RuleSecretBinding = "harness-secret-binding"
 )
 
 // reader turns source bytes into a tree and collects diagnostics.

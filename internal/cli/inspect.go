@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
 
@@ -14,6 +17,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/harness"
+	"github.com/openplaybook/openplaybook/internal/textsafe"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
 )
@@ -113,33 +117,37 @@ the exact arguments of every call waiting for approval.`,
 				fmt.Fprintln(c.stdout(), string(b))
 				return nil
 			}
+			// Text for people: everything that comes from a document, an
+			// agent or a tool is escaped (textsafe), so that a control or
+			// bidi character can neither hide nor reorder what is shown.
+			L := textsafe.Line
 			tw := tabwriter.NewWriter(c.stdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tPLAYBOOK\tSTATUS\tSTEP\tUPDATED")
 			for _, r := range out {
-				fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\n", r.Run, r.Playbook, r.Version, r.Status, r.Step, r.Updated)
+				fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\n", L(r.Run), L(r.Playbook), L(r.Version), r.Status, L(r.Step), r.Updated)
 			}
 			tw.Flush()
 			for _, r := range out {
 				for _, s := range r.Steps {
-					line := fmt.Sprintf("  step %s (attempt %d): %s", s.Step, s.Attempt, s.Status)
+					line := fmt.Sprintf("  step %s (attempt %d): %s", L(s.Step), s.Attempt, s.Status)
 					if len(s.Output) > 0 {
-						line += "\n    output: " + clip(string(s.Output), 400)
+						line += "\n    output: " + L(clip(string(s.Output), 400))
 					}
 					if s.Error != "" {
-						line += "\n    error: " + clip(s.Error, 400)
+						line += "\n    error: " + L(clip(s.Error, 400))
 					}
 					fmt.Fprintln(c.stdout(), line)
 				}
 				for _, p := range r.Waiting {
 					if p.Kind == "resume" {
-						fmt.Fprintf(c.stdout(), "%s: %s\n  openplaybook resume --harness %s %s\n", r.Run, p.Summary, harnessPath, r.Run)
+						fmt.Fprintf(c.stdout(), "%s: %s\n  openplaybook resume --harness %s %s\n", L(r.Run), L(p.Summary), harnessPath, L(r.Run))
 						continue
 					}
-					fmt.Fprintf(c.stdout(), "%s waits: %s\n", r.Run, p.Summary)
+					fmt.Fprintf(c.stdout(), "%s waits: %s\n", L(r.Run), L(p.Summary))
 					if len(p.Arguments) > 0 {
-						fmt.Fprintf(c.stdout(), "  arguments: %s\n", clip(string(p.Arguments), 1000))
+						writeArguments(c.stdout(), p.Arguments)
 					}
-					fmt.Fprintf(c.stdout(), "  openplaybook approve --harness %s %s %s   (or deny)\n", harnessPath, r.Run, p.ID)
+					fmt.Fprintf(c.stdout(), "  openplaybook approve --harness %s %s %s   (or deny)\n", harnessPath, L(r.Run), L(p.ID))
 				}
 			}
 			return nil
@@ -157,6 +165,64 @@ type stepView struct {
 	Status  string         `json:"status"`
 	Output  jsontext.Value `json:"output,omitempty"`
 	Error   string         `json:"error,omitempty"`
+}
+
+// longArgument is the length from which an argument is announced with its
+// size before it is printed.
+const longArgument = 200
+
+// writeArguments prints every argument of a call waiting for approval,
+// whole: a person approves exactly what they read. Each member of the
+// arguments object is a line "name: value"; a string holding line breaks,
+// or longer than longArgument bytes, is announced with its size and
+// printed line by line after "| ". Every character that could hide or
+// reorder text is escaped (textsafe). Arguments that are not an object
+// are printed as their JSON text.
+func writeArguments(w io.Writer, args jsontext.Value) {
+	fmt.Fprintln(w, "  arguments:")
+	dec := jsontext.NewDecoder(bytes.NewReader(args))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		writeLong(w, "    ", "(JSON)", string(args))
+		return
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			break
+		}
+		label := textsafe.Line(tok.String()) + ":" // before the next read: tok is valid until then
+		val, err := dec.ReadValue()
+		if err != nil {
+			break
+		}
+		var str string
+		if val.Kind() == '"' && json.Unmarshal(val, &str) == nil {
+			if !strings.Contains(str, "\n") && len(str) <= longArgument {
+				fmt.Fprintf(w, "    %s \"%s\"\n", label, textsafe.Line(str))
+				continue
+			}
+			writeLong(w, "    "+label+" ", "string", str)
+			continue
+		}
+		if len(val) <= longArgument {
+			fmt.Fprintf(w, "    %s %s\n", label, textsafe.Line(string(val)))
+			continue
+		}
+		writeLong(w, "    "+label+" ", "JSON", string(val))
+	}
+}
+
+// writeLong prints s whole, after a header saying how long it is.
+func writeLong(w io.Writer, head, what, s string) {
+	lines := strings.Split(s, "\n")
+	unit := "lines"
+	if len(lines) == 1 {
+		unit = "line"
+	}
+	fmt.Fprintf(w, "%s(%s, %d bytes, %d %s)\n", head, what, len(s), len(lines), unit)
+	for _, l := range lines {
+		fmt.Fprintf(w, "      | %s\n", textsafe.Line(l))
+	}
 }
 
 // clip shortens s to at most n bytes (on a rune boundary), marking the cut.
@@ -230,13 +296,13 @@ not.`,
 				for _, r := range recs {
 					line := fmt.Sprintf("%4d %s %-22s", r.Seq, r.Time, r.Kind)
 					if r.Step != "" {
-						line += " step=" + r.Step
+						line += " step=" + textsafe.Line(r.Step)
 					}
 					if r.Tool != "" {
 						line += " tool=" + strconv.QuoteToASCII(r.Tool)
 					}
 					if len(r.Data) > 0 {
-						line += " " + string(r.Data)
+						line += " " + textsafe.Line(string(r.Data))
 					}
 					fmt.Fprintf(c.stdout(), "%s\n     hash %s\n", line, r.Hash)
 				}
@@ -316,9 +382,10 @@ list, by priority (high, normal, low), then newest first.`,
 				fmt.Fprintln(c.stdout(), "nothing on today's list")
 			}
 			for _, it := range items {
-				fmt.Fprintf(c.stdout(), "[%s] %s  (%s, from run %s step %s)\n", it.Priority, it.Title, it.ID, it.Run, it.Step)
+				L := textsafe.Line
+				fmt.Fprintf(c.stdout(), "[%s] %s  (%s, from run %s step %s)\n", L(it.Priority), L(it.Title), L(it.ID), L(it.Run), L(it.Step))
 				if it.Summary != "" {
-					fmt.Fprintf(c.stdout(), "    %s\n", it.Summary)
+					fmt.Fprintf(c.stdout(), "    %s\n", L(it.Summary))
 				}
 			}
 			return nil
