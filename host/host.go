@@ -208,11 +208,9 @@ func (h *Host) open(p connector.Provider, c *harness.Connection) (connector.Conn
 	role := harness.RequiredRole(p.Name(), c.AuthKind)
 	cfg := connector.Config{AuthKind: c.AuthKind, Secrets: map[string]string{}, Scopes: c.Scopes, BaseURL: c.BaseURL}
 	if role != "" {
-		name := c.Secrets[role]
-		if name == "" {
-			return nil, fmt.Errorf("the %s connection binds no %s secret", p.Name(), role)
-		}
-		v, err := h.Secrets.Resolve(name)
+		// Resolve checks the secret is bound to this connection
+		// (harness "secrets.declare") and fails closed.
+		v, err := c.Resolve(h.Secrets, role)
 		if err != nil {
 			return nil, err
 		}

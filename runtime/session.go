@@ -270,6 +270,9 @@ func (s *Session) Resume(ctx context.Context, runID string) (Outcome, error) {
 	if run.Status.Ended() {
 		return Outcome{Run: runID, Status: Status(run.Status), Reason: run.Reason}, nil
 	}
+	if _, err := verifiedRecords(ctx, s.opt.Store, runID); err != nil {
+		return Outcome{Run: runID}, fmt.Errorf("run %s: %w", runID, err)
+	}
 	if probs, err := Reconcile(ctx, s.opt.Store, runID); err != nil {
 		return Outcome{Run: runID}, err
 	} else if len(probs) > 0 {

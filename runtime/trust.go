@@ -76,9 +76,10 @@ func decided(ctx context.Context, st *store.Store, run string, kind EventKind, a
 
 // Reconcile compares a run's rows (the run, its steps, calls, approvals
 // and gates) with what its verified audit chain recorded, and returns
-// every disagreement, none when the store is as the runtime left it. The
-// chain's own problems come first. `openplaybook audit --verify` and
-// [Session.Resume] use it.
+// every disagreement, none when the store is as the runtime left it.
+// The chain itself is store.VerifyAudit's: check it first, since a
+// record that does not verify proves nothing. `openplaybook audit
+// --verify` and [Session.Resume] use both.
 //
 // What it holds: the run row's document digest is the one run.created
 // recorded; an ended run has its ending record; every call row's state is
@@ -87,13 +88,6 @@ func decided(ctx context.Context, st *store.Store, run string, kind EventKind, a
 // decision record; a done or failed step has its record.
 func Reconcile(ctx context.Context, st *store.Store, runID string) ([]string, error) {
 	var out []string
-	probs, err := st.VerifyAudit(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range probs {
-		out = append(out, p.Message)
-	}
 	recs, err := st.Audit(ctx, runID)
 	if err != nil {
 		return nil, err

@@ -251,7 +251,9 @@ record before it and of its own RFC 8785 canonical content.
 With --verify it also proves the chain: sequence numbers without gaps, each
 record linked to the one before, each hash matching its content, and the log
 ending at the run's recorded head. A tampered, removed or reordered record
-is named. Exit status: 0 the chain verifies (or was not asked to), 1 it does
+is named. It then compares the store's rows with the chain: a run, step,
+call, approval or gate whose state no record gives (a decision flipped in
+SQLite, an edited call) is named too. Exit status: 0 the chain verifies (or was not asked to), 1 it does
 not.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -275,6 +277,15 @@ not.`,
 			if verify {
 				if probs, err = st.VerifyAudit(ctx, args[0]); err != nil {
 					return ioError(err)
+				}
+				// The rows (run, steps, calls, approvals, gates) must say
+				// what the chain recorded.
+				rows, err := runtime.Reconcile(ctx, st, args[0])
+				if err != nil {
+					return ioError(err)
+				}
+				for _, m := range rows {
+					probs = append(probs, audit.Problem{Message: "the store disagrees with the audit log: " + m})
 				}
 			}
 			if format.value == "json" {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -13,6 +14,8 @@ import (
 	"github.com/openplaybook/openplaybook/internal/stripemock"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 	"github.com/openplaybook/openplaybook/runtime"
+
+	_ "modernc.org/sqlite"
 )
 
 // The run commands (run, approve, deny, resume, status, audit, today)
@@ -537,4 +540,36 @@ func mustReadFile(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestAuditVerifyReconcilesRows: `audit --verify` fails when a row of the
+// store disagrees with the chain: here a gate another process flipped to
+// approved with plain SQL, which resume refuses to follow.
+func TestAuditVerifyReconcilesRows(t *testing.T) {
+	t.Parallel()
+	e := newRTEnv(t, rtConfig{transcripts: map[string]string{"clerk": rtTranscript(map[string][]map[string]any{
+		"write": {rtCall("note.add", map[string]any{"body": "after the gate"})},
+	})}})
+	doc := e.write("doc.json", string(rtDoc(t, "gated",
+		map[string]any{"id": "confirm", "kind": "gate", "purpose": "A person confirms.", "next": "write"},
+		map[string]any{"id": "write", "kind": "agent", "agent": "clerk", "purpose": "Write a note.", "allowedTools": []string{"note.add"}},
+	)))
+	o := e.outcome(ExitWaiting, "run", doc)
+	e.cli(ExitOK, "audit", "--verify", o.Run)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "state", "openplaybook.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE gates SET status = 'approved', decided_by = 'mallory' WHERE run = ?`, o.Run); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	stdout, _ := e.cli(ExitProblems, "audit", "--verify", o.Run)
+	if !strings.Contains(stdout, "gate confirm (attempt 1) is approved in the store, but no gate.approved record says so") {
+		t.Errorf("audit --verify printed:\n%s", stdout)
+	}
+	_, stderr := e.cli(ExitProblems, "resume", o.Run)
+	if !strings.Contains(stderr, "the store was altered") {
+		t.Errorf("resume after the flip: %s", stderr)
+	}
 }
