@@ -177,7 +177,9 @@ func Reconcile(ctx context.Context, st *store.Store, runID string) ([]string, er
 	}
 	for _, g := range gates {
 		step, attempt := g.Step, g.Attempt
-		match := func(r audit.Record, d recordData) bool { return r.Step == step && d.Attempt != nil && *d.Attempt == attempt }
+		match := func(r audit.Record, d recordData) bool {
+			return r.Step == step && d.Attempt != nil && *d.Attempt == attempt
+		}
 		switch g.Status {
 		case store.GateApproved:
 			if !has(KindGateApproved, match) {
@@ -195,7 +197,9 @@ func Reconcile(ctx context.Context, st *store.Store, runID string) ([]string, er
 	}
 	for _, s := range steps {
 		step, attempt := s.Step, s.Attempt
-		match := func(r audit.Record, d recordData) bool { return r.Step == step && d.Attempt != nil && *d.Attempt == attempt }
+		match := func(r audit.Record, d recordData) bool {
+			return r.Step == step && d.Attempt != nil && *d.Attempt == attempt
+		}
 		switch s.Status {
 		case store.StepDone:
 			if !has(KindStepFinished, match) && !has(KindGateApproved, match) && !has(KindGateRejected, match) {
