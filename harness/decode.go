@@ -50,7 +50,7 @@ func RequiredRole(provider, authKind string) string {
 
 var (
 	topKeys        = []string{"$schema", "mcpServers", "connections", "secrets", "agents", "store", "runtime"}
-	serverKeys     = []string{"command", "args", "env", "cwd", "url", "headers", "timeout"}
+	serverKeys     = []string{"command", "args", "env", "cwd", "url", "headers", "timeout", "toolsCheck"}
 	connectionKeys = []string{"authKind", "secrets", "scopes"}
 	stripeKeys     = []string{"authKind", "secrets", "scopes", "baseURL"}
 	secretsKeys    = []string{"env", "prefix", "dotenv", "declare"}
@@ -442,6 +442,16 @@ func (d *decoder) mcpServer(m member) *MCPServer {
 	if v := f["timeout"]; v != nil {
 		if t, ok := d.duration(v, `"timeout"`); ok {
 			s.Timeout = t
+		}
+	}
+	s.ToolsCheck = ToolsCheckEveryCall
+	if v := f["toolsCheck"]; v != nil {
+		if a, ok := d.str(v, `"toolsCheck"`); ok {
+			if slices.Contains(ToolsChecks, a) {
+				s.ToolsCheck = a
+			} else {
+				d.errN(v, RuleValue, "\"toolsCheck\" is %q; it is one of %s%s", clip(a), quoteList(ToolsChecks), suggest.Phrase(a, ToolsChecks))
+			}
 		}
 	}
 	return s

@@ -38,6 +38,11 @@ const (
 	// DefaultTimeout is how long an MCP server may take to start and list
 	// its tools.
 	DefaultTimeout = 10 * time.Second
+
+	// ToolsCheckEveryCall and ToolsCheckOnChange are the values of
+	// mcpServers.<name>.toolsCheck.
+	ToolsCheckEveryCall = "every-call"
+	ToolsCheckOnChange  = "on-change"
 	// DefaultApprovalExpiry is how long a pending gate waits for a
 	// decision before it expires.
 	DefaultApprovalExpiry = 24 * time.Hour
@@ -134,6 +139,13 @@ type MCPServer struct {
 	// Timeout bounds start-up (or connection) plus the initial tool
 	// listing. Default [DefaultTimeout].
 	Timeout time.Duration
+
+	// ToolsCheck is how a tool's definition is confirmed before each
+	// call: [ToolsCheckEveryCall] (the default: the server's tools are
+	// listed afresh before every call) or [ToolsCheckOnChange] (listed
+	// again only after the server announced a change; a call can slip
+	// through while an announcement is on its way). See docs/harness.md.
+	ToolsCheck string
 
 	// BoundSecrets are the names of the secrets bound to this server
 	// (destination "mcp:<Name>"; see docs/harness.md, "Secret binding"),
@@ -351,3 +363,6 @@ func Parse(name string, src []byte, dir string) (*Harness, []diag.Diagnostic) {
 	diag.Sort(r.ds)
 	return h, r.ds
 }
+
+// ToolsChecks are the values of mcpServers.<name>.toolsCheck.
+var ToolsChecks = []string{ToolsCheckEveryCall, ToolsCheckOnChange}

@@ -77,13 +77,33 @@ type Host struct {
 
 	checkMu sync.Mutex
 	checked map[string]error // provider -> result of its one preflight request
+
+	tempDirs []string // working directories made for servers, removed by Close
 }
 
-// Close ends every MCP session.
+// Close ends every MCP session and removes the working directories made
+// for servers.
 func (h *Host) Close() {
 	for _, s := range h.Servers {
 		s.Close()
 	}
+	for _, d := range h.tempDirs {
+		os.RemoveAll(d)
+	}
+	h.tempDirs = nil
+}
+
+// sameDir reports whether a and b name one directory (symbolic links
+// followed where they exist).
+func sameDir(a, b string) bool {
+	abs := func(p string) string {
+		p, _ = filepath.Abs(p)
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return filepath.Clean(p)
+	}
+	return abs(a) == abs(b)
 }
 
 func newHost(hs *harness.Harness) *Host {
@@ -159,9 +179,21 @@ func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document
 			h.ServerErrs[name] = err
 			continue
 		}
+		dir := expanded.Cwd
+		if expanded.Stdio() && hs.Store != nil && sameDir(dir, filepath.Dir(hs.Store.SQLite)) {
+			// A server never runs in the store's directory: it runs in
+			// an empty directory of its own (docs/store.md, "What a tool
+			// can reach").
+			if dir, err = os.MkdirTemp("", "openplaybook-"+name+"-"); err != nil {
+				h.ServerErrs[name] = fmt.Errorf("making a working directory for MCP server %q: %w", name, err)
+				continue
+			}
+			h.tempDirs = append(h.tempDirs, dir)
+		}
 		cfgs = append(cfgs, mcphost.ServerConfig{
-			Name: name, Command: expanded.Command, Args: expanded.Args, Env: expanded.Env, Dir: expanded.Cwd,
+			Name: name, Command: expanded.Command, Args: expanded.Args, Env: expanded.Env, Dir: dir,
 			URL: expanded.URL, Headers: expanded.Headers, Timeout: expanded.Timeout, Secrets: secretValues,
+			ToolsCheck: mcphost.ToolsCheck(expanded.ToolsCheck),
 		})
 	}
 	for name, res := range mcphost.ConnectAll(ctx, cfgs) {
@@ -285,12 +317,21 @@ func (h *Host) Drivers(playbookID string) func(agent string) (driver.Driver, err
 
 // OpenStore opens the harness's store (creating its directory) and loads
 // its customer seed.
+//
+// The directory is made readable by the user only (0700) and the database
+// file is made 0600 (SQLite gives its -wal and -shm files the same mode):
+// no other user of the machine can read or write the store. A tool that
+// runs as the same user can; see docs/store.md, "What a tool can reach".
 func OpenStore(ctx context.Context, hs *harness.Harness) (*store.Store, error) {
-	if err := os.MkdirAll(filepath.Dir(hs.Store.SQLite), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(hs.Store.SQLite), 0o700); err != nil {
 		return nil, err
 	}
 	st, err := store.Open(hs.Store.SQLite)
 	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(hs.Store.SQLite, 0o600); err != nil {
+		st.Close()
 		return nil, err
 	}
 	if hs.Store.Seed != "" {

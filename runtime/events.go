@@ -22,6 +22,7 @@ type EventKind string
 const (
 	KindRunCreated         EventKind = "run.created"
 	KindRunResumed         EventKind = "run.resumed"
+	KindRunHarnessChanged  EventKind = "run.harness-changed"
 	KindRunWaiting         EventKind = "run.waiting"
 	KindRunCompleted       EventKind = "run.completed"
 	KindRunRejected        EventKind = "run.rejected"
@@ -51,11 +52,20 @@ const (
 // Event is the payload of one audit record.
 type Event interface{ Kind() EventKind }
 
-// RunCreated: a run was created.
+// RunCreated: a run was created. HarnessDigest is the SHA-256 of the
+// harness file the run was started with ("" when none was given).
 type RunCreated struct {
 	Playbook       string `json:"playbook"`
 	Version        string `json:"version"`
 	DocumentDigest string `json:"documentDigest"`
+	HarnessDigest  string `json:"harnessDigest,omitempty"`
+}
+
+// RunHarnessChanged: a person resumed the run with a harness other than
+// the one it was started with (or last resumed with), accepting the change.
+type RunHarnessChanged struct {
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 // RunResumed: a waiting run was resumed.
@@ -226,6 +236,7 @@ type ApprovalDenied ApprovalApproved
 
 func (RunCreated) Kind() EventKind         { return KindRunCreated }
 func (RunResumed) Kind() EventKind         { return KindRunResumed }
+func (RunHarnessChanged) Kind() EventKind  { return KindRunHarnessChanged }
 func (RunWaiting) Kind() EventKind         { return KindRunWaiting }
 func (RunCompleted) Kind() EventKind       { return KindRunCompleted }
 func (RunRejected) Kind() EventKind        { return KindRunRejected }

@@ -2,6 +2,9 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +148,36 @@ func TestSizeLimits(t *testing.T) {
 	ns, _ := r.st.ListNotes(ctx, "", "", 10)
 	if len(ns) != 1 || ns[0].Body != "small" {
 		t.Errorf("notes %+v, want only the small one", ns)
+	}
+}
+
+// TestServerNotInStoreDir: a stdio MCP server whose working directory
+// would be the store's directory runs in an empty directory of its own
+// instead, so a relative path it writes never lands next to the database.
+func TestServerNotInStoreDir(t *testing.T) {
+	t.Parallel()
+	bin := buildEcho(t)
+	doc := buildDoc(t, "cwd", agentStep("look", "ops", []string{"mcp.echo.cwd"}, ""))
+	r := newRig(t, rigConfig{stdio: map[string]stdioServer{"echo": {command: bin, env: map[string]string{}, cwd: "state"}}}, doc)
+	ctx := context.Background()
+	tr := map[string]string{"ops": transcriptOf(map[string][]tcall{"look": {{"mcp.echo.cwd", map[string]any{}}}})}
+	seen := &agentLog{}
+	out, err := r.engine(0, tr, seen, nil).Start(ctx, nil)
+	wantOutcome(t, "start", out, err, runtime.Completed)
+	s := seen.of("look")
+	if len(s) != 1 || s[0].Res.Error != "" {
+		t.Fatalf("the agent saw %+v", s)
+	}
+	var got struct{ Value string }
+	if err := json.Unmarshal(s[0].Res.Content, &got); err != nil {
+		t.Fatal(err)
+	}
+	storeDir, _ := filepath.EvalSymlinks(filepath.Dir(r.st.Path()))
+	if got.Value == "" || got.Value == storeDir || strings.HasPrefix(got.Value, storeDir+string(filepath.Separator)) {
+		t.Errorf("the server ran in %q; the store is in %q", got.Value, storeDir)
+	}
+	fi, err := os.Stat(r.st.Path())
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the store file's mode is %v (%v), want 0600", fi.Mode().Perm(), err)
 	}
 }

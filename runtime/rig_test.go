@@ -68,6 +68,7 @@ type rigConfig struct {
 type stdioServer struct {
 	command string
 	env     map[string]string
+	cwd     string // "" gives none
 }
 
 // rig is a checked environment with its store.
@@ -101,6 +102,9 @@ func newRig(t *testing.T, cfg rigConfig, docs ...[]byte) *rig {
 	}
 	for name, s := range cfg.stdio {
 		servers[name] = map[string]any{"command": s.command, "env": s.env}
+		if s.cwd != "" {
+			servers[name].(map[string]any)["cwd"] = s.cwd
+		}
 	}
 	h := map[string]any{
 		"mcpServers": servers,

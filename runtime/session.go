@@ -39,6 +39,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/diag"
@@ -87,6 +88,15 @@ type SessionOptions struct {
 	Progress io.Writer
 	// HarnessPath is recorded with a new run.
 	HarnessPath string
+	// HarnessDigest identifies the harness (the SHA-256 of its file, hex):
+	// it is recorded in a new run's run.created record, and a resume
+	// with another refuses unless AcceptHarnessChange is set, which is
+	// audited (run.harness-changed). "" records nothing and checks
+	// nothing.
+	HarnessDigest string
+	// AcceptHarnessChange lets Resume go on with a harness other than the
+	// one the run was started with.
+	AcceptHarnessChange bool
 	// MaxToolCalls bounds the tool calls of one agent step. Zero means
 	// [DefaultMaxToolCalls].
 	MaxToolCalls int
@@ -234,7 +244,7 @@ func (s *Session) Start(ctx context.Context, input jsontext.Value) (Outcome, err
 		if err != nil {
 			return err
 		}
-		return s.append(tx, run.ID, "", "", RunCreated{Playbook: run.PlaybookID, Version: run.PlaybookVersion, DocumentDigest: run.DocumentDigest})
+		return s.append(tx, run.ID, "", "", RunCreated{Playbook: run.PlaybookID, Version: run.PlaybookVersion, DocumentDigest: run.DocumentDigest, HarnessDigest: s.opt.HarnessDigest})
 	})
 	if err != nil {
 		return Outcome{}, fmt.Errorf("creating the run: %w", err)
@@ -270,8 +280,26 @@ func (s *Session) Resume(ctx context.Context, runID string) (Outcome, error) {
 	if run.Status.Ended() {
 		return Outcome{Run: runID, Status: Status(run.Status), Reason: run.Reason}, nil
 	}
-	if _, err := verifiedRecords(ctx, s.opt.Store, runID); err != nil {
+	recs, err := verifiedRecords(ctx, s.opt.Store, runID)
+	if err != nil {
 		return Outcome{Run: runID}, fmt.Errorf("run %s: %w", runID, err)
+	}
+	// The harness the run was last run with: run.created's, or the last
+	// accepted change's.
+	var harness string
+	for _, r := range recs {
+		switch EventKind(r.Kind) {
+		case KindRunCreated:
+			harness = dataOf(r).HarnessDigest
+		case KindRunHarnessChanged:
+			var d RunHarnessChanged
+			_ = json.Unmarshal(r.Data, &d)
+			harness = d.To
+		}
+	}
+	changed := s.opt.HarnessDigest != "" && harness != s.opt.HarnessDigest
+	if changed && !s.opt.AcceptHarnessChange {
+		return Outcome{Run: runID}, fmt.Errorf("run %s was started with another harness (digest %s, this one %s); resume it with that harness, or accept the change with --accept-harness-change (it is recorded in the audit log)", runID, short(harness), short(s.opt.HarnessDigest))
 	}
 	if probs, err := Reconcile(ctx, s.opt.Store, runID); err != nil {
 		return Outcome{Run: runID}, err
@@ -280,6 +308,14 @@ func (s *Session) Resume(ctx context.Context, runID string) (Outcome, error) {
 	}
 	if run.DocumentDigest != s.im.Digest {
 		return Outcome{Run: runID}, fmt.Errorf("run %s was started with another version of the document (digest %s, this one %s); resume it with the document it was started with", runID, short(run.DocumentDigest), short(s.im.Digest))
+	}
+	if changed {
+		if err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+			return s.append(tx, runID, "", "", RunHarnessChanged{From: harness, To: s.opt.HarnessDigest})
+		}); err != nil {
+			return Outcome{Run: runID}, err
+		}
+		s.progress("run %s: the harness changed since it was started; the change was accepted and recorded", runID)
 	}
 	if run.Status == store.RunWaiting {
 		if err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {

@@ -83,6 +83,7 @@ func testServerDefs() map[string]map[string]any {
 			"inputSchema": schemaOf(`{"type":"object"}`), "outputSchema": schemaOf(`{"type":"string"}`),
 		},
 		"mcp.echo.reveal": read("mcp.echo.reveal", "Returns the value of the server's ECHO_SECRET environment variable.", revealIn, revealOut),
+		"mcp.echo.cwd":    read("mcp.echo.cwd", "Returns the server's working directory.", revealIn, revealOut),
 	}
 }
 

@@ -53,7 +53,7 @@ Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 			if err != nil {
 				return ioError(fmt.Errorf("reading --input: %w", err))
 			}
-			s, err := c.importForRun(ctx, harnessPath, args[0], nil, "")
+			s, err := c.importForRun(ctx, harnessPath, args[0], nil, "", false)
 			if err != nil {
 				return err
 			}
@@ -77,6 +77,7 @@ Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 
 func (c *CLI) resumeCommand() *cobra.Command {
 	var harnessPath string
+	var acceptHarness bool
 	format := newChoice("text", []string{"text", "json"})
 	cmd := &cobra.Command{
 		Use:                   "resume --harness FILE [--format text|json] RUN",
@@ -87,6 +88,11 @@ store), checked again against the harness. Decisions made with approve and
 deny take effect now. Calls the run already made are answered from the store
 and never executed twice; a side-effecting call that started but has no
 recorded outcome is marked outcome-unknown and waits for a person.
+
+Before anything runs, resume verifies the run's audit chain and that the
+store's rows agree with it (a decision flipped in SQLite is refused), and
+that the harness file is the one the run was started with (its SHA-256 is
+recorded); --accept-harness-change goes on with another, and records that.
 
 Exit status: as run.`,
 		Args: cobra.ExactArgs(1),
@@ -105,7 +111,7 @@ Exit status: as run.`,
 			if err != nil {
 				return &exitError{code: ExitProblems, err: fmt.Errorf("run %s: %w", args[0], err)}
 			}
-			s, err := c.importForRun(ctx, harnessPath, "", run.Document, "<document of "+run.ID+">")
+			s, err := c.importForRun(ctx, harnessPath, "", run.Document, "<document of "+run.ID+">", acceptHarness)
 			if err != nil {
 				return err
 			}
@@ -115,6 +121,7 @@ Exit status: as run.`,
 		},
 	}
 	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file the run was started with")
+	cmd.Flags().BoolVar(&acceptHarness, "accept-harness-change", false, "resume with a harness file other than the one the run was started with (recorded in the audit log)")
 	cmd.Flags().Var(format, "format", "output format: text or json")
 	return cmd
 }

@@ -573,3 +573,37 @@ func TestAuditVerifyReconcilesRows(t *testing.T) {
 		t.Errorf("resume after the flip: %s", stderr)
 	}
 }
+
+// TestResumeWithChangedHarness: resume refuses a harness file other than
+// the one the run was started with; --accept-harness-change goes on and
+// the audit log records the change.
+func TestResumeWithChangedHarness(t *testing.T) {
+	t.Parallel()
+	e := newRTEnv(t, rtConfig{transcripts: map[string]string{"clerk": rtTranscript(map[string][]map[string]any{
+		"write": {rtCall("note.add", map[string]any{"body": "after the gate"})},
+	})}})
+	doc := e.write("doc.json", string(rtDoc(t, "gated",
+		map[string]any{"id": "confirm", "kind": "gate", "purpose": "A person confirms.", "next": "write"},
+		map[string]any{"id": "write", "kind": "agent", "agent": "clerk", "purpose": "Write a note.", "allowedTools": []string{"note.add"}},
+	)))
+	o := e.outcome(ExitWaiting, "run", doc)
+	e.cli(ExitOK, "approve", o.Run, "confirm")
+	h, err := os.ReadFile(e.harness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.harness, append(h, "\n\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr := e.cli(ExitProblems, "resume", o.Run)
+	if !strings.Contains(stderr, "started with another harness") || !strings.Contains(stderr, "--accept-harness-change") {
+		t.Fatalf("resume with a changed harness: %s", stderr)
+	}
+	o = e.outcome(ExitOK, "resume", "--accept-harness-change", o.Run)
+	if o.Status != runtime.Completed {
+		t.Fatalf("resume accepting the change: %+v", o)
+	}
+	if _, recs := e.auditJSON(o.Run); !rtHasRecord(recs, "run.harness-changed", "") {
+		t.Errorf("the accepted change is not in the audit log: %v", recs)
+	}
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -49,7 +50,9 @@ func (s *session) Close() {
 // document needs, and open the runtime session (validate and check: an
 // error-level diagnostic stops it). docPath may be "" when src is given
 // (resume runs the document bytes the run was started with).
-func (c *CLI) importForRun(ctx context.Context, harnessPath, docPath string, src []byte, srcName string) (*session, error) {
+//
+// acceptHarnessChange is resume's --accept-harness-change.
+func (c *CLI) importForRun(ctx context.Context, harnessPath, docPath string, src []byte, srcName string, acceptHarnessChange bool) (*session, error) {
 	h, hds, err := harness.Load(harnessPath)
 	if err != nil {
 		return nil, ioError(fmt.Errorf("reading the harness: %w", err))
@@ -105,11 +108,13 @@ func (c *CLI) importForRun(ctx context.Context, harnessPath, docPath string, src
 			ds := append(append(append([]diag.Diagnostic(nil), hds...), rds...), s.host.Diagnostics...)
 			return append(ds, preflight.Check(ctx, s.host, doc)...)
 		},
-		Progress:       c.stderr(),
-		HarnessPath:    harnessPath,
-		MaxToolCalls:   h.Runtime.MaxToolCalls,
-		ApprovalExpiry: h.Runtime.ApprovalExpiry,
-		Redact:         redact,
+		Progress:            c.stderr(),
+		HarnessPath:         harnessPath,
+		HarnessDigest:       fmt.Sprintf("%x", sha256.Sum256(hsrc)),
+		AcceptHarnessChange: acceptHarnessChange,
+		MaxToolCalls:        h.Runtime.MaxToolCalls,
+		ApprovalExpiry:      h.Runtime.ApprovalExpiry,
+		Redact:              redact,
 	})
 	if errors.Is(err, runtime.ErrNotRunnable) {
 		s.Close()
