@@ -6,6 +6,7 @@
 #	bench/echo.sh                # N=1000, 7 runs of each
 #	N=2000 RUNS=11 bench/echo.sh
 #	OPB_BASE=/tmp/opb-old bench/echo.sh   # also time another openplaybook build
+#	TOOLS_CHECK=on-change bench/echo.sh    # the server's toolsCheck in the harness (default every-call)
 #
 # Both programs start @modelcontextprotocol/server-everything over stdio
 # (node .../dist/index.js stdio; run npm ci first) and call its echo tool N
@@ -29,7 +30,7 @@ trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/openplaybook" ./cmd/openplaybook
 go build -o "$tmp/direct" ./bench/echo/direct
 for k in 0 "$n"; do
-	go run ./bench/echo/gen -n "$k" -dir "$tmp/n$k" -root "$root" -preload "$preload"
+	go run ./bench/echo/gen -n "$k" -dir "$tmp/n$k" -root "$root" -preload "$preload" -tools-check "${TOOLS_CHECK:-every-call}"
 	# The run must pass what it would refuse to run without.
 	"$tmp/openplaybook" validate "$tmp/n$k/echo.json" >/dev/null
 	"$tmp/openplaybook" check --harness "$tmp/n$k/harness.yaml" "$tmp/n$k/echo.json" >/dev/null

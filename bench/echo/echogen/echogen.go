@@ -79,8 +79,10 @@ const playbook = `{
 // Write writes the playbook, a transcript of n echo calls with message
 // msg, and the harness into dir (created if needed). root is the
 // repository root, where node_modules is; preload, when not "", is a
-// script node preloads into the server (node --require).
-func Write(n int, dir, root, preload, msg string) error {
+// script node preloads into the server (node --require); toolsCheck,
+// when not "", is the server's toolsCheck in the harness (every-call or
+// on-change; see docs/harness.md).
+func Write(n int, dir, root, preload, msg, toolsCheck string) error {
 	if dir == "" || n < 0 {
 		return fmt.Errorf("echogen: want a directory and n >= 0")
 	}
@@ -127,14 +129,14 @@ func Write(n int, dir, root, preload, msg string) error {
 mcpServers:
   everything:
     command: node
-    args: %s
+    args: %s%s
 agents:
   bench: {driver: transcript, transcript: transcript.json}
 store:
   sqlite: store.db
 runtime:
   maxToolCalls: %d
-`, n, argsJSON, max(n, 1))
+`, n, argsJSON, checkLine(toolsCheck), max(n, 1))
 
 	for name, data := range map[string]string{
 		Playbook:   playbook,
@@ -146,4 +148,11 @@ runtime:
 		}
 	}
 	return nil
+}
+
+func checkLine(toolsCheck string) string {
+	if toolsCheck == "" {
+		return ""
+	}
+	return "\n    toolsCheck: " + toolsCheck
 }

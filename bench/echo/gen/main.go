@@ -39,12 +39,13 @@ func main() {
 	root := flag.String("root", ".", "the repository root, where node_modules is")
 	msg := flag.String("message", echogen.Message, "the message to echo")
 	preload := flag.String("preload", "", "a script for node to preload into the server (node --require PRELOAD ...), such as bench/echo/exit-on-eof.cjs")
+	toolsCheck := flag.String("tools-check", "", "the server's toolsCheck in the harness: every-call (the default) or on-change")
 	flag.Parse()
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "usage: gen -n N -dir DIR [-root REPO] [-preload FILE]")
 		os.Exit(2)
 	}
-	if err := echogen.Write(*n, *dir, *root, *preload, *msg); err != nil {
+	if err := echogen.Write(*n, *dir, *root, *preload, *msg, *toolsCheck); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}

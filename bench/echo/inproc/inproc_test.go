@@ -131,13 +131,21 @@ func runOnce(b *testing.B, dir string, want int) (time.Duration, []time.Duration
 }
 
 // BenchmarkRun runs the N-call playbook once per op, and the 0-call one
-// (not timed in ns/op) for the start-up cost.
+// (not timed in ns/op) for the start-up cost, with each toolsCheck of the
+// server: every-call (the default: a tools/list before every call) and
+// on-change (listed again after the server announces a change).
 func BenchmarkRun(b *testing.B) {
+	for _, check := range []string{"every-call", "on-change"} {
+		b.Run("toolsCheck="+check, func(b *testing.B) { benchRun(b, check) })
+	}
+}
+
+func benchRun(b *testing.B, toolsCheck string) {
 	root := mcptest.RepoRoot(b)
 	mcptest.EverythingServer(b, "everything") // skips without node_modules
 	dirN, dir0 := b.TempDir(), b.TempDir()
 	for dir, n := range map[string]int{dirN: *calls, dir0: 0} {
-		if err := echogen.Write(n, dir, root, preload(b), echogen.Message); err != nil {
+		if err := echogen.Write(n, dir, root, preload(b), echogen.Message, toolsCheck); err != nil {
 			b.Fatal(err)
 		}
 	}
