@@ -109,11 +109,12 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 		return c.refuse(ctx, call.Name, d, CodeUnavailable, fmt.Sprintf(
 			"tool %s resolves to %s, but nothing connected runs it; the call was refused and not run", quote(call.Name), d.tool.entry.Origin))
 	}
-	if reason := c.drifted(ctx, d.tool); reason != "" {
+	reason, bind := c.confirm(ctx, d.tool)
+	if reason != "" {
 		return c.refuse(ctx, call.Name, d, CodeDrifted, reason)
 	}
 	if d.tool.approval {
-		return c.approvalGate(ctx, call.Name, d, nil)
+		return c.approvalGate(ctx, call.Name, d, nil, bind)
 	}
 	if !d.tool.sideEff {
 		// A read call is recorded with its outcome, in one durable commit
@@ -256,10 +257,14 @@ func (c *Caller) refuse(ctx context.Context, name string, d Decision, code Code,
 	return driver.Result{Error: reason}, nil
 }
 
-// approvalGate is check 4: consume an approval for exactly this call, or
-// ask for one and suspend the step. existing is the recorded waiting call
-// on resume, nil for a new call.
-func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, existing *store.Call) (driver.Result, error) {
+// approvalGate is check 4: a call that needs approval runs only on an
+// approval a person gave for exactly that recorded call (run, step,
+// attempt, index), its arguments and bind (the live definition and what
+// serves it, see [bindDigest]). A new call is recorded waiting and a
+// person is asked; existing is the waiting call on resume. An approval
+// whose bind no longer holds is voided (approval.voided) and a person is
+// asked again.
+func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, existing *store.Call, bind string) (driver.Result, error) {
 	var (
 		key     store.CallKey
 		run     bool
@@ -267,40 +272,52 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 		asked   string
 	)
 	err := c.tx(ctx, func(tx *store.Tx) error {
-		a, ok, err := tx.ConsumeApproval(c.run, c.step, name, d.tool.defDigest, d.ArgsDigest)
-		if err != nil {
-			return err
-		}
-		if ok {
-			if err := decided(ctx, c.s.opt.Store, c.run, KindApprovalApproved, a.ID, "", 0); err != nil {
+		if existing != nil {
+			key = existing.CallKey
+			a, ok, err := tx.ConsumeApprovalFor(key, bind, d.ArgsDigest)
+			if err != nil {
 				return err
 			}
-			run = true
-			if existing != nil {
-				key = existing.CallKey
+			if ok {
+				if err := decided(ctx, c.s.opt.Store, c.run, KindApprovalApproved, a.ID, "", 0); err != nil {
+					return err
+				}
+				run = true
 				if err := tx.DecideCall(key, true, "", ""); err != nil {
 					return err
 				}
 				return c.append(tx, name, CallStarted{Index: key.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, Approval: a.ID})
 			}
-			key, err = c.start(tx, name, d, store.DecisionAllowed, "", "approved: "+a.ID)
-			return err
 		}
-		// No usable approval: a decided one for these exact digests
-		// refuses; otherwise ask.
-		decided, pending, err := c.approvalState(ctx, name, d.tool.defDigest, d.ArgsDigest)
+		// No usable approval: a decided one (denied, expired) for this
+		// call refuses; an open one for another bind is voided; an open
+		// one for this bind goes on waiting; otherwise ask.
+		decidedA, pending, stale, err := c.approvalState(ctx, name, existing, bind, d.ArgsDigest)
 		if err != nil {
 			return err
 		}
-		if decided != nil {
+		if len(stale) > 0 {
+			const why = "the tool's live definition or what serves it changed since the approval was asked"
+			voided, err := tx.VoidApprovals(key, why)
+			if err != nil {
+				return err
+			}
+			for _, v := range voided {
+				if err := c.append(tx, name, ApprovalVoided{Approval: v.ID, Attempt: c.attempt, Index: key.Index, Reason: why}); err != nil {
+					return err
+				}
+			}
+			pending, decidedA = nil, nil
+		}
+		if decidedA != nil {
 			code := CodeDenied
-			if decided.Status == store.ApprovalExpired {
+			if decidedA.Status == store.ApprovalExpired {
 				code = CodeExpired
 				refused = fmt.Sprintf("the approval request for the call to %s in step %s expired before a person decided; it was not run", quote(name), quote(c.step))
 			} else {
-				refused = fmt.Sprintf("the call to %s in step %s was %s by a person", quote(name), quote(c.step), decided.Status)
-				if decided.Reason != "" {
-					refused += ": " + decided.Reason
+				refused = fmt.Sprintf("the call to %s in step %s was %s by a person", quote(name), quote(c.step), decidedA.Status)
+				if decidedA.Reason != "" {
+					refused += ": " + decidedA.Reason
 				}
 				refused += "; it was not run"
 			}
@@ -308,7 +325,7 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 				if err := tx.DecideCall(existing.CallKey, false, string(code), c.s.opt.Redact(refused)); err != nil {
 					return err
 				}
-				return c.append(tx, name, CallRefused{Index: existing.Index, Attempt: c.attempt, Code: code, Approval: decided.ID, Reason: refused})
+				return c.append(tx, name, CallRefused{Index: existing.Index, Attempt: c.attempt, Code: code, Approval: decidedA.ID, Reason: refused})
 			}
 			_, err := c.start(tx, name, d, store.DecisionRefused, code, refused)
 			return err
@@ -322,18 +339,17 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 			if err != nil {
 				return err
 			}
-		} else {
-			key = existing.CallKey
 		}
 		ap, err := tx.CreateApproval(store.Approval{
-			Run: c.run, Step: c.step, Tool: name, DefDigest: d.tool.defDigest, ArgsDigest: d.ArgsDigest,
+			Run: c.run, Step: c.step, Tool: name, DefDigest: bind, ArgsDigest: d.ArgsDigest,
 			Call: &key, Reason: "requiresApproval", Expires: c.s.now().Add(c.s.opt.ApprovalExpiry),
 		})
 		if err != nil {
 			return err
 		}
 		asked = ap.ID
-		return c.append(tx, name, ApprovalRequested{Attempt: c.attempt, Approval: ap.ID, Index: key.Index, ArgsDigest: d.ArgsDigest, DefDigest: d.tool.defDigest})
+		return c.append(tx, name, ApprovalRequested{Attempt: c.attempt, Approval: ap.ID, Index: key.Index, ArgsDigest: d.ArgsDigest,
+			DefDigest: d.tool.defDigest, BindDigest: bind, Binding: d.tool.entry.Origin.Binding()})
 	})
 	switch {
 	case err != nil:
@@ -348,16 +364,53 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 	return driver.Result{}, driver.ErrSuspended
 }
 
-// approvalState finds the latest decided (denied or expired) approval and
-// any pending one for exactly this call.
-func (c *Caller) approvalState(ctx context.Context, tool, defDigest, argsDigest string) (decided, pending *store.Approval, err error) {
+// refuseWaiting refuses a waiting call on resume: what it waits for an
+// approval of no longer holds. Its open approvals are voided.
+func (c *Caller) refuseWaiting(ctx context.Context, m *store.Call, code Code, reason string) (driver.Result, error) {
+	reason = c.inStep(reason)
+	err := c.tx(ctx, func(tx *store.Tx) error {
+		voided, err := tx.VoidApprovals(m.CallKey, reason)
+		if err != nil {
+			return err
+		}
+		for _, v := range voided {
+			if err := c.append(tx, m.Tool, ApprovalVoided{Approval: v.ID, Attempt: c.attempt, Index: m.Index, Reason: reason}); err != nil {
+				return err
+			}
+		}
+		if err := tx.DecideCall(m.CallKey, false, string(code), c.s.opt.Redact(reason)); err != nil {
+			return err
+		}
+		return c.append(tx, m.Tool, CallRefused{Index: m.Index, Attempt: c.attempt, Code: code, Reason: reason})
+	})
+	if err != nil {
+		return driver.Result{}, err
+	}
+	c.s.progress("  refused %s: %s", quote(m.Tool), reason)
+	return driver.Result{Error: reason}, nil
+}
+
+// approvalState finds, for the waiting call existing (or, for a new call,
+// any call of this step with the same tool, bind and arguments), the
+// latest decided (denied or expired) approval, a pending one, and the open
+// (pending or approved) ones asked under another bind (stale).
+func (c *Caller) approvalState(ctx context.Context, tool string, existing *store.Call, bind, argsDigest string) (decided, pending *store.Approval, stale []store.Approval, err error) {
 	all, err := c.s.opt.Store.Approvals(ctx, c.run)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for i := range all {
 		a := &all[i]
-		if a.Kind != store.KindCall || a.Step != c.step || a.Tool != tool || a.DefDigest != defDigest || a.ArgsDigest != argsDigest {
+		if a.Kind != store.KindCall || a.Step != c.step || a.Tool != tool || a.ArgsDigest != argsDigest {
+			continue
+		}
+		if existing != nil && (a.Call == nil || *a.Call != existing.CallKey) {
+			continue
+		}
+		if a.DefDigest != bind {
+			if existing != nil && (a.Status == store.ApprovalPending || a.Status == store.ApprovalApproved) {
+				stale = append(stale, *a)
+			}
 			continue
 		}
 		switch a.Status {
@@ -371,7 +424,7 @@ func (c *Caller) approvalState(ctx context.Context, tool, defDigest, argsDigest 
 		decided, pending = pending, nil
 		decided.Status = store.ApprovalExpired
 	}
-	return decided, pending, nil
+	return decided, pending, stale, nil
 }
 
 func (s *Session) now() time.Time { return s.opt.Store.Now() }
@@ -386,7 +439,14 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 	case store.CallRefused:
 		return driver.Result{Error: m.Reason}, nil
 	case store.CallWaiting:
-		return c.approvalGate(ctx, m.Tool, d, m)
+		if !d.Allowed || d.tool.entry.Tool == nil {
+			return c.refuseWaiting(ctx, m, CodeUnresolved, "the tool no longer resolves as it did when the approval was asked")
+		}
+		reason, bind := c.confirm(ctx, d.tool)
+		if reason != "" {
+			return c.refuseWaiting(ctx, m, CodeDrifted, reason)
+		}
+		return c.approvalGate(ctx, m.Tool, d, m, bind)
 	case store.CallStarted:
 		if !m.SideEffecting {
 			err := c.tx(ctx, func(tx *store.Tx) error {
@@ -423,7 +483,7 @@ func (c *Caller) outcomeUnknown(ctx context.Context, m *store.Call, d Decision) 
 	var rerun bool
 	var denied string
 	err := c.tx(ctx, func(tx *store.Tx) error {
-		a, ok, err := tx.ConsumeApproval(c.run, c.step, m.Tool, m.DefDigest, m.ArgsDigest)
+		a, ok, err := tx.ConsumeApprovalFor(m.CallKey, m.DefDigest, m.ArgsDigest)
 		if err != nil {
 			return err
 		}
@@ -648,25 +708,36 @@ func (c *Caller) redactJSON(v jsontext.Value) jsontext.Value {
 	return r
 }
 
-// drifted asks a live tool ([registry.Live]) for its definition now and
+// confirm asks a live tool ([registry.Live]) for its definition now and
 // returns why the call must be refused ("" when not): the provider cannot
 // say, or the definition differs in any way from the one the run imported
 // (every field counts, a description too: a changed description can
 // change what a model does; the document was reviewed against the
-// definition at import, not against this one).
-func (c *Caller) drifted(ctx context.Context, ti *toolInfo) string {
-	live, ok := ti.entry.Tool.(registry.Live)
-	if !ok {
-		return ""
+// definition at import, not against this one). It also returns the
+// binding digest an approval of the call is bound to ([bindDigest]).
+func (c *Caller) confirm(ctx context.Context, ti *toolInfo) (reason, bind string) {
+	live := ti.entry.Definition
+	if lt, ok := ti.entry.Tool.(registry.Live); ok {
+		now, err := lt.Current(ctx)
+		if err != nil {
+			return fmt.Sprintf("the definition of %s cannot be confirmed (%v); the call was refused and not run", quote(ti.def.Name), err), ""
+		}
+		if fs := drift.Compare(ti.entry.Definition, now); len(fs) > 0 {
+			return fmt.Sprintf("the definition of %s changed since the run was imported (%s); the call was refused and not run", quote(ti.def.Name), fs[0].Message), ""
+		}
+		live = now
 	}
-	now, err := live.Current(ctx)
-	if err != nil {
-		return fmt.Sprintf("the definition of %s cannot be confirmed (%v); the call was refused and not run", quote(ti.def.Name), err)
-	}
-	if fs := drift.Compare(ti.entry.Definition, now); len(fs) > 0 {
-		return fmt.Sprintf("the definition of %s changed since the run was imported (%s); the call was refused and not run", quote(ti.def.Name), fs[0].Message)
-	}
-	return ""
+	return "", bindDigest(ti, live, c.attempt)
+}
+
+// bindDigest is what an approval is bound to besides the run, step, call
+// and arguments: the SHA-256 of the embedded definition's digest, the
+// live (registry-side) definition's digest when the approval is asked,
+// what serves the tool (registry.Origin.Binding: "mcp:acme",
+// "connector:stripe", "builtin") and the step attempt. A change of any of
+// them voids an approval and asks again.
+func bindDigest(ti *toolInfo, live playbook.Definition, attempt int) string {
+	return digest(fmt.Appendf(nil, "%s\x00%s\x00%s\x00%d", ti.defDigest, definitionDigest(live), ti.entry.Origin.Binding(), attempt))
 }
 
 // validateJSON validates a JSON text against a compiled schema.

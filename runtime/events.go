@@ -47,6 +47,7 @@ const (
 	KindApprovalRequested  EventKind = "approval.requested"
 	KindApprovalApproved   EventKind = "approval.approved"
 	KindApprovalDenied     EventKind = "approval.denied"
+	KindApprovalVoided     EventKind = "approval.voided"
 )
 
 // Event is the payload of one audit record.
@@ -214,12 +215,26 @@ type CallOutcomeUnknown struct {
 }
 
 // ApprovalRequested: a person is asked to approve a call.
+// DefDigest is the embedded definition's; BindDigest what the approval
+// is bound to (the live definition and Binding, what serves the tool,
+// too); see docs/runtime.md, "Approvals".
 type ApprovalRequested struct {
 	Approval   string `json:"approval"`
 	Attempt    int    `json:"attempt"`
 	Index      int    `json:"index"`
 	ArgsDigest string `json:"argsDigest"`
 	DefDigest  string `json:"defDigest"`
+	BindDigest string `json:"bindDigest"`
+	Binding    string `json:"binding"`
+}
+
+// ApprovalVoided: an open approval no longer holds (what it was bound to
+// changed, or its step attempt ended) and was expired.
+type ApprovalVoided struct {
+	Approval string `json:"approval"`
+	Attempt  int    `json:"attempt"`
+	Index    int    `json:"index"`
+	Reason   string `json:"reason"`
 }
 
 // ApprovalApproved: a person approved an approval request; ApprovalKind
@@ -261,6 +276,7 @@ func (CallOutcomeUnknown) Kind() EventKind { return KindCallOutcomeUnknown }
 func (ApprovalRequested) Kind() EventKind  { return KindApprovalRequested }
 func (ApprovalApproved) Kind() EventKind   { return KindApprovalApproved }
 func (ApprovalDenied) Kind() EventKind     { return KindApprovalDenied }
+func (ApprovalVoided) Kind() EventKind     { return KindApprovalVoided }
 
 // newRecord builds the audit record of ev. The tool name goes in as
 // received; a name that is not valid UTF-8 is recorded quoted (Go syntax,

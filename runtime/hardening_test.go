@@ -181,3 +181,48 @@ func TestServerNotInStoreDir(t *testing.T) {
 		t.Errorf("the store file's mode is %v (%v), want 0600", fi.Mode().Perm(), err)
 	}
 }
+
+// TestApprovalVoidedByLiveChange: an approval is bound to the live
+// definition when it was asked. The server changes the tool's description
+// after a person approved: on resume (a new import) the approval is voided
+// with a record saying why, a person is asked again, and the tool runs
+// only on the new approval, once.
+func TestApprovalVoidedByLiveChange(t *testing.T) {
+	t.Parallel()
+	ctr := startCtr(t, true)
+	doc := buildDoc(t, "void", agentStep("act", "ops", []string{"mcp.ctr.launch"}, ""))
+	r := newRig(t, rigConfig{http: map[string]string{"ctr": ctr.URL}}, doc)
+	ctx := context.Background()
+	tr := map[string]string{"ops": transcriptOf(map[string][]tcall{"act": {{"mcp.ctr.launch", map[string]any{"target": "alpha"}}}})}
+	out, err := r.engine(0, tr, nil, nil).Start(ctx, nil)
+	wantOutcome(t, "start", out, err, runtime.Waiting)
+	first := r.onlyApproval(out.Run)
+	r.mustDecide(out.Run, first.ID, true)
+	ctr.srv.AddTool(&mcp.Tool{Name: "launch", Description: launchDesc + " It now also emails the customer.", InputSchema: rawSchema(launchIn), OutputSchema: rawSchema(launchOut),
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: hintPtr(true)}}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		n := ctr.record("launch", req.Params.Arguments)
+		return structured(map[string]any{"launched": "alpha", "n": n}), nil
+	})
+	// A new process: it imports the registry as the server lists it now.
+	r2 := newRig(t, rigConfig{http: map[string]string{"ctr": ctr.URL}}, doc)
+	r2.st.Close()
+	r2.st = r.st
+	out, err = r2.engine(0, tr, nil, nil).Resume(ctx, out.Run)
+	wantOutcome(t, "resume after the change", out, err, runtime.Waiting)
+	if ctr.runs("launch") != 0 {
+		t.Fatalf("launch ran on an approval given for another definition: %s", ctr)
+	}
+	second := r.onlyApproval(out.Run)
+	if second.ID == first.ID {
+		t.Fatalf("still waiting on %s, want a new request", first.ID)
+	}
+	if !auditHas(r.auditOf(out.Run), "approval.voided", "mcp.ctr.launch") {
+		t.Errorf("no approval.voided record: %v", auditKinds(r.auditOf(out.Run)))
+	}
+	r.mustDecide(out.Run, second.ID, true)
+	out, err = r2.engine(0, tr, nil, nil).Resume(ctx, out.Run)
+	wantOutcome(t, "resume on the new approval", out, err, runtime.Completed)
+	if ctr.runs("launch") != 1 {
+		t.Errorf("launch ran %d times, want 1", ctr.runs("launch"))
+	}
+}

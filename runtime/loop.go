@@ -197,6 +197,9 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 		if err := tx.FinishStep(runID, stepID, attempt, store.StepDone, output, ""); err != nil {
 			return err
 		}
+		if err := s.endApprovals(tx, runID, stepID, attempt); err != nil {
+			return err
+		}
 		return s.append(tx, runID, stepID, "", StepFinished{Attempt: attempt, Calls: c.count, OutputDigest: digest(output)})
 	})
 	if err != nil {
@@ -210,6 +213,9 @@ func (s *Session) failStep(ctx context.Context, runID, stepID string, attempt in
 	reason = s.opt.Redact(reason)
 	err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.FinishStep(runID, stepID, attempt, store.StepFailed, nil, reason); err != nil {
+			return err
+		}
+		if err := s.endApprovals(tx, runID, stepID, attempt); err != nil {
 			return err
 		}
 		if err := tx.SetRunStatus(runID, store.RunFailed, fmt.Sprintf("step %s failed: %s", stepID, reason)); err != nil {
@@ -277,4 +283,23 @@ func (s *Session) StepInput(ctx context.Context, runID, stepID string) (driver.S
 		in.Tools = append(in.Tools, driver.Tool{Name: name, Description: ti.def.Description, InputSchema: ti.def.InputSchema})
 	}
 	return in, nil
+}
+
+// endApprovals expires the approvals asked in a step attempt that were
+// not used: an approval never outlives its attempt.
+func (s *Session) endApprovals(tx *store.Tx, runID, stepID string, attempt int) error {
+	gone, err := tx.ExpireAttemptApprovals(runID, stepID, attempt)
+	if err != nil {
+		return err
+	}
+	for _, a := range gone {
+		idx := -1
+		if a.Call != nil {
+			idx = a.Call.Index
+		}
+		if err := s.append(tx, runID, stepID, a.Tool, ApprovalVoided{Approval: a.ID, Attempt: attempt, Index: idx, Reason: "the step attempt it was asked in ended"}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

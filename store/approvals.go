@@ -158,6 +158,87 @@ func (t *Tx) ConsumeApproval(run, step, tool, defDigest, argsDigest string) (a A
 	return a, true, nil
 }
 
+// ConsumeApprovalFor lets exactly one recorded call through: it finds an
+// approved, unexpired, unused approval (of either kind) of that call (its
+// run, step, attempt and index) whose definition digest (the runtime
+// binds the live definition and the serving binding into it) and
+// arguments digest are these, marks it used and returns it with ok true.
+// With none, ok is false and nothing changes; of two calls for the same
+// approval, exactly one gets ok.
+func (t *Tx) ConsumeApprovalFor(k CallKey, defDigest, argsDigest string) (a Approval, ok bool, err error) {
+	if t.done {
+		return Approval{}, false, ErrTxDone
+	}
+	now := t.now()
+	var id string
+	err = t.queryRow(`UPDATE approvals SET status = 'used', used_at = ?1
+		WHERE id = (SELECT id FROM approvals
+			WHERE run = ?2 AND step = ?3 AND call_attempt = ?4 AND call_idx = ?5 AND def_digest = ?6 AND args_digest = ?7
+			AND status = 'approved' AND (expires_at IS NULL OR expires_at > ?1)
+			ORDER BY created_at, id LIMIT 1)
+		AND status = 'approved'
+		RETURNING id`, now, k.Run, k.Step, k.Attempt, k.Index, defDigest, argsDigest).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Approval{}, false, nil
+	}
+	if err != nil {
+		return Approval{}, false, fmt.Errorf("store: consuming approval: %w", err)
+	}
+	a, err = t.Approval(id)
+	if err != nil {
+		return Approval{}, false, err
+	}
+	return a, true, nil
+}
+
+// VoidApprovals marks the pending and approved-but-unused approvals of
+// kind call of one call as expired, with reason, and returns them: what
+// they were asked for no longer holds (the tool's live definition or its
+// binding changed), so a person must be asked again.
+func (t *Tx) VoidApprovals(k CallKey, reason string) ([]Approval, error) {
+	return t.expireWhere(`run = ?2 AND step = ?3 AND call_attempt = ?4 AND call_idx = ?5 AND kind = 'call'`, reason, k.Run, k.Step, k.Attempt, k.Index)
+}
+
+// ExpireAttemptApprovals marks the pending and approved-but-unused
+// approvals of kind call asked for in one step attempt as expired: an
+// approval never outlives the attempt it was asked in.
+func (t *Tx) ExpireAttemptApprovals(run, step string, attempt int) ([]Approval, error) {
+	return t.expireWhere(`run = ?2 AND step = ?3 AND call_attempt = ?4 AND kind = 'call'`, "the step attempt it was asked in ended", run, step, attempt)
+}
+
+func (t *Tx) expireWhere(where, reason string, args ...any) ([]Approval, error) {
+	if t.done {
+		return nil, ErrTxDone
+	}
+	rows, err := t.QueryContext(context.Background(), `UPDATE approvals SET status = 'expired', reason = ?1
+		WHERE status IN ('pending', 'approved') AND `+where+` RETURNING id`, append([]any{reason}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: expiring approvals: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]Approval, 0, len(ids))
+	for _, id := range ids {
+		a, err := t.Approval(id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
 // ExpireApprovals marks a run's pending and approved-but-unused approvals
 // whose expiry has passed as expired and returns them, so that the
 // runtime can record it. With run "", every run's.
