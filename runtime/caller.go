@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -77,7 +78,7 @@ func (c *Caller) Err() error { return c.storeErr }
 // failure.
 func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, error) {
 	c.count++
-	if n := len(call.Name) + len(call.Arguments); n > c.s.opt.MaxArgumentBytes {
+	if n := len(call.Name) + len(call.Arguments); n > c.s.opt.MaxArgumentBytes || len(call.Name) > maxNameBytes {
 		// Nothing reads an oversized call: it is recorded by digest and
 		// size, under a name cut to the format's 128-byte maximum.
 		name := call.Name
@@ -254,7 +255,7 @@ func (c *Caller) refuse(ctx context.Context, name string, d Decision, code Code,
 		return driver.Result{}, err
 	}
 	c.s.progress("  refused %s: %s", quote(name), reason)
-	return driver.Result{Error: reason}, nil
+	return driver.Result{Error: c.s.opt.Redact(reason)}, nil
 }
 
 // approvalGate is check 4: a call that needs approval runs only on an
@@ -358,10 +359,40 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 		return c.execute(ctx, &key, name, d)
 	case refused != "":
 		c.s.progress("  refused %s: %s", quote(name), refused)
-		return driver.Result{Error: refused}, nil
+		return driver.Result{Error: c.s.opt.Redact(refused)}, nil
 	}
 	c.s.progress("  waiting for approval %s of %s", asked, quote(name))
 	return driver.Result{}, driver.ErrSuspended
+}
+
+// usable says why a recorded call must not run now ("" when it may): on
+// resume its tool no longer passes checks 1 and 2 as it did (the name no
+// longer resolves, nothing runs it, its live definition changed).
+func (c *Caller) usable(ctx context.Context, d Decision) string {
+	if !d.Allowed || d.tool == nil {
+		return "the call no longer passes the decision path: " + d.Reason
+	}
+	if d.tool.entry.Tool == nil {
+		return fmt.Sprintf("tool %s resolves to %s, but nothing connected runs it; the call was not run", quote(d.tool.def.Name), d.tool.entry.Origin)
+	}
+	reason, _ := c.confirm(ctx, d.tool)
+	return reason
+}
+
+// failStarted records a started call that will not run (again) as failed.
+func (c *Caller) failStarted(ctx context.Context, m *store.Call, reason string) (driver.Result, error) {
+	reason = c.inStep(reason)
+	err := c.tx(ctx, func(tx *store.Tx) error {
+		if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, c.s.opt.Redact(reason)); err != nil {
+			return err
+		}
+		return c.append(tx, m.Tool, CallFailed{Attempt: c.attempt, Index: m.Index, Reason: reason})
+	})
+	if err != nil {
+		return driver.Result{}, err
+	}
+	c.s.progress("  failed %s: %s", quote(m.Tool), reason)
+	return driver.Result{Error: c.s.opt.Redact(reason)}, nil
 }
 
 // refuseWaiting refuses a waiting call on resume: what it waits for an
@@ -387,7 +418,7 @@ func (c *Caller) refuseWaiting(ctx context.Context, m *store.Call, code Code, re
 		return driver.Result{}, err
 	}
 	c.s.progress("  refused %s: %s", quote(m.Tool), reason)
-	return driver.Result{Error: reason}, nil
+	return driver.Result{Error: c.s.opt.Redact(reason)}, nil
 }
 
 // approvalState finds, for the waiting call existing (or, for a new call,
@@ -439,16 +470,16 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 	case store.CallRefused:
 		return driver.Result{Error: m.Reason}, nil
 	case store.CallWaiting:
-		if !d.Allowed || d.tool.entry.Tool == nil {
-			return c.refuseWaiting(ctx, m, CodeUnresolved, "the tool no longer resolves as it did when the approval was asked")
-		}
-		reason, bind := c.confirm(ctx, d.tool)
-		if reason != "" {
+		if reason := c.usable(ctx, d); reason != "" {
 			return c.refuseWaiting(ctx, m, CodeDrifted, reason)
 		}
+		_, bind := c.confirm(ctx, d.tool)
 		return c.approvalGate(ctx, m.Tool, d, m, bind)
 	case store.CallStarted:
 		if !m.SideEffecting {
+			if reason := c.usable(ctx, d); reason != "" {
+				return c.failStarted(ctx, m, reason)
+			}
 			err := c.tx(ctx, func(tx *store.Tx) error {
 				return c.append(tx, m.Tool, CallRetried{Attempt: c.attempt, Index: m.Index, Reason: "a read call interrupted before its outcome was recorded"})
 			})
@@ -480,6 +511,12 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 // outcomeUnknown follows a person's decision on a call whose outcome is
 // unknown: run it again (approved), leave it (denied), or keep waiting.
 func (c *Caller) outcomeUnknown(ctx context.Context, m *store.Call, d Decision) (driver.Result, error) {
+	if reason := c.usable(ctx, d); reason != "" {
+		// Not run again on a definition no one reviewed; the decision
+		// stays open for a later resume.
+		c.s.progress("  not re-running %s: %s", quote(m.Tool), reason)
+		return driver.Result{Error: c.s.opt.Redact(c.inStep(reason))}, nil
+	}
 	var rerun bool
 	var denied string
 	err := c.tx(ctx, func(tx *store.Tx) error {
@@ -488,7 +525,7 @@ func (c *Caller) outcomeUnknown(ctx context.Context, m *store.Call, d Decision) 
 			return err
 		}
 		if ok {
-			if err := decided(ctx, c.s.opt.Store, c.run, KindApprovalApproved, a.ID, "", 0); err != nil {
+			if err := approvalRecorded(ctx, c.s.opt.Store, a); err != nil {
 				return err
 			}
 			rerun = true
@@ -567,7 +604,7 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 	}
 	var failure string
 	if err != nil {
-		failure = fmt.Sprintf("the call to %s failed: %v", quote(name), err)
+		failure = fmt.Sprintf("the call to %s failed: %s", quote(name), clipText(err.Error(), maxErrorBytes))
 	}
 	var o outcome
 	if res.Commit != nil && failure == "" {
@@ -594,6 +631,28 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 	}
 	c.s.progress("  allowed %s", quote(name))
 	return driver.Result{Content: o.out}, nil
+}
+
+// maxNameBytes bounds a tool name as an agent sends it: names are at most
+// 128 bytes (docs/format.md); a longer one is refused as too large, so a
+// name is never a way to put a large text into the store.
+const maxNameBytes = 1024
+
+// maxErrorBytes bounds the text of a tool's error that is recorded and
+// shown to the agent: a tool's error is a message, not a result.
+const maxErrorBytes = 8 << 10
+
+// clipText cuts s to at most n bytes (at a UTF-8 boundary), saying how
+// much was left out.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d more bytes not shown)", s[:cut], len(s)-cut)
 }
 
 // outcome is a call's outcome as it is recorded: the result (redacted:
@@ -679,7 +738,7 @@ func (c *Caller) record(tx *store.Tx, started *store.CallKey, key store.CallKey,
 // outcome-unknown, as after a crash, and suspends the step: a person
 // decides whether it runs again.
 func (c *Caller) lost(ctx context.Context, key store.CallKey, name string, cause error) (driver.Result, error) {
-	reason := c.s.opt.Redact(fmt.Sprintf("the call was sent and no answer said what happened (%v)", cause))
+	reason := c.s.opt.Redact(fmt.Sprintf("the call was sent and no answer said what happened (%s)", clipText(cause.Error(), maxErrorBytes)))
 	var ap store.Approval
 	err := c.tx(ctx, func(tx *store.Tx) error {
 		var err error

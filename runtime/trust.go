@@ -20,6 +20,8 @@ var ErrStoreAltered = errors.New("the store was altered")
 // recordData is what the checks read of an audit record's data.
 type recordData struct {
 	Approval       string `json:"approval"`
+	ArgsDigest     string `json:"argsDigest"`
+	BindDigest     string `json:"bindDigest"`
 	Attempt        *int   `json:"attempt"`
 	Index          *int   `json:"index"`
 	DocumentDigest string `json:"documentDigest"`
@@ -72,6 +74,49 @@ func decided(ctx context.Context, st *store.Store, run string, kind EventKind, a
 		what = fmt.Sprintf("gate %s (attempt %d)", step, attempt)
 	}
 	return fmt.Errorf("%w: %s is decided in the store, but the run's audit log has no %s record of it; nothing was run (compare `openplaybook audit --verify`)", ErrStoreAltered, what, kind)
+}
+
+// approvalRecorded checks, before an approval lets a call run, that the
+// run's verified chain says exactly this: the approval was asked for
+// this call (step, attempt, index, tool, arguments digest and, for a
+// call approval, bind digest: approval.requested; or call.outcome-unknown
+// for a re-run), a person approved it (approval.approved), and no call
+// has run on it yet. A row changed by any other process (its digests, its
+// status, its use) fails here.
+func approvalRecorded(ctx context.Context, st *store.Store, a store.Approval) error {
+	recs, err := verifiedRecords(ctx, st, a.Run)
+	if err != nil {
+		return err
+	}
+	var asked, approved, used bool
+	for _, r := range recs {
+		d := dataOf(r)
+		if d.Approval != a.ID {
+			continue
+		}
+		switch EventKind(r.Kind) {
+		case KindApprovalRequested:
+			asked = a.Kind == store.KindCall && r.Step == a.Step && r.Tool == a.Tool && a.Call != nil &&
+				d.Attempt != nil && *d.Attempt == a.Call.Attempt && d.Index != nil && *d.Index == a.Call.Index &&
+				d.ArgsDigest == a.ArgsDigest && d.BindDigest == a.DefDigest
+		case KindCallOutcomeUnknown:
+			asked = a.Kind == store.KindOutcomeUnknown && r.Step == a.Step && r.Tool == a.Tool && a.Call != nil &&
+				d.Attempt != nil && *d.Attempt == a.Call.Attempt && d.Index != nil && *d.Index == a.Call.Index
+		case KindApprovalApproved:
+			approved = true
+		case KindCallStarted, KindCallRerun:
+			used = true
+		}
+	}
+	switch {
+	case !asked:
+		return fmt.Errorf("%w: approval %s does not match what the audit log says was asked (step, call, tool, arguments or definition); nothing was run", ErrStoreAltered, a.ID)
+	case !approved:
+		return fmt.Errorf("%w: approval %s is approved in the store, but the run's audit log has no approval.approved record of it; nothing was run", ErrStoreAltered, a.ID)
+	case used:
+		return fmt.Errorf("%w: approval %s was already used by a call the audit log records; nothing was run again", ErrStoreAltered, a.ID)
+	}
+	return nil
 }
 
 // Reconcile compares a run's rows (the run, its steps, calls, approvals
@@ -153,9 +198,25 @@ func Reconcile(ctx context.Context, st *store.Store, runID string) ([]string, er
 	if err != nil {
 		return nil, err
 	}
+	uses := map[string]int{}
+	for _, r := range recs {
+		if k := EventKind(r.Kind); k == KindCallStarted || k == KindCallRerun {
+			if d := dataOf(r); d.Approval != "" {
+				uses[d.Approval]++
+			}
+		}
+	}
 	for _, a := range apr {
 		id := a.ID
 		byID := func(_ audit.Record, d recordData) bool { return d.Approval == id }
+		if a.Kind == store.KindCall && !has(KindApprovalRequested, func(r audit.Record, d recordData) bool {
+			return d.Approval == id && d.ArgsDigest == a.ArgsDigest && d.BindDigest == a.DefDigest && r.Step == a.Step && r.Tool == a.Tool
+		}) {
+			out = append(out, fmt.Sprintf("approval %s is not what its approval.requested record asked for (step, tool, arguments or definition differ)", id))
+		}
+		if uses[id] > 1 || uses[id] == 1 && a.Status != store.ApprovalUsed {
+			out = append(out, fmt.Sprintf("approval %s is %s in the store, but %d calls ran on it", id, a.Status, uses[id]))
+		}
 		switch a.Status {
 		case store.ApprovalApproved, store.ApprovalUsed:
 			if !has(KindApprovalApproved, byID) {
@@ -195,10 +256,23 @@ func Reconcile(ctx context.Context, st *store.Store, runID string) ([]string, er
 	if err != nil {
 		return nil, err
 	}
+	// The run is where its last step.started record put it.
+	current := ""
+	for _, r := range recs {
+		if r.Kind == string(KindStepStarted) {
+			current = r.Step
+		}
+	}
+	if run.CurrentStep != current {
+		out = append(out, fmt.Sprintf("the run's current step is %q in the store, but the audit log last started %q", run.CurrentStep, current))
+	}
 	for _, s := range steps {
 		step, attempt := s.Step, s.Attempt
 		match := func(r audit.Record, d recordData) bool {
 			return r.Step == step && d.Attempt != nil && *d.Attempt == attempt
+		}
+		if !has(KindStepStarted, match) {
+			out = append(out, fmt.Sprintf("step %s (attempt %d) is in the store, but no step.started record started it", step, attempt))
 		}
 		switch s.Status {
 		case store.StepDone:
