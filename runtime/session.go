@@ -299,7 +299,7 @@ func (s *Session) Resume(ctx context.Context, runID string) (Outcome, error) {
 	}
 	changed := s.opt.HarnessDigest != "" && harness != s.opt.HarnessDigest
 	if changed && !s.opt.AcceptHarnessChange {
-		return Outcome{Run: runID}, fmt.Errorf("run %s was started with another harness (digest %s, this one %s); resume it with that harness, or accept the change with --accept-harness-change (it is recorded in the audit log)", runID, short(harness), short(s.opt.HarnessDigest))
+		return Outcome{Run: runID}, fmt.Errorf("run %s was last run with another harness (digest %s, this one %s); resume it with that harness, or accept the change with --accept-harness-change (it is recorded in the audit log)", runID, short(harness), short(s.opt.HarnessDigest))
 	}
 	if probs, err := Reconcile(ctx, s.opt.Store, runID); err != nil {
 		return Outcome{Run: runID}, err

@@ -596,7 +596,7 @@ func TestResumeWithChangedHarness(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, stderr := e.cli(ExitProblems, "resume", o.Run)
-	if !strings.Contains(stderr, "started with another harness") || !strings.Contains(stderr, "--accept-harness-change") {
+	if !strings.Contains(stderr, "last run with another harness") || !strings.Contains(stderr, "--accept-harness-change") {
 		t.Fatalf("resume with a changed harness: %s", stderr)
 	}
 	o = e.outcome(ExitOK, "resume", "--accept-harness-change", o.Run)

@@ -160,7 +160,7 @@ func (c *CLI) finish(out runtime.Outcome, runErr error, format, harnessPath stri
 			return ioError(err)
 		}
 		fmt.Fprintln(c.stdout(), string(b))
-	} else if out.Run != "" {
+	} else if out.Run != "" && out.Status != "" {
 		fmt.Fprintf(c.stdout(), "run %s %s\n", out.Run, out.Status)
 		for _, p := range out.Waiting {
 			if p.Kind == "resume" {
