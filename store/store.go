@@ -69,6 +69,12 @@ type Options struct {
 	MaxBatch int
 	// Readers is the number of read connections. Zero means 4.
 	Readers int
+	// QueueLinger is how long the writer waits for more work when all it
+	// has are functions handed to it by [Store.Queue], so that they share
+	// one commit: a Tx or Flush arriving meanwhile ends the wait at once.
+	// It widens a queued change's crash window by at most this long.
+	// Zero means 1 ms; negative means no wait.
+	QueueLinger time.Duration
 }
 
 // Store is an open database. It is safe for concurrent use.
@@ -82,6 +88,7 @@ type Store struct {
 	wdb      *sql.DB // one connection, used only by the writer goroutine
 	rdb      *sql.DB // read-only pool
 	maxBatch int
+	linger   time.Duration // see Options.QueueLinger; <= 0: none
 
 	stmts map[string]*sql.Stmt // the writer's prepared statements; writer goroutine only
 	noted map[string]bool      // queries to prepare after the current batch
@@ -163,6 +170,9 @@ func OpenWith(path string, opt *Options) (*Store, error) {
 	if o.Readers == 0 {
 		o.Readers = 4
 	}
+	if o.QueueLinger == 0 {
+		o.QueueLinger = time.Millisecond
+	}
 	if path == "" || path == ":memory:" {
 		return nil, fmt.Errorf("store: %q is not a database file path", path)
 	}
@@ -215,6 +225,7 @@ func OpenWith(path string, opt *Options) (*Store, error) {
 		wdb:      wdb,
 		rdb:      rdb,
 		maxBatch: o.MaxBatch,
+		linger:   o.QueueLinger,
 		stmts:    map[string]*sql.Stmt{},
 		noted:    map[string]bool{},
 		heads:    map[string]runHead{},
@@ -320,6 +331,25 @@ func (s *Store) writer() {
 			s.mu.Lock()
 		}
 		n := min(len(s.queue), s.maxBatch)
+		if s.linger > 0 && n < s.maxBatch && allQueued(s.queue) {
+			// Only queued work: wait a little for more to share the
+			// commit, unless a waiter (Tx, Flush) or the end comes.
+			deadline := time.Now().Add(s.linger)
+			for {
+				s.mu.Unlock()
+				t := time.NewTimer(time.Until(deadline))
+				select {
+				case <-s.wake:
+				case <-t.C:
+				}
+				t.Stop()
+				s.mu.Lock()
+				if s.closed || len(s.queue) >= s.maxBatch || !allQueued(s.queue) || !time.Now().Before(deadline) {
+					break
+				}
+			}
+			n = min(len(s.queue), s.maxBatch)
+		}
 		batch = append(batch[:0], s.queue[:n]...)
 		rest := copy(s.queue, s.queue[n:])
 		clear(s.queue[rest:])
@@ -328,6 +358,17 @@ func (s *Store) writer() {
 		s.commit(batch)
 		clear(batch)
 	}
+}
+
+// allQueued reports whether every request came from Queue (nobody waits
+// on any of them).
+func allQueued(rs []*request) bool {
+	for _, r := range rs {
+		if !r.queued {
+			return false
+		}
+	}
+	return true
 }
 
 // answer gives r its outcome. The batch's requests are answered in order,
