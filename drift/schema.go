@@ -15,8 +15,10 @@ import (
 	"github.com/openplaybook/openplaybook/diag"
 )
 
-// Limits of the schema comparison. Past them it reports what it could not
-// compare (a warning) and stops, so any input finishes in bounded time.
+// Limits of the schema comparison. Past them it stops, so any input
+// finishes in bounded time, and reports an error (a [capped] change): a
+// comparison cut short cannot prove the two schemas equal, so it fails
+// closed, saying which limit and where.
 const (
 	// maxDepth bounds how deep the comparison descends (each subschema and
 	// each $ref followed is one level).
@@ -25,6 +27,8 @@ const (
 	maxSteps = 20000
 	// maxRefHops bounds a chain of $refs that point at $refs.
 	maxRefHops = 32
+	// maxAnchorVisits bounds the values visited to find a "#name" anchor.
+	maxAnchorVisits = 10000
 	// maxFindings bounds the findings listed for one schema; the rest are
 	// summed up in one last finding at their highest severity.
 	maxFindings = 100
@@ -50,8 +54,12 @@ const (
 	// $comment).
 	cosmetic
 	// opaque: the two schemas cannot be compared here (a remote $ref,
-	// unreadable JSON, past a limit).
+	// unreadable JSON, a $ref that loops).
 	opaque
+	// capped: the comparison stopped at one of its limits (maxDepth,
+	// maxSteps, maxRefHops, maxAnchorVisits); what lies past it was not
+	// compared, so nothing proves the schemas equal. Always an error.
+	capped
 )
 
 // severityOf maps a change to a severity. For an input schema the registry
@@ -60,6 +68,9 @@ const (
 // steps may get values its schema does not allow). A change both ways is
 // an error either way.
 func severityOf(c change, output bool) diag.Severity {
+	if c&capped != 0 {
+		return diag.Error
+	}
 	sev := diag.Info
 	if c&(differs|opaque) != 0 {
 		sev = diag.Warning
@@ -195,7 +206,7 @@ type schemaDiff struct {
 
 func (s *schemaDiff) add(c change, ptr, prop, detail string) {
 	sev := severityOf(c, s.f.output)
-	if len(s.out) >= maxFindings {
+	if len(s.out) >= maxFindings && c&capped == 0 { // a limit is always listed
 		s.hidden++
 		s.hiddenSev = max(s.hiddenSev, sev)
 		return
@@ -251,19 +262,27 @@ func (s *schemaDiff) compare(d, r any, ptr, prop string, depth int) {
 	}
 	s.steps--
 	if s.steps == 0 {
-		s.add(opaque, ptr, prop, "the schemas are too large to compare in full; the comparison stops here")
+		s.add(capped, ptr, prop, fmt.Sprintf("the comparison reached its limit of %d pairs of subschemas at %s and stopped; what lies past it was not compared, so the schemas cannot be proven equal", maxSteps, where(ptr)))
 		return
 	}
 	if depth > maxDepth {
 		if !s.deep {
 			s.deep = true
-			s.add(opaque, ptr, prop, fmt.Sprintf("nested more than %d levels deep; not compared below here", maxDepth))
+			s.add(capped, ptr, prop, fmt.Sprintf("nested more than %d levels deep (the comparison's depth limit) at %s; not compared below here, so the schemas cannot be proven equal", maxDepth, where(ptr)))
 		}
 		return
 	}
 
-	d, dptr, dstuck, dfollowed, did := deref(s.roots[docSide], d, ptr)
-	r, _, rstuck, rfollowed, rid := deref(s.roots[regSide], r, "")
+	d, dptr, dstuck, dfollowed, did, dcap := deref(s.roots[docSide], d, ptr)
+	r, _, rstuck, rfollowed, rid, rcap := deref(s.roots[regSide], r, "")
+	if dcap != "" || rcap != "" {
+		side, why := "document", dcap
+		if dcap == "" {
+			side, why = "registry", rcap
+		}
+		s.add(capped, ptr+"/$ref", prop, fmt.Sprintf("the %s's schema %s at %s; not compared here, so the schemas cannot be proven equal", side, why, where(ptr+"/$ref")))
+		return
+	}
 	ptr = dptr
 	if dstuck != rstuck {
 		var detail string
@@ -354,8 +373,12 @@ func identity(v any) uintptr {
 // chain ends in a reference that cannot be followed (remote, missing,
 // looping), that reference. followed reports whether any $ref was
 // followed; id is a node of the parsed tree that determines out (out
-// itself, unless keywords were laid over a target).
-func deref(root, v any, ptr string) (out any, outPtr, stuck string, followed bool, id any) {
+// itself, unless keywords were laid over a target). limit, when not "",
+// says which limit stopped the chain (maxRefHops, maxAnchorVisits): the
+// reference may well resolve, so the caller must not treat it as a
+// reference that cannot be followed.
+func deref(root, v any, ptr string) (out any, outPtr, stuck string, followed bool, id any, limit string) {
+	var visited []string
 	for hop := 0; ; hop++ {
 		m, ok := v.(map[string]any)
 		if !ok {
@@ -365,13 +388,20 @@ func deref(root, v any, ptr string) (out any, outPtr, stuck string, followed boo
 		if !ok {
 			break
 		}
+		target, tptr, res := resolveLocal(root, ref)
+		switch res {
+		case refCapped:
+			return v, ptr, ref, followed, v, fmt.Sprintf("refers to %q, and finding that anchor would visit more than %d values (the anchor search limit)", ref, maxAnchorVisits)
+		case refMissing:
+			return v, ptr, ref, followed, v, ""
+		}
+		if slices.Contains(visited, tptr) {
+			return v, ptr, ref, followed, v, "" // a loop: it never resolves
+		}
 		if hop == maxRefHops {
-			return v, ptr, ref, followed, v
+			return v, ptr, ref, followed, v, fmt.Sprintf("has a chain of more than %d $refs (the $ref chain limit), ending in %q", maxRefHops, ref)
 		}
-		target, tptr, ok := resolveLocal(root, ref)
-		if !ok {
-			return v, ptr, ref, followed, v
-		}
+		visited = append(visited, tptr)
 		followed = true
 		if hasSiblings(m) {
 			if id == nil {
@@ -384,7 +414,15 @@ func deref(root, v any, ptr string) (out any, outPtr, stuck string, followed boo
 	if id == nil {
 		id = v
 	}
-	return v, ptr, "", followed, id
+	return v, ptr, "", followed, id, ""
+}
+
+// where renders a JSON Pointer in the document's schema for a message.
+func where(ptr string) string {
+	if ptr == "" {
+		return "the schema's root"
+	}
+	return fmt.Sprintf("%q", ptr)
 }
 
 // hasSiblings reports whether m has keywords beside $ref that matter when
@@ -421,27 +459,44 @@ func overlay(target any, m map[string]any) any {
 	return merged
 }
 
+// Outcomes of [resolveLocal].
+const (
+	refResolved = iota
+	refMissing  // remote, or not in the schema
+	refCapped   // the anchor search reached maxAnchorVisits
+)
+
 // resolveLocal resolves a reference within the schema itself: "#", a JSON
 // Pointer fragment ("#/$defs/x", "#/definitions/x", percent-encoded or not)
 // or a plain-name fragment ("#x", matched against $anchor or a draft-07
 // "$id": "#x"). Anything else is remote and never fetched.
-func resolveLocal(root any, ref string) (any, string, bool) {
+func resolveLocal(root any, ref string) (any, string, int) {
 	frag, ok := strings.CutPrefix(ref, "#")
 	if !ok {
-		return nil, "", false
+		return nil, "", refMissing
 	}
 	if u, err := url.PathUnescape(frag); err == nil {
 		frag = u
 	}
 	if frag == "" {
-		return root, "", true
+		return root, "", refResolved
 	}
 	if !strings.HasPrefix(frag, "/") {
-		budget := 10000
-		return findAnchor(root, frag, "", &budget)
+		budget := maxAnchorVisits
+		v, p, ok := findAnchor(root, frag, "", &budget)
+		switch {
+		case ok:
+			return v, p, refResolved
+		case budget < 0:
+			return nil, "", refCapped
+		}
+		return nil, "", refMissing
 	}
 	v, ok := pointerGet(root, frag)
-	return v, frag, ok
+	if !ok {
+		return nil, "", refMissing
+	}
+	return v, frag, refResolved
 }
 
 // pointerGet returns the value at the JSON Pointer ptr in v.

@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/playbook"
 )
 
 // want is one expected finding of a schema comparison: its severity, its
@@ -476,7 +477,8 @@ func TestCompareSchemasSelf(t *testing.T) {
 }
 
 // TestCompareSchemasLimits: deep, wide, recursive and self-referring
-// schemas end quickly with at most a warning about the limit.
+// schemas end quickly; a comparison stopped by a limit is an error (it
+// cannot prove the schemas equal) naming the limit and the place.
 func TestCompareSchemasLimits(t *testing.T) {
 	deep := func(n int, leaf string) string {
 		return strings.Repeat(`{"type":"object","properties":{"a":`, n) + leaf + strings.Repeat(`}}`, n)
@@ -503,28 +505,88 @@ func TestCompareSchemasLimits(t *testing.T) {
 	fan.WriteString(`"d40":{"type":"string"}}}`)
 	fanReg := strings.Replace(fan.String(), `"d40":{"type":"string"}`, `"d40":{"type":"integer"}`, 1)
 
+	// A chain of 40 $refs, each to the next.
+	chain := func(leaf string) string {
+		var b strings.Builder
+		b.WriteString(`{"$ref":"#/$defs/d0","$defs":{`)
+		for i := range 40 {
+			fmt.Fprintf(&b, `"d%d":{"$ref":"#/$defs/d%d"},`, i, i+1)
+		}
+		fmt.Fprintf(&b, `"d40":%s}}`, leaf)
+		return b.String()
+	}
+	// An anchor found only after more than maxAnchorVisits values.
+	anchor := `{"$ref":"#x","$defs":{"a":[` + strings.TrimSuffix(strings.Repeat("0,", maxAnchorVisits), ",") + `],"z":{"$anchor":"x","type":"string"}}}`
+	// Identical properties, more of them than maxSteps, and one change
+	// beside them: every pair is visited.
+	many := wide(maxSteps+10, "string")
+	manyReg := strings.Replace(many, `{"type":"object",`, `{"type":"object","minProperties":1,`, 1)
+
 	cases := []struct {
 		name     string
 		doc, reg string
 		text     string // in the last finding
 		max      int
+		sev      diag.Severity // of the last finding
+		path     string        // of the last finding
 	}{
-		{"deep", deep(100, `{"type":"string"}`), deep(100, `{"type":"integer"}`), "nested more than 64 levels", 1},
-		{"wide", wide(1000, "string"), wide(1000, "integer"), "more differences not listed", maxFindings + 1},
-		{"ref loop", `{"$ref":"#/a","a":{"$ref":"#/a"}}`, `{"type":"string"}`, "does not define (or one that loops)", 1},
-		{"shared definitions", fan.String(), fanReg, "type is", 2},
+		{"deep", deep(100, `{"type":"string"}`), deep(100, `{"type":"integer"}`), `nested more than 64 levels deep (the comparison's depth limit) at "/properties/a`, 1, diag.Error, "/properties/a" + strings.Repeat("/properties/a", 64)},
+		{"deep output", deep(100, `{"type":"string"}`), deep(100, `{"type":"integer"}`), "depth limit", 1, diag.Error, ""},
+		{"wide", wide(1000, "string"), wide(1000, "integer"), "more differences not listed", maxFindings + 1, diag.Error, ""},
+		{"ref loop", `{"$ref":"#/a","a":{"$ref":"#/a"}}`, `{"type":"string"}`, "does not define (or one that loops)", 1, diag.Warning, "/a/$ref"},
+		{"ref chain", chain(`{"type":"string"}`), `{"type":"string","minLength":1}`, "has a chain of more than 32 $refs (the $ref chain limit)", 1, diag.Error, "/$ref"},
+		{"ref chain in the registry", `{"type":"string"}`, chain(`{"type":"string"}`) + " ", "the registry's schema has a chain of more than 32 $refs", 1, diag.Error, "/$ref"},
+		{"anchor search", anchor, `{"type":"string","minLength":1}`, "anchor search limit", 1, diag.Error, "/$ref"},
+		{"too many subschemas", many, manyReg, "limit of 20000 pairs of subschemas", 2, diag.Error, ""},
+		{"shared definitions", fan.String(), fanReg, "type is", 2, diag.Error, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			f := inputField
+			if strings.Contains(tc.name, "output") {
+				f = outputField
+			}
 			start := time.Now()
-			got := compareSchemas("t", inputField, []byte(tc.doc), []byte(tc.reg))
+			got := compareSchemas("t", f, []byte(tc.doc), []byte(tc.reg))
 			if d := time.Since(start); d > time.Second {
 				t.Errorf("took %v", d)
 			}
 			if len(got) == 0 || len(got) > tc.max || !strings.Contains(got[len(got)-1].Message, tc.text) {
-				t.Errorf("got %d findings (at most %d wanted), last: %v", len(got), tc.max, got[len(got)-1:])
+				t.Fatalf("got %d findings (at most %d wanted), last: %v", len(got), tc.max, got[max(0, len(got)-1):])
+			}
+			last := got[len(got)-1]
+			if last.Severity != tc.sev {
+				t.Errorf("last finding at %s, want %s: %v", last.Severity, tc.sev, last)
+			}
+			if tc.path != "" && last.Path != tc.path {
+				t.Errorf("last finding at path %q, want %q", last.Path, tc.path)
 			}
 		})
+	}
+}
+
+// TestCompareLimitIsAnError: through Compare, a schema comparison cut
+// short by a limit is an error even when everything it did compare only
+// widens (which alone would be a warning): the run must not proceed on
+// definitions nobody could prove equal.
+func TestCompareLimitIsAnError(t *testing.T) {
+	deep := strings.Repeat(`{"type":"object","properties":{"a":`, 80) + `{"type":"string"}` + strings.Repeat(`}}`, 80)
+	// The only differences lie past the depth limit: the registry drops a
+	// maxLength (it widens: a warning had it been compared).
+	docSchema := strings.Replace(deep, `{"type":"string"}`, `{"type":"string","maxLength":3}`, 1)
+	regSchema := strings.Replace(deep, `{"type":"string"}`, `{"type":"string","description":"x"}`, 1)
+	doc := playbook.Definition{Name: "t", Source: "builtin", Description: "d", Permissions: []string{}, InputSchema: []byte(docSchema)}
+	reg := doc
+	reg.InputSchema = []byte(regSchema)
+	fs := Compare(doc, reg)
+	var limit *Finding
+	for i, f := range fs {
+		if strings.Contains(f.Message, "depth limit") {
+			limit = &fs[i]
+		}
+	}
+	if limit == nil || limit.Severity != diag.Error || limit.Rule != "drift-input-schema" || limit.Field != "inputSchema" || limit.Path == "" {
+		t.Fatalf("no error finding about the depth limit: %v", fs)
 	}
 }
 

@@ -10,6 +10,19 @@
 // sideEffecting, requiresApproval, permissions or data scopes, a missing
 // schema, as an MCP server leaves them) keeps the document's value: pinning
 // never erases a claim the registry cannot confirm or deny.
+//
+// Pinning never lowers a risk the document states: a riskClass lower in
+// the registry (read < internal < customer_comms < money), sideEffecting
+// false where the document says true, requiresApproval false where the
+// document says true keep the document's value, with a note naming the
+// member ([Result.Notes]); a riskier registry value is written. A server's
+// annotations and description are claims of the server's; lowering what a
+// reviewer approved is a person's decision.
+//
+// The pinned document is always readable JSON, lists no name twice, and
+// has no reader or validator error the original did not have: an edit
+// that would add one is left out, the rest is pinned, and
+// [Result.Problems] says which member a person must fill.
 package pin
 
 import (
@@ -23,9 +36,11 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/registry"
 	"github.com/openplaybook/openplaybook/syntax"
+	"github.com/openplaybook/openplaybook/validate"
 )
 
 // Change is one edit pin makes, for the summary line of each tool.
@@ -41,26 +56,39 @@ type Change struct {
 // Result is the outcome of [Plan].
 type Result struct {
 	// Source is the document after pinning (the input itself when nothing
-	// changes).
+	// changes). It is always readable JSON, and pinning introduces no
+	// reader or validator error into it: an edit that would is left out
+	// and explained in Problems.
 	Source []byte
 	// Changes lists what changed, tool by tool, in document order.
 	Changes []Change
-	// Problems are edits pin cannot make on its own (a requires entry to
-	// create by hand); when there are any, Source is still usable but the
-	// document may not be valid.
+	// Notes are values pin kept on purpose: a riskClass, sideEffecting or
+	// requiresApproval the registry states lower than the document does
+	// (pin never lowers a risk claim). Each names the tool and the member.
+	Notes []string
+	// Problems are edits pin cannot make on its own and left out of
+	// Source: each names the tool and the member (or requires entry) a
+	// person must fill, and why.
 	Problems []string
 }
 
 // Plan computes the pinned document. doc must have been read from its
 // Source without a fatal syntax error (doc.Truncated false).
+//
+// Each edit (one member of one embedded definition, or one added
+// definition with its requires listing) is checked with the reader and
+// the validator ([playbook.Read], [validate.Document], with the registry's
+// names): one that would introduce an error the document does not already
+// have is left out, so that everything pin can decide is still pinned and
+// what needs a person is said in Problems.
 func Plan(doc *playbook.Document, reg *registry.Registry) (*Result, error) {
 	if doc.Root == nil || doc.Truncated || doc.Root.Kind != syntax.Object {
 		return nil, fmt.Errorf("%s cannot be pinned: it is not a readable document (run openplaybook validate)", doc.File)
 	}
 	src := doc.Source
-	p := &planner{src: src, indent: detectIndent(src)}
+	p := &planner{src: src, indent: detectIndent(src), doc: doc, reg: reg}
 	res := &Result{}
-	for _, t := range doc.Tools {
+	for i, t := range doc.Tools {
 		if t.Name == nil {
 			continue
 		}
@@ -68,16 +96,65 @@ func Plan(doc *playbook.Document, reg *registry.Registry) (*Result, error) {
 		if !ok {
 			continue
 		}
-		if ch := p.updateTool(t, e.Definition); len(ch.Members) > 0 {
-			res.Changes = append(res.Changes, ch)
+		p.updateTool(i, t, e.Definition, res)
+	}
+	p.addMissing(res)
+	if len(p.groups) == 0 {
+		res.Source = src
+		return res, nil
+	}
+
+	base := p.errorKeys(src)
+	all := make([]bool, len(p.groups))
+	for i := range all {
+		all[i] = true
+	}
+	out, err := p.render(all)
+	if err != nil {
+		return nil, err
+	}
+	accepted := all
+	if bad := p.newErrors(base, out); len(bad) > 0 {
+		// Something needs a person: keep each edit that, with those kept
+		// before it, introduces no error.
+		accepted = make([]bool, len(p.groups))
+		for i, g := range p.groups {
+			accepted[i] = true
+			try, err := p.render(accepted)
+			if err != nil {
+				return nil, err
+			}
+			if bad := p.newErrors(base, try); len(bad) > 0 {
+				accepted[i] = false
+				res.Problems = append(res.Problems, p.explain(g, bad)...)
+				continue
+			}
+			out = try
+		}
+		if out, err = p.render(accepted); err != nil {
+			return nil, err
 		}
 	}
-	p.addMissing(doc, reg, res)
-	out, err := udiff.Apply(string(src), p.edits)
-	if err != nil {
-		return nil, fmt.Errorf("pin: applying edits: %w", err)
+	res.Source = out
+	last := -1 // the tool index of the last change
+	for i, g := range p.groups {
+		if !accepted[i] {
+			continue
+		}
+		if g.added {
+			res.Changes = append(res.Changes, Change{Tool: g.tool, Added: true})
+			res.Problems = append(res.Problems, g.problems...)
+			last = -1
+			continue
+		}
+		if last == g.toolIndex {
+			c := &res.Changes[len(res.Changes)-1]
+			c.Members = append(c.Members, g.member)
+			continue
+		}
+		res.Changes = append(res.Changes, Change{Tool: g.tool, Members: []string{g.member}})
+		last = g.toolIndex
 	}
-	res.Source = []byte(out)
 	return res, nil
 }
 
@@ -92,7 +169,30 @@ func Diff(name string, old, new []byte) string {
 type planner struct {
 	src    []byte
 	indent string // one level of indentation, as the document uses it
-	edits  []udiff.Edit
+	doc    *playbook.Document
+	reg    *registry.Registry
+	groups []*group
+}
+
+// group is one edit pin decides on its own: one member of an embedded
+// definition (replaced or added), or one added definition with the
+// listing of its name in the requires block. Groups are kept or left out
+// whole.
+type group struct {
+	tool      string
+	toolIndex int    // in doc.Tools; -1 for an added definition
+	member    string // "" for an added definition
+	added     bool
+
+	edit   *udiff.Edit  // a member's value replaced
+	obj    *syntax.Node // a member added to this object ...
+	text   string       // ... as this text (",\n  \"m\": v")
+	def    string       // an added definition, formatted as an element of tools
+	raw    []byte       // the added definition, compact
+	listIn *syntax.Node // the array (toolNames, capabilities) to list the added name in; nil: none
+	value  string       // the member's new value, for messages
+
+	problems []string // about an added definition that is kept (a requires entry to create by hand)
 }
 
 // merged returns the value the registry gives a member, and whether the
@@ -131,11 +231,41 @@ func merged(member string, reg playbook.Definition) (any, bool) {
 	return nil, false
 }
 
-// updateTool edits the members of one embedded definition that differ
-// from what the registry says, and adds those the registry says but the
-// document lacks.
-func (p *planner) updateTool(t *playbook.Tool, reg playbook.Definition) Change {
-	ch := Change{Tool: t.Name.Value}
+// lowers reports, for the members that state a risk (riskClass,
+// sideEffecting, requiresApproval), whether the registry's value v is
+// less risky than the document's stated value cur, and why; pin never
+// writes such a value. A riskClass outside the order cannot be compared,
+// so it is not assumed lower or higher: the document's is kept.
+func lowers(member string, t *playbook.Tool, v any) (string, bool) {
+	switch member {
+	case "riskClass":
+		doc, reg := playbook.Str(t.RiskClass), v.(string)
+		if t.RiskClass == nil {
+			return "", false // not a string: the reader's to report; nothing stated
+		}
+		dr, rr := playbook.RiskRank(doc), playbook.RiskRank(reg)
+		switch {
+		case dr < 0 || rr < 0:
+			return fmt.Sprintf("kept riskClass %q: the registry says %q, and the two cannot be ordered (read < internal < customer_comms < money); set it by hand", doc, reg), true
+		case rr < dr:
+			return fmt.Sprintf("kept riskClass %q: the registry says %q, which is lower (read < internal < customer_comms < money); pin never lowers a risk claim, lower it by hand if the tool really is less risky", doc, reg), true
+		}
+	case "sideEffecting":
+		if b, ok := v.(*bool); ok && b != nil && !*b && t.SideEffecting != nil && t.SideEffecting.Value {
+			return "kept sideEffecting true: the registry says false; pin never removes a side effect the document declares, change it by hand if the tool really changes nothing", true
+		}
+	case "requiresApproval":
+		if b, ok := v.(*bool); ok && b != nil && !*b && t.RequiresApproval != nil && t.RequiresApproval.Value {
+			return "kept requiresApproval true: the registry says false; pin never drops an approval the document requires, change it by hand if the playbook really needs none", true
+		}
+	}
+	return "", false
+}
+
+// updateTool plans the edits of one embedded definition: each member that
+// differs from what the registry says, and each the registry says but the
+// document lacks, except a lower risk (see [lowers]).
+func (p *planner) updateTool(i int, t *playbook.Tool, reg playbook.Definition, res *Result) {
 	obj := t.Node
 	present := map[string]bool{}
 	for _, m := range obj.Members {
@@ -148,10 +278,15 @@ func (p *planner) updateTool(t *playbook.Tool, reg playbook.Definition) Change {
 		if err != nil || sameJSON(p.src[m.Value.Offset:m.Value.End], newVal) {
 			continue
 		}
-		p.edits = append(p.edits, udiff.Edit{Start: m.Value.Offset, End: m.Value.End, New: p.format(newVal, p.lineIndent(m.NameOffset))})
-		ch.Members = append(ch.Members, m.Name)
+		if note, ok := lowers(m.Name, t, v); ok {
+			res.Notes = append(res.Notes, fmt.Sprintf("tool %q: %s", t.Name.Value, note))
+			continue
+		}
+		p.groups = append(p.groups, &group{
+			tool: t.Name.Value, toolIndex: i, member: m.Name, value: string(newVal),
+			edit: &udiff.Edit{Start: m.Value.Offset, End: m.Value.End, New: p.format(newVal, p.lineIndent(m.NameOffset))},
+		})
 	}
-	var add []string
 	for _, name := range playbook.ToolMembers {
 		if present[name] {
 			continue
@@ -165,19 +300,18 @@ func (p *planner) updateTool(t *playbook.Tool, reg playbook.Definition) Change {
 			continue
 		}
 		memberIndent := p.childIndent(obj)
-		add = append(add, fmt.Sprintf(",\n%s%q: %s", memberIndent, name, p.format(newVal, memberIndent)))
-		ch.Members = append(ch.Members, name)
+		p.groups = append(p.groups, &group{
+			tool: t.Name.Value, toolIndex: i, member: name, value: string(newVal),
+			obj: obj, text: fmt.Sprintf(",\n%s%q: %s", memberIndent, name, p.format(newVal, memberIndent)),
+		})
 	}
-	if len(add) > 0 {
-		p.insertBeforeClose(obj, strings.Join(add, ""))
-	}
-	return ch
 }
 
-// addMissing adds a definition for every allowedTools name the registry
-// knows and the document does not embed, and lists MCP and connector tool
-// names in their requires entry.
-func (p *planner) addMissing(doc *playbook.Document, reg *registry.Registry, res *Result) {
+// addMissing plans a definition for every allowedTools name the registry
+// knows and the document does not embed, with the listing of MCP and
+// connector tool names in their requires entry.
+func (p *planner) addMissing(res *Result) {
+	doc := p.doc
 	toolsNode := doc.Root.Member("tools")
 	if toolsNode == nil || toolsNode.Kind != syntax.Array {
 		return
@@ -185,18 +319,14 @@ func (p *planner) addMissing(doc *playbook.Document, reg *registry.Registry, res
 	var missing []string
 	for _, s := range doc.Steps {
 		for _, a := range s.AllowedTools.Values() {
-			if doc.ToolNamed(a) == nil && reg.Has(a) && !slices.Contains(missing, a) {
+			if doc.ToolNamed(a) == nil && p.reg.Has(a) && !slices.Contains(missing, a) {
 				missing = append(missing, a)
 			}
 		}
 	}
-	if len(missing) == 0 {
-		return
-	}
 	elemIndent := p.childIndent(toolsNode)
-	var b strings.Builder
-	for i, name := range missing {
-		e, _ := reg.Lookup(name)
+	for _, name := range missing {
+		e, _ := p.reg.Lookup(name)
 		def := e.Definition
 		if def.Permissions == nil {
 			def.Permissions = []string{}
@@ -206,72 +336,220 @@ func (p *planner) addMissing(doc *playbook.Document, reg *registry.Registry, res
 			res.Problems = append(res.Problems, fmt.Sprintf("tool %q cannot be encoded: %v", name, err))
 			continue
 		}
-		if len(toolsNode.Elems) > 0 || i > 0 {
-			b.WriteString(",")
-		}
-		b.WriteString("\n" + elemIndent + p.format(v, elemIndent))
-		res.Changes = append(res.Changes, Change{Tool: name, Added: true})
-		p.listInRequires(doc, def, res)
+		g := &group{tool: name, toolIndex: -1, added: true, def: p.format(v, elemIndent), raw: v}
+		g.listIn, g.problems = p.listInRequires(def)
+		p.groups = append(p.groups, g)
 	}
-	p.insertBeforeClose(toolsNode, b.String())
 }
 
-// listInRequires adds an added tool's name to its MCP server's toolNames
-// or its connection's capabilities, or records a problem when the requires
-// entry itself is missing.
-func (p *planner) listInRequires(doc *playbook.Document, def playbook.Definition, res *Result) {
+// listInRequires finds the array an added tool's name belongs in: its MCP
+// server's toolNames or its connection's capabilities. It returns nil when
+// the name is already listed there (it is never listed twice), or, with a
+// problem, when the requires entry itself is missing.
+func (p *planner) listInRequires(def playbook.Definition) (*syntax.Node, []string) {
+	doc := p.doc
 	if doc.Requires == nil {
-		res.Problems = append(res.Problems, fmt.Sprintf("tool %q was added but the document has no requires block to declare it in", def.Name))
-		return
+		return nil, []string{fmt.Sprintf("tool %q was added but the document has no requires block to declare it in", def.Name)}
 	}
 	if server, _, ok := playbook.MCPParts(def.Name); ok {
 		for _, s := range doc.Requires.MCPServers {
 			if playbook.Str(s.Name) == server {
-				if s.ToolNames == nil {
-					res.Problems = append(res.Problems, fmt.Sprintf("add %q to requires.mcpServers[%q].toolNames by hand (the entry has no toolNames)", def.Name, server))
-					return
+				switch {
+				case s.ToolNames == nil || s.ToolNames.Node == nil || s.ToolNames.Node.Kind != syntax.Array:
+					return nil, []string{fmt.Sprintf("add %q to requires.mcpServers[%q].toolNames by hand (the entry has no toolNames)", def.Name, server)}
+				case s.ToolNames.Has(def.Name):
+					return nil, nil
 				}
-				p.appendString(s.ToolNames.Node, def.Name)
-				return
+				return s.ToolNames.Node, nil
 			}
 		}
-		res.Problems = append(res.Problems, fmt.Sprintf("tool %q was added; declare MCP server %q in requires.mcpServers by hand", def.Name, server))
-		return
+		return nil, []string{fmt.Sprintf("tool %q was added; declare MCP server %q in requires.mcpServers by hand", def.Name, server)}
 	}
 	if def.Source == "connector" {
 		for _, c := range doc.Requires.Connections {
 			if playbook.Str(c.Provider) == def.ConnectorType {
-				if c.Capabilities == nil {
-					res.Problems = append(res.Problems, fmt.Sprintf("add %q to the %q connection's capabilities by hand (it has none)", def.Name, def.ConnectorType))
-					return
+				switch {
+				case c.Capabilities == nil || c.Capabilities.Node == nil || c.Capabilities.Node.Kind != syntax.Array:
+					return nil, []string{fmt.Sprintf("add %q to the %q connection's capabilities by hand (it has none)", def.Name, def.ConnectorType)}
+				case c.Capabilities.Has(def.Name):
+					return nil, nil
 				}
-				p.appendString(c.Capabilities.Node, def.Name)
-				return
+				return c.Capabilities.Node, nil
 			}
 		}
-		res.Problems = append(res.Problems, fmt.Sprintf("tool %q was added; add a %q connection to requires.connections and manifest.requiredConnectors by hand", def.Name, def.ConnectorType))
+		return nil, []string{fmt.Sprintf("tool %q was added; add a %q connection to requires.connections and manifest.requiredConnectors by hand", def.Name, def.ConnectorType)}
 	}
+	return nil, nil
 }
 
-// appendString adds a string element at the end of array arr, on the same
-// line as the last element when the array is on one line.
-func (p *planner) appendString(arr *syntax.Node, s string) {
-	q, _ := json.Marshal(s)
+// render applies the groups marked in keep to the source. All the text
+// added to one container (members of one definition, definitions added to
+// tools, names listed in one array) goes in as one edit, so that the
+// separators between the pieces are right whatever the container holds.
+func (p *planner) render(keep []bool) ([]byte, error) {
+	var edits []udiff.Edit
+	var objs []*syntax.Node
+	objText := map[*syntax.Node][]string{}
+	var arrs []*syntax.Node
+	arrNames := map[*syntax.Node][]string{}
+	var defs []string
+	for i, g := range p.groups {
+		if !keep[i] {
+			continue
+		}
+		switch {
+		case g.edit != nil:
+			edits = append(edits, *g.edit)
+		case g.obj != nil:
+			if objText[g.obj] == nil {
+				objs = append(objs, g.obj)
+			}
+			objText[g.obj] = append(objText[g.obj], g.text)
+		case g.added:
+			defs = append(defs, g.def)
+			if g.listIn != nil {
+				if arrNames[g.listIn] == nil {
+					arrs = append(arrs, g.listIn)
+				}
+				arrNames[g.listIn] = append(arrNames[g.listIn], g.tool)
+			}
+		}
+	}
+	for _, o := range objs {
+		edits = append(edits, p.insertBeforeClose(o, strings.Join(objText[o], "")))
+	}
+	if len(defs) > 0 {
+		toolsNode := p.doc.Root.Member("tools")
+		elemIndent := p.childIndent(toolsNode)
+		var b strings.Builder
+		for _, d := range defs {
+			b.WriteString(",\n" + elemIndent + d)
+		}
+		edits = append(edits, p.insertBeforeClose(toolsNode, b.String()))
+	}
+	for _, a := range arrs {
+		edits = append(edits, p.appendStrings(a, arrNames[a]))
+	}
+	out, err := udiff.Apply(string(p.src), edits)
+	if err != nil {
+		return nil, fmt.Errorf("pin: applying edits: %w", err)
+	}
+	return []byte(out), nil
+}
+
+// errorKeys returns the reader's and the validator's errors about src, as
+// rule and pointer, counted.
+func (p *planner) errorKeys(src []byte) map[string]int {
+	d, ds := playbook.Read(p.doc.File, src, nil)
+	ds = append(ds, validate.Document(d, &validate.Options{Registry: p.reg.Has})...)
+	keys := map[string]int{}
+	for _, x := range ds {
+		if x.Severity == diag.Error {
+			keys[x.Rule+"\x00"+x.Pointer]++
+		}
+	}
+	return keys
+}
+
+// newErrors returns the errors about src that the document did not have
+// (base, from [planner.errorKeys]).
+func (p *planner) newErrors(base map[string]int, src []byte) []diag.Diagnostic {
+	d, ds := playbook.Read(p.doc.File, src, nil)
+	ds = append(ds, validate.Document(d, &validate.Options{Registry: p.reg.Has})...)
+	diag.Sort(ds)
+	seen := map[string]int{}
+	var out []diag.Diagnostic
+	for _, x := range ds {
+		if x.Severity != diag.Error {
+			continue
+		}
+		k := x.Rule + "\x00" + x.Pointer
+		seen[k]++
+		if seen[k] > base[k] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// explain says what a person must fill for an edit pin left out, naming
+// the tool and the member.
+func (p *planner) explain(g *group, bad []diag.Diagnostic) []string {
+	var out []string
+	if g.added {
+		for _, d := range bad {
+			out = append(out, fmt.Sprintf("tool %q was not added: %s (%s); add its definition to tools by hand with %s filled:\n%s",
+				g.tool, d.Message, d.Rule, memberOf(d), p.format(g.raw, "")))
+		}
+		out = append(out, g.problems...)
+		return out
+	}
+	t := p.doc.Tools[g.toolIndex]
+	ptr := fmt.Sprintf("/tools/%d", g.toolIndex)
+	if g.member == "sideEffecting" && g.value == "true" && playbook.Str(t.RiskClass) == "read" {
+		return []string{fmt.Sprintf("tool %q: sideEffecting was not pinned: the registry says true and states no riskClass, and the document says riskClass \"read\" (a read tool has no side effects); fill riskClass (%s/riskClass) by hand with \"internal\", \"customer_comms\" or \"money\", list its writes in dataScopeWrites, then pin again",
+			g.tool, ptr)}
+	}
+	for _, d := range bad {
+		out = append(out, fmt.Sprintf("tool %q: %s was not pinned to %s: %s (%s at %s); fill %s (%s/%s) by hand",
+			g.tool, g.member, short(g.value), d.Message, d.Rule, d.Pointer, memberOf(d), ptr, memberOf(d)))
+	}
+	return out
+}
+
+// memberOf names the definition member a validator error asks a person to
+// fill.
+func memberOf(d diag.Diagnostic) string {
+	switch d.Rule {
+	case "side-effect-writes":
+		return "dataScopeWrites"
+	case "read-tool":
+		return "riskClass"
+	}
+	parts := strings.Split(d.Pointer, "/")
+	if len(parts) >= 4 && parts[1] == "tools" {
+		return strings.NewReplacer("~1", "/", "~0", "~").Replace(parts[3])
+	}
+	if d.Pointer == "" {
+		return "the document"
+	}
+	return d.Pointer
+}
+
+func short(v string) string {
+	if len(v) > 60 {
+		return v[:57] + "..."
+	}
+	return v
+}
+
+// appendStrings returns the edit that adds string elements at the end of
+// array arr, on the same line as the last element when the array is on
+// one line.
+func (p *planner) appendStrings(arr *syntax.Node, names []string) udiff.Edit {
+	qs := make([]string, len(names))
+	for i, s := range names {
+		q, _ := json.Marshal(s)
+		qs[i] = string(q)
+	}
+	multi := bytes.ContainsRune(p.src[arr.Offset:arr.End], '\n')
 	if len(arr.Elems) == 0 {
-		p.edits = append(p.edits, udiff.Edit{Start: arr.Offset + 1, End: arr.End - 1, New: string(q)})
-		return
+		// Whatever lies between the brackets is whitespace: replace it.
+		return udiff.Edit{Start: arr.Offset + 1, End: arr.End - 1, New: strings.Join(qs, ", ")}
 	}
 	last := arr.Elems[len(arr.Elems)-1]
 	sep := ", "
-	if bytes.ContainsRune(p.src[arr.Offset:arr.End], '\n') {
+	if multi {
 		sep = ",\n" + p.lineIndent(last.Offset)
 	}
-	p.edits = append(p.edits, udiff.Edit{Start: last.End, End: last.End, New: sep + string(q)})
+	return udiff.Edit{Start: last.End, End: last.End, New: sep + strings.Join(qs, sep)}
 }
 
-// insertBeforeClose inserts text after the last member or element of a
-// container, before the whitespace that precedes its closing delimiter.
-func (p *planner) insertBeforeClose(n *syntax.Node, text string) {
+// insertBeforeClose returns the edit that inserts text after the last
+// member or element of a container, before the whitespace that precedes
+// its closing delimiter. text starts with a comma, dropped when the
+// container is empty.
+func (p *planner) insertBeforeClose(n *syntax.Node, text string) udiff.Edit {
 	at := n.Offset + 1
 	if len(n.Members) > 0 {
 		at = n.Members[len(n.Members)-1].Value.End
@@ -282,10 +560,9 @@ func (p *planner) insertBeforeClose(n *syntax.Node, text string) {
 	}
 	if len(n.Members) == 0 && len(n.Elems) == 0 {
 		text += "\n" + p.lineIndent(n.Offset)
-		p.edits = append(p.edits, udiff.Edit{Start: at, End: n.End - 1, New: text})
-		return
+		return udiff.Edit{Start: at, End: n.End - 1, New: text}
 	}
-	p.edits = append(p.edits, udiff.Edit{Start: at, End: at, New: text})
+	return udiff.Edit{Start: at, End: at, New: text}
 }
 
 // lineIndent returns the whitespace that starts the line holding off.

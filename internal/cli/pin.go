@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
 
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/pin"
-	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/report"
-	"github.com/openplaybook/openplaybook/validate"
 )
 
 func (c *CLI) pinCommand() *cobra.Command {
@@ -29,15 +29,21 @@ the registry's values; each allowedTools name the registry knows but DOC does
 not embed gets a definition (and is listed in its MCP server's toolNames or
 its connection's capabilities). What the registry does not say (an MCP
 server's riskClass, permissions or data scopes) keeps the document's value.
-Everything else in the file keeps its bytes and order.
+Pin never lowers a risk the document states: a lower riskClass, or
+sideEffecting or requiresApproval false where DOC says true, keeps DOC's
+value, with a note naming the member. Everything else in the file keeps its
+bytes and order.
 
 Pin prints a unified diff to standard output and a summary to standard
-error. It writes the file only with --write, and only when the pinned
-document is still valid.
+error. It writes the file only with --write. What it writes is always valid
+JSON with no name listed twice; an edit that would make the document
+invalid (a member only a person can decide) is left out, the rest is
+written, and pin names the tool and the member to fill by hand.
 
-Exit status: 0 the document is in line (or was written), 1 it is not in
-line (the diff shows how; run again with --write) or pinning would leave it
-invalid, 2 bad usage or unreadable input.`,
+Exit status: 0 the document is in line (or was written in full), 1 it is
+not in line (the diff shows how; run again with --write) or something is
+left for a person to fill (written or not, the list says what), 2 bad usage
+or unreadable input.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if harnessPath == "" {
 				return errors.New("pin needs --harness FILE (the harness file: see docs/harness.md)")
@@ -65,12 +71,21 @@ invalid, 2 bad usage or unreadable input.`,
 			if err != nil {
 				return &exitError{code: ExitProblems, err: err}
 			}
-			for _, p := range plan.Problems {
-				fmt.Fprintf(c.stderr(), "openplaybook: pin: %s\n", p)
+			for _, n := range plan.Notes {
+				fmt.Fprintf(c.stderr(), "openplaybook: pin: note: %s\n", n)
 			}
 			if len(plan.Changes) == 0 {
-				fmt.Fprintf(c.stderr(), "%s: every embedded definition is in line with the registry\n", doc.File)
-				return nil
+				if len(plan.Problems) == 0 {
+					fmt.Fprintf(c.stderr(), "%s: every embedded definition is in line with the registry\n", doc.File)
+					return nil
+				}
+				fmt.Fprintf(c.stderr(), "%s: nothing pin can decide on its own is left to pin\n", doc.File)
+				c.pinProblems(plan.Problems)
+				return failed
+			}
+			if jsontext.Value(doc.Source).IsValid() && !jsontext.Value(plan.Source).IsValid() {
+				// Plan never produces this; refuse rather than write it.
+				return &exitError{code: ExitProblems, err: fmt.Errorf("pin: the pinned %s would not be valid JSON; nothing was written (this is a bug in openplaybook, please report it)", doc.File)}
 			}
 			fmt.Fprint(c.stdout(), pin.Diff(doc.File, doc.Source, plan.Source))
 			what := fmt.Sprintf("%d tool definitions differ", len(plan.Changes))
@@ -78,19 +93,8 @@ invalid, 2 bad usage or unreadable input.`,
 				what = "1 tool definition differs"
 			}
 			fmt.Fprintf(c.stderr(), "%s: %s from the registry:\n%s", doc.File, what, pin.Summary(plan.Changes))
-
-			after, ds := playbook.Read(doc.File, plan.Source, nil)
-			ds = append(ds, validate.Document(after, &validate.Options{Registry: res.env.Registry.Has})...)
-			diag.Sort(ds)
-			if diag.Count(ds, diag.Error) > 0 {
-				fmt.Fprintf(c.stderr(), "pinning would leave %s invalid; fix these by hand (the registry does not say enough to decide):\n", doc.File)
-				_ = report.Write(c.stderr(), "text", []report.File{{Name: doc.File, Src: plan.Source}}, ds, nil)
-				return failed
-			}
-			if len(plan.Problems) > 0 {
-				return failed
-			}
 			if !write {
+				c.pinProblems(plan.Problems)
 				fmt.Fprintf(c.stderr(), "run again with --write to update %s\n", doc.File)
 				return failed
 			}
@@ -98,12 +102,27 @@ invalid, 2 bad usage or unreadable input.`,
 				return ioError(err)
 			}
 			fmt.Fprintf(c.stderr(), "wrote %s\n", doc.File)
+			if len(plan.Problems) > 0 {
+				c.pinProblems(plan.Problems)
+				return failed
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (YAML or JSON; see docs/harness.md)")
 	cmd.Flags().BoolVar(&write, "write", false, "rewrite DOC in place (atomically) when the pinned document is valid")
 	return cmd
+}
+
+// pinProblems prints what pin left for a person to fill.
+func (c *CLI) pinProblems(problems []string) {
+	if len(problems) == 0 {
+		return
+	}
+	fmt.Fprintf(c.stderr(), "pin left these for a person to fill (the registry does not say enough to decide):\n")
+	for _, p := range problems {
+		fmt.Fprintf(c.stderr(), "  %s\n", strings.ReplaceAll(p, "\n", "\n    "))
+	}
 }
 
 // writeAtomic replaces path with data through a temporary file in the same
