@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/openplaybook/openplaybook/builtin"
 	"github.com/openplaybook/openplaybook/diag"
@@ -344,5 +346,45 @@ func checkCalls(b *testing.B, s *store.Store, run string, n int) {
 		if err != nil || len(probs) > 0 {
 			b.Fatalf("audit: %v %v", err, probs)
 		}
+	}
+}
+
+// BenchmarkSchemaLibraryTypical is the peer of BenchmarkDecideTypicalSchema:
+// the schema library alone (santhosh-tekuri/jsonschema/v6) decoding the
+// same arguments and validating them against the same schema, compiled
+// with format assertions as the runtime compiles it. Target
+// (BENCHMARKS.md): the decision with a typical schema at most 1.5x this.
+//
+//	go test ./runtime -run '^$' -bench 'DecideTypicalSchema|SchemaLibraryTypical' -count 3
+func BenchmarkSchemaLibraryTypical(b *testing.B) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(typicalSchema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	if err := c.AddResource("typical.json", doc); err != nil {
+		b.Fatal(err)
+	}
+	sch, err := c.Compile("typical.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct{ name, args string }{
+		{"valid", typicalArgs},
+		{"invalid", `{"customerId":"8f3kQ2","query":"late invoice","limit":10,"status":"lost","tags":["vip"]}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				v, err := jsonschema.UnmarshalJSON(strings.NewReader(tc.args))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := sch.Validate(v); (err == nil) != (tc.name == "valid") {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -50,6 +50,7 @@ type toolInfo struct {
 	defDigest string              // SHA-256 of the RFC 8785 form of def
 	input     *jsonschema.Schema
 	declared  []string // the top-level arguments input declares, sorted, for refusal messages
+	noArgs    bool     // the input schema allows only {}
 	output    *jsonschema.Schema
 	entry     registry.Entry // the registry's definition at import
 	resolved  bool
@@ -85,6 +86,13 @@ func Import(doc *playbook.Document, reg *registry.Registry) (*Imported, error) {
 			return nil, fmt.Errorf("tool %q: %w", def.Name, err)
 		}
 		ti.declared = declaredArgs(ti.input)
+		switch objectShape(def.InputSchema) {
+		case anyObject:
+			// Check 3 already requires an object: nothing more to do.
+			ti.input = nil
+		case emptyObject:
+			ti.noArgs = true
+		}
 		if ti.output, err = compileSchema(def.Name+" outputSchema", def.OutputSchema, false); err != nil {
 			return nil, fmt.Errorf("tool %q: %w", def.Name, err)
 		}
@@ -287,7 +295,8 @@ func (im *Imported) Decide(step, name string, args []byte) Decision {
 		d.Reason = fmt.Sprintf("the arguments to %s in step %s must be a JSON object; the call was refused and not run", quote(name), quote(step))
 		return d
 	}
-	if ti.input != nil {
+	// {} is the one object {"type": "object"} allows: no schema work.
+	if ti.input != nil && !(ti.noArgs && string(canon) == "{}") {
 		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(canon))
 		if err == nil {
 			err = ti.input.Validate(v)
@@ -465,4 +474,34 @@ func clipLit(s string) string {
 		return s[:40] + "..."
 	}
 	return s
+}
+
+// Shapes of an input schema that need no validator.
+const (
+	otherShape  = iota
+	anyObject   // {"type": "object", "additionalProperties": true}: any object
+	emptyObject // {} or {"type": "object"}: only {} (undeclared arguments are refused)
+)
+
+// objectShape tells the input schemas Decide can check without the
+// validator, whatever their spacing or $schema.
+func objectShape(raw jsontext.Value) int {
+	var m map[string]any
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return otherShape
+	}
+	delete(m, "$schema")
+	if t, ok := m["type"]; ok {
+		if t != "object" {
+			return otherShape
+		}
+		delete(m, "type")
+	}
+	switch {
+	case len(m) == 0:
+		return emptyObject
+	case len(m) == 1 && m["additionalProperties"] == true:
+		return anyObject
+	}
+	return otherShape
 }
