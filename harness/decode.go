@@ -50,9 +50,9 @@ func RequiredRole(provider, authKind string) string {
 
 var (
 	topKeys        = []string{"$schema", "mcpServers", "connections", "secrets", "agents", "store", "runtime"}
-	serverKeys     = []string{"command", "args", "env", "cwd", "url", "headers", "timeout", "toolsCheck"}
-	connectionKeys = []string{"authKind", "secrets", "scopes"}
-	stripeKeys     = []string{"authKind", "secrets", "scopes", "baseURL"}
+	serverKeys     = []string{"command", "args", "env", "cwd", "url", "headers", "timeout", "toolsCheck", "callTimeout"}
+	connectionKeys = []string{"authKind", "secrets", "scopes", "callTimeout"}
+	stripeKeys     = []string{"authKind", "secrets", "scopes", "baseURL", "callTimeout"}
 	secretsKeys    = []string{"env", "prefix", "dotenv", "declare"}
 	declKeys       = []string{"mcpServers", "connections", "agents"} // in the order of destinationKinds
 	dotenvKeys     = []string{"path", "optional"}
@@ -444,6 +444,11 @@ func (d *decoder) mcpServer(m member) *MCPServer {
 			s.Timeout = t
 		}
 	}
+	if v := f["callTimeout"]; v != nil {
+		if t, ok := d.duration(v, `"callTimeout"`); ok {
+			s.CallTimeout = t
+		}
+	}
 	s.ToolsCheck = ToolsCheckEveryCall
 	if v := f["toolsCheck"]; v != nil {
 		if a, ok := d.str(v, `"toolsCheck"`); ok {
@@ -607,6 +612,11 @@ func (d *decoder) connection(m member) *Connection {
 	if v := f["baseURL"]; v != nil {
 		if u, ok := d.nonEmpty(v, `"baseURL"`); ok && d.noRefs(v, `"baseURL"`) && d.httpURL(v, u, `"baseURL"`) {
 			c.BaseURL = strings.TrimRight(u, "/")
+		}
+	}
+	if v := f["callTimeout"]; v != nil {
+		if t, ok := d.duration(v, `"callTimeout"`); ok {
+			c.CallTimeout = t
 		}
 	}
 	return c

@@ -140,6 +140,11 @@ type MCPServer struct {
 	// listing. Default [DefaultTimeout].
 	Timeout time.Duration
 
+	// CallTimeout bounds one tools/call to the server; zero means the
+	// runtime's call timeout (60 s). A side-effecting call it cuts short
+	// is outcome-unknown.
+	CallTimeout time.Duration
+
 	// ToolsCheck is how a tool's definition is confirmed before each
 	// call: [ToolsCheckEveryCall] (the default: the server's tools are
 	// listed afresh before every call) or [ToolsCheckOnChange] (listed
@@ -172,6 +177,9 @@ type Connection struct {
 	Secrets map[string]string
 	// Scopes are the scopes the credential was granted (never nil).
 	Scopes []string
+	// CallTimeout bounds one call to the provider; zero means the
+	// connector's default. A write it cuts short is outcome-unknown.
+	CallTimeout time.Duration
 	// BaseURL overrides the provider's API endpoint (stripe only; for
 	// example http://127.0.0.1:12111 for stripe-mock). Empty means the
 	// provider's own.

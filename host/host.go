@@ -193,7 +193,7 @@ func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document
 		cfgs = append(cfgs, mcphost.ServerConfig{
 			Name: name, Command: expanded.Command, Args: expanded.Args, Env: expanded.Env, Dir: dir,
 			URL: expanded.URL, Headers: expanded.Headers, Timeout: expanded.Timeout, Secrets: secretValues,
-			ToolsCheck: mcphost.ToolsCheck(expanded.ToolsCheck),
+			ToolsCheck: mcphost.ToolsCheck(expanded.ToolsCheck), CallTimeout: expanded.CallTimeout,
 		})
 	}
 	for name, res := range mcphost.ConnectAll(ctx, cfgs) {
@@ -238,7 +238,7 @@ func (h *Host) add(d playbook.Definition, o registry.Origin, t registry.Tool) {
 // authKind need and opens it.
 func (h *Host) open(p connector.Provider, c *harness.Connection) (connector.Connection, error) {
 	role := harness.RequiredRole(p.Name(), c.AuthKind)
-	cfg := connector.Config{AuthKind: c.AuthKind, Secrets: map[string]string{}, Scopes: c.Scopes, BaseURL: c.BaseURL}
+	cfg := connector.Config{AuthKind: c.AuthKind, Secrets: map[string]string{}, Scopes: c.Scopes, BaseURL: c.BaseURL, Timeout: c.CallTimeout}
 	if role != "" {
 		// Resolve checks the secret is bound to this connection
 		// (harness "secrets.declare") and fails closed.

@@ -56,6 +56,10 @@ type ServerConfig struct {
 	// together, and each later re-listing. Zero means [DefaultTimeout].
 	Timeout time.Duration
 
+	// CallTimeout bounds one tools/call of [Server.RegistryTool]'s tools.
+	// Zero means no bound but the caller's context.
+	CallTimeout time.Duration
+
 	// ToolsCheck says how the definition of a tool is confirmed before
 	// each call ([Server.RegistryTool]): [CheckEveryCall] (the zero value)
 	// lists the server's tools afresh before every call; [CheckOnChange]

@@ -54,6 +54,11 @@ func fingerprint(t *mcp.Tool) string {
 }
 
 func (t *liveTool) Call(ctx context.Context, args jsontext.Value) (registry.Result, error) {
+	if d := t.s.cfg.CallTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	res, err := t.s.Call(ctx, t.upstream, []byte(args))
 	if err != nil {
 		return registry.Result{}, err

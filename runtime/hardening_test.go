@@ -61,6 +61,22 @@ func TestLostAnswerIsOutcomeUnknown(t *testing.T) {
 	}
 }
 
+// TestServerCallTimeout: the harness's callTimeout of a server bounds its
+// calls: a side-effecting call it cuts short is outcome-unknown.
+func TestServerCallTimeout(t *testing.T) {
+	t.Parallel()
+	ctr := startCtr(t, true)
+	ctr.hangs = 1
+	doc := buildDoc(t, "lost", agentStep("act", "ops", []string{"mcp.ctr.hang"}, ""))
+	r := newRig(t, rigConfig{http: map[string]string{"ctr": ctr.URL}, serverExtra: map[string]map[string]any{"ctr": {"callTimeout": "300ms"}}}, doc)
+	tr := map[string]string{"ops": transcriptOf(map[string][]tcall{"act": {{"mcp.ctr.hang", map[string]any{"target": "alpha"}}}})}
+	out, err := r.engine(0, tr, nil, nil).Start(context.Background(), nil) // the runtime's own call timeout: 60 s
+	wantOutcome(t, "start", out, err, runtime.Waiting)
+	if rows := r.calls(out.Run); len(rows) != 1 || rows[0].State != store.CallOutcomeUnknown || ctr.runs("hang") != 1 {
+		t.Fatalf("calls %+v, server %s; want the one call outcome_unknown after the server's callTimeout", rows, ctr)
+	}
+}
+
 // TestLiveChangeRefuses: any change to a tool's live listing after import
 // refuses the next call with code drifted, even one the definition does
 // not carry (a title) or a warning-level one (a description); the call

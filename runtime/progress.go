@@ -1,10 +1,16 @@
 package runtime
 
-import "fmt"
+import (
+	"fmt"
 
-// progress writes one line a person can follow, secrets redacted.
+	"github.com/openplaybook/openplaybook/internal/textsafe"
+)
+
+// progress writes one line a person can follow, secrets redacted, and
+// controls, bidi and invisible characters (from an agent, a server, a
+// document) escaped, so that a line shows what it says.
 func (s *Session) progress(format string, args ...any) {
-	fmt.Fprintln(s.opt.Progress, s.opt.Redact(fmt.Sprintf(format, args...)))
+	fmt.Fprintln(s.opt.Progress, textsafe.Line(s.opt.Redact(fmt.Sprintf(format, args...))))
 }
 
 // plural renders "1 tool call", "2 tool calls".

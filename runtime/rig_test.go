@@ -54,6 +54,9 @@ type rigConfig struct {
 	stripe string
 	// http binds streamable HTTP MCP servers by name to their URL.
 	http map[string]string
+	// serverExtra adds keys to a bound MCP server's harness entry, by
+	// server name ({"callTimeout": "300ms"}).
+	serverExtra map[string]map[string]any
 	// stdio binds stdio MCP servers by name to a command with env.
 	stdio map[string]stdioServer
 	// secrets are the dotenv file's entries (the harness reads secrets
@@ -104,6 +107,11 @@ func newRig(t *testing.T, cfg rigConfig, docs ...[]byte) *rig {
 		servers[name] = map[string]any{"command": s.command, "env": s.env}
 		if s.cwd != "" {
 			servers[name].(map[string]any)["cwd"] = s.cwd
+		}
+	}
+	for name, extra := range cfg.serverExtra {
+		for k, v := range extra {
+			servers[name].(map[string]any)[k] = v
 		}
 	}
 	h := map[string]any{
