@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/driver"
+	"github.com/openplaybook/openplaybook/internal/rawcommit"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/registry"
 	"github.com/openplaybook/openplaybook/store"
@@ -63,31 +63,14 @@ func BenchmarkCallsVsRawCommit(b *testing.B) {
 
 // openRaw returns what makes n bare commits on a new database at path.
 func openRaw(b *testing.B, path string) func(n int) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate")
+	db, err := rawcommit.Open(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)`); err != nil {
-		b.Fatal(err)
-	}
-	ins, err := db.Prepare(`INSERT INTO t (v) VALUES (?)`)
-	if err != nil {
-		b.Fatal(err)
-	}
 	return func(n int) {
-		for i := range n {
-			tx, err := db.Begin()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := tx.Stmt(ins).Exec(i); err != nil {
-				b.Fatal(err)
-			}
-			if err := tx.Commit(); err != nil {
-				b.Fatal(err)
-			}
+		if err := db.Commit(n); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

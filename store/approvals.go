@@ -210,8 +210,14 @@ func (t *Tx) expireWhere(where, reason string, args ...any) ([]Approval, error) 
 	if t.done {
 		return nil, ErrTxDone
 	}
-	rows, err := t.QueryContext(context.Background(), `UPDATE approvals SET status = 'expired', reason = ?1
+	return t.expired(`UPDATE approvals SET status = 'expired', reason = ?1
 		WHERE status IN ('pending', 'approved') AND `+where+` RETURNING id`, append([]any{reason}, args...)...)
+}
+
+// expired runs an UPDATE ... RETURNING id of approvals and returns them
+// as they are now.
+func (t *Tx) expired(query string, args ...any) ([]Approval, error) {
+	rows, err := t.QueryContext(context.Background(), query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: expiring approvals: %w", err)
 	}
@@ -246,34 +252,9 @@ func (t *Tx) ExpireApprovals(run string) ([]Approval, error) {
 	if t.done {
 		return nil, ErrTxDone
 	}
-	rows, err := t.QueryContext(context.Background(), `UPDATE approvals SET status = 'expired'
+	return t.expired(`UPDATE approvals SET status = 'expired'
 		WHERE status IN ('pending', 'approved') AND expires_at IS NOT NULL AND expires_at <= ?1 AND (?2 = '' OR run = ?2)
 		RETURNING id`, t.now(), run)
-	if err != nil {
-		return nil, fmt.Errorf("store: expiring approvals: %w", err)
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	var out []Approval
-	for _, id := range ids {
-		a, err := t.Approval(id)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, nil
 }
 
 // Approval reads one approval inside the transaction, or [ErrNotFound].

@@ -1,10 +1,11 @@
 package store
 
 import (
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	"github.com/openplaybook/openplaybook/internal/rawcommit"
 )
 
 // BenchmarkAuditedCall measures whole audited calls: one transaction of
@@ -76,37 +77,14 @@ func BenchmarkAuditedCall(b *testing.B) {
 // commits/s is the disk's durable commit rate as SQLite sees it; compare
 // the store's (and the runtime's) rates with it by ratio within one run.
 func BenchmarkRawCommit(b *testing.B) {
-	path := filepath.Join(b.TempDir(), "raw.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate")
+	db, err := rawcommit.Open(filepath.Join(b.TempDir(), "raw.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	db.SetMaxOpenConns(1)
-	var mode string
-	if err := db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
-		b.Fatalf("journal mode %q (%v), want wal", mode, err)
-	}
-	if _, err := db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)`); err != nil {
-		b.Fatal(err)
-	}
-	ins, err := db.Prepare(`INSERT INTO t (v) VALUES (?)`)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ins.Close()
 	b.ResetTimer()
-	for i := range b.N {
-		tx, err := db.Begin() // BEGIN IMMEDIATE (_txlock)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := tx.Stmt(ins).Exec(i); err != nil {
-			b.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
-			b.Fatal(err)
-		}
+	if err := db.Commit(b.N); err != nil {
+		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 }
