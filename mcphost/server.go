@@ -230,6 +230,9 @@ func (s *Server) noteChanged() {
 // Upstream and Definition contents with the cache and must not be
 // modified.
 func (s *Server) Tools(ctx context.Context) ([]Tool, error) {
+	if e := s.unhealthy("tools/list"); e != nil {
+		return nil, e
+	}
 	s.listMu.Lock()
 	fresh := s.hasCache && s.cachedAt == s.Epoch() && s.notifies()
 	cached := s.cached

@@ -1,9 +1,13 @@
 package mcphost
 
 import (
+	stdjson "encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestCheckMessage(t *testing.T) {
@@ -80,5 +84,42 @@ func BenchmarkCheckMessage(b *testing.B) {
 		if got := checkMessage(msg, redactor{}); got != "" {
 			b.Fatal(got)
 		}
+	}
+}
+
+// TestResultJSONDecoded: without the server's text, decoded content is
+// refused where a float64 may have changed a number.
+func TestResultJSONDecoded(t *testing.T) {
+	for _, c := range []struct {
+		sc   any
+		want string // the JSON, or "refused"
+	}{
+		{map[string]any{"n": 1.5, "b": []any{float64(1 << 52), "x"}}, `{"b":[4503599627370496,"x"],"n":1.5}`},
+		{map[string]any{"n": 12345678901234567890.0}, "refused"},
+		{map[string]any{"n": []any{-float64(1 << 53)}}, "refused"},
+		{stdjson.RawMessage(` {"n": 12345678901234567890} `), `{"n":12345678901234567890}`},
+		{jsontext.Value(`{"b":1,"a":2}`), `{"b":1,"a":2}`},
+		{stdjson.RawMessage(`{"n":`), "refused"},
+	} {
+		got, err := ResultJSON(&mcp.CallToolResult{StructuredContent: c.sc})
+		if c.want == "refused" {
+			if err == nil {
+				t.Errorf("%v: %s; want refused", c.sc, got)
+			}
+			continue
+		}
+		if err != nil || string(got) != c.want {
+			t.Errorf("%v: %s, %v; want %s", c.sc, got, err, c.want)
+		}
+	}
+	// Text content that is JSON keeps its numbers and member order.
+	got, err := ResultJSON(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "{ \"z\": 1, \"a\": 98765432109876543210 }"}}})
+	if err != nil || string(got) != `{"z":1,"a":98765432109876543210}` {
+		t.Errorf("text: %s, %v", got, err)
+	}
+	// Text with a duplicate name is not JSON to this: it stays a string.
+	got, err = ResultJSON(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{"a":1,"a":2}`}}})
+	if err != nil || string(got) != `"{\"a\":1,\"a\":2}"` {
+		t.Errorf("duplicate text: %s, %v", got, err)
 	}
 }
