@@ -96,34 +96,82 @@ func checkMessage(msg []byte, red redactor) string {
 	default:
 		return "it sent a message that is not a JSON object"
 	}
-	d := jsontext.NewDecoder(bytes.NewReader(msg))
-	var frames []nameSet // one per open object; nil for an open array
+	c := checkers.Get().(*checker)
+	defer c.release()
+	return c.check(msg, red)
+}
+
+// checker is the reusable state of checkMessage.
+type checker struct {
+	rd     bytes.Reader
+	dec    *jsontext.Decoder
+	arena  []byte    // the unquoted names of the open objects
+	spans  [][2]int  // their names in arena, while few
+	frames []nameSet // one per open object or array
+}
+
+var checkers = sync.Pool{New: func() any {
+	c := &checker{}
+	c.dec = jsontext.NewDecoder(&c.rd)
+	return c
+}}
+
+// maxPooledArena bounds the name arena a pooled checker keeps.
+const maxPooledArena = 64 << 10
+
+func (c *checker) release() {
+	c.rd.Reset(nil)
+	c.dec.Reset(&c.rd)
+	if cap(c.arena) > maxPooledArena {
+		c.arena = nil
+	}
+	for i := range c.frames {
+		c.frames[i] = nameSet{}
+	}
+	c.arena, c.frames, c.spans = c.arena[:0], c.frames[:0], c.spans[:0]
+	checkers.Put(c)
+}
+
+func (c *checker) check(msg []byte, red redactor) string {
+	c.rd.Reset(msg)
+	c.dec.Reset(&c.rd)
+	d := c.dec
 	for {
+		// The next string is a name when the innermost object has an even
+		// count of names and values so far.
+		depth := d.StackDepth()
+		if kind, n := d.StackIndex(depth); kind == '{' && n%2 == 0 && d.PeekKind() == '"' {
+			raw, err := d.ReadValue()
+			if err != nil {
+				return describeSyntax(err)
+			}
+			start := len(c.arena)
+			c.arena, err = jsontext.AppendUnquote(c.arena, raw)
+			if err != nil {
+				return describeSyntax(err)
+			}
+			f := &c.frames[len(c.frames)-1]
+			if other, clash := c.add(f, start); clash {
+				return fmt.Sprintf("it sent an object with member names %s and %s, which differ only by case (readers that ignore case take either)",
+					quoteBytes([]byte(red.redact(other))), quoteBytes([]byte(red.redact(string(c.arena[start:])))))
+			}
+			continue
+		}
 		tok, err := d.ReadToken()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return ""
 			}
-			return describeSyntax(err, d.StackDepth() == 0)
+			return describeSyntax(err)
 		}
-		switch k := tok.Kind(); k {
-		case '{':
-			frames = append(frames, nameSet{isObject: true})
-		case '[':
-			frames = append(frames, nameSet{})
+		switch tok.Kind() {
+		case '{', '[':
+			c.frames = append(c.frames, nameSet{start: len(c.arena), spans: len(c.spans)})
 		case '}', ']':
-			frames = frames[:len(frames)-1]
-		case '"':
-			// A string is a name when the object it is in has an odd count
-			// of names and values (this one included).
-			depth := d.StackDepth()
-			if kind, n := d.StackIndex(depth); kind == '{' && n%2 == 1 {
-				f := &frames[len(frames)-1]
-				if other, clash := f.add(tok.String()); clash {
-					return fmt.Sprintf("it sent an object with member names %s and %s, which differ only by case (readers that ignore case take either)",
-						quoteBytes([]byte(red.redact(other))), quoteBytes([]byte(red.redact(tok.String()))))
-				}
-			}
+			f := c.frames[len(c.frames)-1]
+			c.arena, c.spans = c.arena[:f.start], c.spans[:f.spans] // its names are done with
+			c.frames[len(c.frames)-1] = nameSet{}
+			c.frames = c.frames[:len(c.frames)-1]
 		}
 		if d.StackDepth() == 0 {
 			// The message is complete: anything after it but blanks is
@@ -138,7 +186,7 @@ func checkMessage(msg []byte, red redactor) string {
 
 // describeSyntax says what a jsontext error means, without the message's
 // text.
-func describeSyntax(err error, top bool) string {
+func describeSyntax(err error) string {
 	var se *jsontext.SyntacticError
 	off := ""
 	if errors.As(err, &se) {
@@ -159,40 +207,43 @@ func describeSyntax(err error, top bool) string {
 	}
 }
 
-// nameSet holds the member names of one object, folded, to find names
-// that differ only by case. Small objects are searched linearly.
+// nameSet holds where the member names of one object are: from start in
+// the checker's arena, and (while few) from spans in its spans; once
+// many, by folded name.
 type nameSet struct {
-	isObject bool
-	names    []string          // original names, while few
-	folded   map[string]string // folded -> original, once many
+	start, spans int
+	folded       map[string]string // folded -> original
 }
 
 const linearNames = 16
 
-// add adds name and reports another name of the set that it equals
-// without regard to case.
-func (s *nameSet) add(name string) (string, bool) {
-	if s.folded == nil && len(s.names) < linearNames {
-		for _, o := range s.names {
-			if o != name && foldEqual(o, name) {
-				return o, true
+// add adds the name arena[from:] to f, the innermost object, and reports
+// another name of f that it equals without regard to case.
+func (c *checker) add(f *nameSet, from int) (string, bool) {
+	arena := c.arena
+	name := arena[from:]
+	if f.folded == nil && len(c.spans)-f.spans < linearNames {
+		for _, sp := range c.spans[f.spans:] {
+			if o := arena[sp[0]:sp[1]]; foldEqual(o, name) && !bytes.Equal(o, name) {
+				return string(o), true
 			}
 		}
-		s.names = append(s.names, name)
+		c.spans = append(c.spans, [2]int{from, len(arena)})
 		return "", false
 	}
-	if s.folded == nil {
-		s.folded = make(map[string]string, 2*linearNames)
-		for _, o := range s.names {
-			s.folded[fold(o)] = o
+	if f.folded == nil {
+		f.folded = make(map[string]string, 2*linearNames)
+		for _, sp := range c.spans[f.spans:] {
+			o := arena[sp[0]:sp[1]]
+			f.folded[fold(o)] = string(o)
 		}
-		s.names = nil
+		c.spans = c.spans[:f.spans]
 	}
-	f := fold(name)
-	if o, ok := s.folded[f]; ok && o != name {
+	k := fold(name)
+	if o, ok := f.folded[k]; ok && o != string(name) {
 		return o, true
 	}
-	s.folded[f] = name
+	f.folded[k] = string(name)
 	return "", false
 }
 
@@ -216,25 +267,25 @@ func foldRune(r rune) rune {
 	return min
 }
 
-func fold(s string) string {
+func fold(s []byte) string {
 	var b strings.Builder
 	b.Grow(len(s))
-	for _, r := range s {
+	for _, r := range string(s) {
 		b.WriteRune(foldRune(r))
 	}
 	return b.String()
 }
 
-func foldEqual(a, b string) bool {
-	for a != "" && b != "" {
-		ra, na := utf8.DecodeRuneInString(a)
-		rb, nb := utf8.DecodeRuneInString(b)
+func foldEqual(a, b []byte) bool {
+	for len(a) > 0 && len(b) > 0 {
+		ra, na := utf8.DecodeRune(a)
+		rb, nb := utf8.DecodeRune(b)
 		if ra != rb && foldRune(ra) != foldRune(rb) {
 			return false
 		}
 		a, b = a[na:], b[nb:]
 	}
-	return a == "" && b == ""
+	return len(a) == 0 && len(b) == 0
 }
 
 // lineGate sits between a stdio server's stdout and go-sdk: it hands on
