@@ -435,6 +435,12 @@ func (s *Server) tool(up *mcp.Tool, w *wireTool, problem string) Tool {
 // says so, with the tool's message in its Content. An error means the
 // call could not be made or answered (an unknown tool, invalid
 // arguments, a server that died; the latter with its last stderr lines).
+//
+// The result's StructuredContent, when the server sent one, is a
+// [json.RawMessage] holding the server's JSON text (whitespace removed),
+// not go-sdk's map[string]any, so that its numbers keep their exact value.
+// A server that broke the protocol (see [Server.Health]) is not called:
+// the error then wraps [ErrProtocol].
 func (s *Server) Call(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
 	switch a := args.(type) {
 	case json.RawMessage:
