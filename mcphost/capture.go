@@ -3,7 +3,7 @@ package mcphost
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -24,15 +24,52 @@ import (
 // streamable HTTP by reading along the response body (wrapping that
 // connection would hide go-sdk's unexported session hooks from it).
 
-// listCapture records the raw result of tools/list responses. Requests are
-// matched to responses by JSON-RPC id. It is safe for concurrent use.
+// listCapture records the raw result of tools/list responses, and of the
+// tools/call responses that [Server.Call] asks for (through a rawSlot in
+// the request's context). Requests are matched to responses by JSON-RPC
+// id. It is safe for concurrent use.
 type listCapture struct {
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]bool
 	last    []byte
+	calls   map[jsonrpc.ID]*rawSlot
 }
 
-const methodListTools = "tools/list"
+const (
+	methodListTools = "tools/list"
+	methodCallTool  = "tools/call"
+)
+
+// rawSlot receives the raw result of one tools/call request.
+type rawSlot struct {
+	mu     sync.Mutex
+	raw    []byte
+	id     jsonrpc.ID
+	hasID  bool
+	filled bool
+}
+
+func (r *rawSlot) get() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.raw
+}
+
+type rawSlotKey struct{}
+
+// withRawSlot returns ctx carrying slot: a tools/call request sent with
+// it has its raw result put there.
+func withRawSlot(ctx context.Context, slot *rawSlot) context.Context {
+	return context.WithValue(ctx, rawSlotKey{}, slot)
+}
+
+func rawSlotFrom(ctx context.Context) *rawSlot {
+	if ctx == nil {
+		return nil
+	}
+	s, _ := ctx.Value(rawSlotKey{}).(*rawSlot)
+	return s
+}
 
 // reset forgets pending requests and captured results; call it before a
 // tools/list request whose result is wanted.
@@ -53,18 +90,52 @@ func (c *listCapture) take() []byte {
 	return l
 }
 
-// sent notes an outgoing message.
-func (c *listCapture) sent(m jsonrpc.Message) {
-	r, ok := m.(*jsonrpc.Request)
-	if !ok || r.Method != methodListTools || !r.ID.IsValid() {
-		return
-	}
+// forget stops waiting for slot's response.
+func (c *listCapture) forget(slot *rawSlot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.pending == nil {
-		c.pending = map[jsonrpc.ID]bool{}
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if slot.hasID && c.calls[slot.id] == slot {
+		delete(c.calls, slot.id)
 	}
-	c.pending[r.ID] = true
+}
+
+// sent notes an outgoing message, sent with ctx.
+func (c *listCapture) sent(ctx context.Context, m jsonrpc.Message) {
+	r, ok := m.(*jsonrpc.Request)
+	if !ok || !r.ID.IsValid() {
+		return
+	}
+	switch r.Method {
+	case methodListTools:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.pending == nil {
+			c.pending = map[jsonrpc.ID]bool{}
+		}
+		c.pending[r.ID] = true
+	case methodCallTool:
+		slot := rawSlotFrom(ctx)
+		if slot == nil {
+			return
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		slot.mu.Lock()
+		defer slot.mu.Unlock()
+		if slot.filled {
+			return
+		}
+		if c.calls == nil {
+			c.calls = map[jsonrpc.ID]*rawSlot{}
+		}
+		if slot.hasID {
+			delete(c.calls, slot.id) // a retry under a new id
+		}
+		slot.id, slot.hasID = r.ID, true
+		c.calls[r.ID] = slot
+	}
 }
 
 // received notes an incoming message.
@@ -75,6 +146,16 @@ func (c *listCapture) received(m jsonrpc.Message) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if slot := c.calls[r.ID]; slot != nil {
+		delete(c.calls, r.ID)
+		slot.mu.Lock()
+		if r.Error == nil {
+			slot.raw = bytes.Clone(r.Result)
+		}
+		slot.filled = true
+		slot.mu.Unlock()
+		return
+	}
 	if !c.pending[r.ID] {
 		return
 	}
@@ -88,7 +169,7 @@ func (c *listCapture) received(m jsonrpc.Message) {
 func (c *listCapture) wantsResponse() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.pending) > 0
+	return len(c.pending) > 0 || len(c.calls) > 0
 }
 
 // captureTransport wraps a stdio transport's connection so that it
@@ -120,24 +201,27 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *captureConn) Write(ctx context.Context, m jsonrpc.Message) error {
-	c.cap.sent(m)
+	c.cap.sent(ctx, m)
 	return c.Connection.Write(ctx, m)
 }
 
-// maxCapture bounds how much of one response body is kept while looking
-// for a tools/list result (go-sdk's own default frame limit).
+// maxCapture bounds one message from a server (go-sdk's own default
+// frame limit, for stdio lines and SSE events alike).
 const maxCapture = mcp.DefaultMaxLineLength
 
 // httpRoundTripper adds the configured headers to requests for the
-// server's origin, and reads along tools/list responses for the capture.
+// server's origin, checks every message of a successful response (see
+// wireGuard) before go-sdk reads it, and reads along tools/list and
+// tools/call responses for the capture.
 type httpRoundTripper struct {
 	base    http.RoundTripper
 	origin  string // scheme://host of the configured URL
 	headers map[string]string
 	cap     *listCapture
+	guard   *wireGuard
 }
 
-func newHTTPClient(cfg *ServerConfig, cap *listCapture) (*http.Client, *http.Transport, error) {
+func newHTTPClient(cfg *ServerConfig, cap *listCapture, guard *wireGuard) (*http.Client, *http.Transport, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
 		return nil, nil, err
@@ -148,6 +232,7 @@ func newHTTPClient(cfg *ServerConfig, cap *listCapture) (*http.Client, *http.Tra
 		origin:  u.Scheme + "://" + u.Host,
 		headers: cfg.Headers,
 		cap:     cap,
+		guard:   guard,
 	}
 	client := &http.Client{
 		Transport: rt,
@@ -159,13 +244,19 @@ func newHTTPClient(cfg *ServerConfig, cap *listCapture) (*http.Client, *http.Tra
 }
 
 func (t *httpRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if v := t.guard.violation(); v != nil {
+		// Nothing more is sent to a server that broke the protocol.
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, v
+	}
 	req = req.Clone(req.Context())
 	if req.URL.Scheme+"://"+req.URL.Host == t.origin {
 		for k, v := range t.headers {
 			req.Header.Set(k, v)
 		}
 	}
-	track := false
 	if req.Method == http.MethodPost && req.Body != nil && req.Body != http.NoBody {
 		body, err := io.ReadAll(req.Body)
 		req.Body.Close()
@@ -174,25 +265,27 @@ func (t *httpRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		if mayListTools(body) {
+		// Only a tools/list request, or a tools/call whose raw result
+		// [Server.Call] asked for, is decoded again here (not every
+		// tools/call with its arguments).
+		if rawSlotFrom(req.Context()) != nil || mayListTools(body) {
 			if m, err := jsonrpc.DecodeMessage(body); err == nil {
-				if r, ok := m.(*jsonrpc.Request); ok && r.Method == methodListTools {
-					t.cap.sent(m)
-					track = true
-				}
+				t.cap.sent(req.Context(), m)
 			}
 		}
 	}
 	resp, err := t.base.RoundTrip(req)
-	if err != nil || !track || resp.Body == nil {
+	if err != nil || resp.Body == nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// go-sdk reads an error status's body only for a JSON-RPC error
+		// to show, and fails the call in any case.
 		return resp, err
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
-		resp.Body = &sniffBody{ReadCloser: resp.Body, cap: t.cap, sse: false}
+		resp.Body = &gateBody{ReadCloser: resp.Body, cap: t.cap, guard: t.guard, sse: false}
 	case "text/event-stream":
-		resp.Body = &sniffBody{ReadCloser: resp.Body, cap: t.cap, sse: true}
+		resp.Body = &gateBody{ReadCloser: resp.Body, cap: t.cap, guard: t.guard, sse: true}
 	}
 	return resp, nil
 }
@@ -207,95 +300,147 @@ func mayListTools(body []byte) bool {
 	return bytes.Contains(body, []byte(`"`+methodListTools+`"`)) || bytes.IndexByte(body, '\\') >= 0
 }
 
-// sniffBody reads along a response body (JSON or server-sent events) and
-// reports each JSON-RPC message in it to the capture. Every message is
-// reported before the bytes that complete it are returned to the reader,
-// so go-sdk cannot act on a response before the capture has it.
-type sniffBody struct {
+// gateBody stands between a response body (JSON or server-sent events)
+// and go-sdk. It hands on a JSON body only once all of it is read and
+// checked, and an event stream one whole event at a time, each checked
+// (as go-sdk reads it: the data lines joined) before any of its bytes are
+// handed on; a refused message ends the body with the violation as its
+// read error. Each message is reported to the capture before go-sdk can
+// act on it.
+type gateBody struct {
 	io.ReadCloser
-	cap  *listCapture
-	sse  bool
-	off  bool   // gave up (too large, or nothing more wanted)
-	buf  []byte // JSON: the body so far; SSE: the current line
-	data []byte // SSE: the current event's data
+	cap   *listCapture
+	guard *wireGuard
+	sse   bool
+
+	out  []byte // checked bytes to hand on, from off
+	off  int
+	err  error // to return once out is handed on
+	rbuf []byte
+
+	// SSE
+	line    []byte // the current line, incomplete
+	event   []byte // the current event's bytes so far
+	data    []byte // its data lines, joined
+	hasData bool
+	name    string // its event name
 }
 
-func (b *sniffBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
-		b.feed(p[:n])
-	}
-	return n, err
-}
-
-func (b *sniffBody) feed(p []byte) {
-	switch {
-	case b.off:
-	case b.sse:
-		b.feedSSE(p)
-	default:
-		b.feedJSON(p)
-	}
-}
-
-func (b *sniffBody) deliver(msg []byte) {
-	m, err := jsonrpc.DecodeMessage(msg)
-	if err == nil {
-		b.cap.received(m)
-	}
-	if !b.cap.wantsResponse() {
-		b.off = true
-		b.buf, b.data = nil, nil
-	}
-}
-
-func (b *sniffBody) feedJSON(p []byte) {
-	b.buf = append(b.buf, p...)
-	if len(b.buf) > maxCapture {
-		b.off, b.buf = true, nil
-		return
-	}
-	// A JSON-RPC message ends with '}': only then can the body be whole.
-	if t := bytes.TrimRight(b.buf, " \t\r\n"); len(t) > 0 && t[len(t)-1] == '}' {
-		if msg := bytes.TrimSpace(b.buf); validJSON(msg) {
-			b.deliver(msg)
-			b.buf = nil
+func (b *gateBody) Read(p []byte) (int, error) {
+	for b.off == len(b.out) {
+		b.out, b.off = b.out[:0], 0
+		if b.err != nil {
+			return 0, b.err
+		}
+		if !b.sse {
+			b.readJSON()
+			continue
+		}
+		if b.rbuf == nil {
+			b.rbuf = make([]byte, 32<<10)
+		}
+		n, err := b.ReadCloser.Read(b.rbuf)
+		b.feedSSE(b.rbuf[:n])
+		if err != nil && b.err == nil {
+			if errors.Is(err, io.EOF) && len(b.line) > 0 {
+				b.sseLine(b.line) // a last line without a newline
+				b.line = nil
+			}
+			if errors.Is(err, io.EOF) && b.err == nil && (len(b.event) > 0) {
+				b.endEvent() // go-sdk dispatches an unterminated last event
+			}
+			if b.err == nil {
+				b.err = err
+			}
 		}
 	}
+	n := copy(p, b.out[b.off:])
+	b.off += n
+	return n, nil
 }
 
-func (b *sniffBody) feedSSE(p []byte) {
-	for len(p) > 0 && !b.off {
+// readJSON reads, checks and reports the whole body.
+func (b *gateBody) readJSON() {
+	body, err := io.ReadAll(io.LimitReader(b.ReadCloser, maxCapture+1))
+	switch {
+	case err != nil:
+		b.err = err
+	case len(body) > maxCapture:
+		b.err = b.guard.fail(fmt.Sprintf("it sent a response body longer than %d bytes", maxCapture))
+	default:
+		if err := b.guard.check(body); err != nil {
+			b.err = err
+			return
+		}
+		b.deliver(body)
+		b.out, b.err = body, io.EOF
+	}
+}
+
+func (b *gateBody) deliver(msg []byte) {
+	if !b.cap.wantsResponse() {
+		return
+	}
+	if m, err := jsonrpc.DecodeMessage(msg); err == nil {
+		b.cap.received(m)
+	}
+}
+
+func (b *gateBody) feedSSE(p []byte) {
+	for len(p) > 0 && b.err == nil {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			b.buf = append(b.buf, p...)
-			if len(b.buf) > maxCapture {
-				b.off, b.buf, b.data = true, nil, nil
+			b.line = append(b.line, p...)
+			if len(b.line)+len(b.event) > maxCapture {
+				b.err = b.guard.fail(fmt.Sprintf("it sent an event longer than %d bytes", maxCapture))
 			}
 			return
 		}
-		b.buf = append(b.buf, p[:i]...)
+		b.line = append(b.line, p[:i+1]...)
 		p = p[i+1:]
-		line := bytes.TrimSuffix(b.buf, []byte("\r"))
-		switch {
-		case len(line) == 0:
-			if len(b.data) > 0 {
-				b.deliver(b.data)
-			}
-			b.data = b.data[:0]
-		case bytes.HasPrefix(line, []byte("data:")):
-			v := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
-			if len(b.data) > 0 {
-				b.data = append(b.data, '\n')
-			}
-			b.data = append(b.data, v...)
-			if len(b.data) > maxCapture {
-				b.off, b.buf, b.data = true, nil, nil
-				return
-			}
-		}
-		b.buf = b.buf[:0]
+		b.sseLine(b.line)
+		b.line = b.line[:0]
 	}
 }
 
-func validJSON(b []byte) bool { return json.Valid(b) }
+// sseLine takes one line of the stream (as go-sdk's scanner reads it).
+func (b *gateBody) sseLine(raw []byte) {
+	b.event = append(b.event, raw...)
+	if len(b.event) > maxCapture {
+		b.err = b.guard.fail(fmt.Sprintf("it sent an event longer than %d bytes", maxCapture))
+		return
+	}
+	line := bytes.TrimRight(raw, "\r\n")
+	if len(line) == 0 {
+		b.endEvent()
+		return
+	}
+	key, val, found := bytes.Cut(line, []byte{':'})
+	if !found {
+		return // go-sdk refuses the stream
+	}
+	switch string(key) {
+	case "event":
+		b.name = string(bytes.TrimSpace(val))
+	case "data":
+		if b.hasData {
+			b.data = append(b.data, '\n')
+		}
+		b.data = append(b.data, bytes.TrimSpace(val)...)
+		b.hasData = true
+	}
+}
+
+// endEvent checks the event just ended and hands it on.
+func (b *gateBody) endEvent() {
+	if len(b.data) > 0 && (b.name == "" || b.name == "message") {
+		// go-sdk decodes this event's data as a message.
+		if err := b.guard.check(b.data); err != nil {
+			b.err = err
+			return
+		}
+		b.deliver(b.data)
+	}
+	b.out = append(b.out, b.event...)
+	b.event, b.data, b.hasData, b.name = b.event[:0], b.data[:0], false, ""
+}

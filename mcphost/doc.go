@@ -53,6 +53,30 @@
 // This package lists the page's other tools and reports those in
 // [Tool.Problem].
 //
+// # The wire
+//
+// Every message a server sends (each stdio line; each streamable HTTP
+// response body of a successful status and each server-sent event's data)
+// is checked before go-sdk decodes it, in one pass
+// (github.com/go-json-experiment/json/jsontext). It must be exactly one
+// JSON object, with valid UTF-8, no lone surrogate escape (\ud800), no
+// member name twice in an object and no two names in an object that
+// differ only by case ("result" and "Result": decoders that match names
+// without regard to case would read either), at any depth. Anything else,
+// a JSON-RPC batch (array) included, is a protocol error: the pending
+// call fails with an [*Error] saying what was wrong (member names
+// redacted and cut short, nothing else of the message shown) that wraps
+// [ErrProtocol]; the server is unhealthy ([Server.Health]); its session
+// is closed; and later calls and listings fail at once, sending nothing.
+//
+// Numbers keep their exact value. go-sdk decodes structuredContent into
+// map[string]any, with float64 numbers; [Server.Call] replaces that with
+// the raw structuredContent of the tools/call response as it came off
+// the wire (a json.RawMessage, whitespace removed), and [ResultJSON]
+// returns it as is, and JSON text content likewise. Decoded content
+// without the raw text is refused where a float64 may have rounded a
+// number.
+//
 // # Processes and errors
 //
 // A stdio server runs in its own process group with a minimal

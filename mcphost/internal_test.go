@@ -2,8 +2,11 @@ package mcphost
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -95,7 +98,7 @@ func TestStdoutSniffer(t *testing.T) {
 	}
 }
 
-func TestSniffBody(t *testing.T) {
+func TestGateBody(t *testing.T) {
 	const result = `{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}`
 	resp := `{"jsonrpc":"2.0","id":7,"result":` + result + `}`
 	req, _ := jsonrpc.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`))
@@ -110,11 +113,12 @@ func TestSniffBody(t *testing.T) {
 	} {
 		cap := &listCapture{}
 		cap.reset()
-		cap.sent(req)
-		b := &sniffBody{cap: cap, sse: c.sse}
+		cap.sent(context.Background(), req)
 		// Byte by byte: the hardest split.
-		for i := 0; i < len(c.body); i++ {
-			b.feed([]byte{c.body[i]})
+		b := &gateBody{ReadCloser: io.NopCloser(iotest.OneByteReader(strings.NewReader(c.body))), cap: cap, guard: &wireGuard{}, sse: c.sse}
+		out, err := io.ReadAll(b)
+		if err != nil || string(out) != c.body {
+			t.Errorf("%s: handed on %q, %v; want the body unchanged", c.name, out, err)
 		}
 		got := cap.take()
 		// Multi-line data joins with "\n", which is JSON whitespace.

@@ -155,9 +155,10 @@ func (p *process) stop() {
 }
 
 // transport returns the MCP transport over the process's stdin and
-// stdout. Closing its connection closes both pipes (not the process).
-func (p *process) transport() mcp.Transport {
-	return &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}
+// stdout, each line of which guard checks before go-sdk reads it. Closing
+// its connection closes both pipes (not the process).
+func (p *process) transport(guard *wireGuard) mcp.Transport {
+	return &mcp.IOTransport{Reader: newLineGate(p.stdout, guard), Writer: p.stdin}
 }
 
 // stderrTail returns the last lines of the process's stderr, safe to show

@@ -1,6 +1,7 @@
 package mcphost
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -28,6 +30,11 @@ type Server struct {
 	proc  *process        // stdio servers; nil for HTTP
 	httpT *http.Transport // HTTP servers; nil for stdio
 	cap   *listCapture
+	guard *wireGuard // the first protocol violation
+
+	// ready is closed when Connect returns; ok says it succeeded.
+	ready chan struct{}
+	ok    bool
 
 	// listMu serializes listings (the capture relies on it) and guards
 	// the cache.
@@ -71,9 +78,12 @@ func Connect(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		red:     redactor{secrets: cfg.secrets(), url: cfg.URL},
 		cap:     &listCapture{},
 		changed: make(chan struct{}),
+		ready:   make(chan struct{}),
 
 		connecting: true,
 	}
+	s.guard = &wireGuard{red: s.red, onFail: s.closeBroken}
+	defer close(s.ready)
 	if err := cfg.check(); err != nil {
 		return nil, s.newError("config", err.Error(), err)
 	}
@@ -93,9 +103,9 @@ func Connect(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		s.proc = p
 		stop := p.watch(ctx, cancel)
 		defer stop()
-		transport = &captureTransport{inner: p.transport(), cap: s.cap}
+		transport = &captureTransport{inner: p.transport(s.guard), cap: s.cap}
 	} else {
-		client, base, err := newHTTPClient(&s.cfg, s.cap)
+		client, base, err := newHTTPClient(&s.cfg, s.cap, s.guard)
 		if err != nil {
 			return nil, s.newError("config", err.Error(), err)
 		}
@@ -125,7 +135,42 @@ func Connect(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		return nil, e
 	}
 	s.connecting = false
+	s.ok = true
 	return s, nil
+}
+
+// closeBroken closes the session of a server that broke the protocol
+// (once Connect is done: a failing Connect tears down by itself).
+func (s *Server) closeBroken() {
+	<-s.ready
+	if s.ok {
+		_ = s.Close()
+	}
+}
+
+// Health returns nil while the server has kept to the protocol. Once it
+// has sent a message that this package refuses (a JSON-RPC batch, a
+// member name twice or in two cases in one object, invalid UTF-8, a lone
+// surrogate escape, anything but one JSON object; see the package doc),
+// Health returns an [*Error] (Op "protocol") saying what it was, wrapping
+// [ErrProtocol]: the call that was waiting failed, the session has been
+// closed, and every later call, listing or Current fails at once with
+// that reason, sending nothing.
+func (s *Server) Health() error {
+	if v := s.guard.violation(); v != nil {
+		return s.newError("protocol", v.what, v)
+	}
+	return nil
+}
+
+// unhealthy returns the error of operation op refused, unsent, because
+// the server broke the protocol earlier; nil while it has not.
+func (s *Server) unhealthy(op string) *Error {
+	v := s.guard.violation()
+	if v == nil {
+		return nil
+	}
+	return s.newError(op, "not sent: the server is unhealthy, as it broke the protocol earlier: "+v.what, errors.Join(errNotSent, v))
 }
 
 // errTimeout is the cause of a start-up or listing that ran out of time.
@@ -185,6 +230,9 @@ func (s *Server) noteChanged() {
 // Upstream and Definition contents with the cache and must not be
 // modified.
 func (s *Server) Tools(ctx context.Context) ([]Tool, error) {
+	if e := s.unhealthy("tools/list"); e != nil {
+		return nil, e
+	}
 	s.listMu.Lock()
 	fresh := s.hasCache && s.cachedAt == s.Epoch() && s.notifies()
 	cached := s.cached
@@ -219,6 +267,9 @@ const maxPages = 10000
 func (s *Server) list(ctx context.Context) ([]Tool, error) {
 	s.listMu.Lock()
 	defer s.listMu.Unlock()
+	if e := s.unhealthy("tools/list"); e != nil {
+		return nil, e
+	}
 	epoch := s.Epoch()
 
 	var (
@@ -384,6 +435,12 @@ func (s *Server) tool(up *mcp.Tool, w *wireTool, problem string) Tool {
 // says so, with the tool's message in its Content. An error means the
 // call could not be made or answered (an unknown tool, invalid
 // arguments, a server that died; the latter with its last stderr lines).
+//
+// The result's StructuredContent, when the server sent one, is a
+// [json.RawMessage] holding the server's JSON text (whitespace removed),
+// not go-sdk's map[string]any, so that its numbers keep their exact value.
+// A server that broke the protocol (see [Server.Health]) is not called:
+// the error then wraps [ErrProtocol].
 func (s *Server) Call(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
 	switch a := args.(type) {
 	case json.RawMessage:
@@ -397,11 +454,63 @@ func (s *Server) Call(ctx context.Context, tool string, args any) (*mcp.CallTool
 			args = json.RawMessage(a)
 		}
 	}
-	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	op := "tools/call " + quoteName(tool)
+	if e := s.unhealthy(op); e != nil {
+		return nil, e
+	}
+	// The result's raw form, as the server sent it, for structuredContent
+	// (go-sdk decodes it into float64 numbers).
+	slot := &rawSlot{}
+	res, err := s.cs.CallTool(withRawSlot(ctx, slot), &mcp.CallToolParams{Name: tool, Arguments: args})
+	s.cap.forget(slot)
 	if err != nil {
-		return nil, s.failure(ctx, "tools/call "+quoteName(tool), err)
+		return nil, s.failure(ctx, op, err)
+	}
+	if raw := slot.get(); raw != nil && res != nil {
+		sc, err := structuredContent(raw)
+		if err != nil {
+			return nil, s.newError(op, "the result cannot be read: "+err.Error(), err)
+		}
+		if sc != nil {
+			res.StructuredContent = sc
+		}
 	}
 	return res, nil
+}
+
+// structuredContent returns the structuredContent member of a raw
+// tools/call result, compacted but otherwise as the server wrote it (its
+// numbers spelled as sent, its members in order); nil when absent or null.
+func structuredContent(raw []byte) (json.RawMessage, error) {
+	d := jsontext.NewDecoder(bytes.NewReader(raw))
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, errors.New("the result is not a JSON object")
+	}
+	for d.PeekKind() == '"' {
+		name, err := d.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		if name.String() != "structuredContent" {
+			if err := d.SkipValue(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		v, err := d.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		if v.Kind() == 'n' {
+			return nil, nil
+		}
+		v = v.Clone()
+		if err := v.Compact(); err != nil {
+			return nil, err
+		}
+		return json.RawMessage(v), nil
+	}
+	return nil, nil
 }
 
 // Close ends the session and, for a stdio server, its process: stdin is
@@ -418,7 +527,7 @@ func (s *Server) Close() error {
 		if s.httpT != nil {
 			s.httpT.CloseIdleConnections()
 		}
-		if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+		if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, ErrProtocol) {
 			s.closeErr = s.newError("close", err.Error(), err)
 		}
 	})
@@ -457,9 +566,17 @@ func (s *Server) failure(ctx context.Context, op string, err error) *Error {
 		}
 		if bad := s.proc.stdout.nonJSON(); len(bad) > 0 {
 			msg = "server wrote non-JSON to stdout: " + quoteBytes([]byte(s.red.redact(string(bad))))
+		} else if v := s.guard.violation(); v != nil {
+			msg = v.Error()
 		} else if s.proc.exited() {
 			msg = "server exited (" + s.proc.exitDescription() + ")"
 		}
+	}
+	if v := s.guard.violation(); v != nil {
+		if msg == "" {
+			msg = v.Error()
+		}
+		err = errors.Join(v, err)
 	}
 	if msg == "" {
 		switch {
@@ -472,7 +589,7 @@ func (s *Server) failure(ctx context.Context, op string, err error) *Error {
 		}
 	}
 	e := s.newError(op, msg, err)
-	if s.proc != nil && (s.connecting || s.proc.exited() || errors.Is(cause, errTimeout) || s.proc.stdout.nonJSON() != nil) {
+	if s.proc != nil && (s.connecting || s.proc.exited() || errors.Is(cause, errTimeout) || s.proc.stdout.nonJSON() != nil || s.guard.violation() != nil) {
 		e.Stderr = s.red.redact(s.proc.stderrTail())
 	}
 	return e
@@ -498,7 +615,8 @@ type Error struct {
 	// Server is the logical server name.
 	Server string
 	// Op is what failed: "config", "start", "initialize", "tools/list",
-	// "tools/call \"<tool>\"" or "close".
+	// "tools/call \"<tool>\"", "close", or "protocol" (from
+	// [Server.Health]).
 	Op string
 	// Msg says what went wrong.
 	Msg string

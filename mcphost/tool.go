@@ -1,9 +1,13 @@
 package mcphost
 
 import (
+	"bytes"
 	"context"
+	stdjson "encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -11,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openplaybook/openplaybook/internal/jsonnum"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/registry"
 )
@@ -60,6 +65,10 @@ func (t *liveTool) Call(ctx context.Context, args jsontext.Value) (registry.Resu
 		defer cancel()
 	}
 	res, err := t.s.Call(ctx, t.upstream, []byte(args))
+	if errors.Is(err, errNotSent) {
+		// Refused before anything was sent: the tool did not run.
+		return registry.Result{}, registry.Definite(err)
+	}
 	if err != nil {
 		return registry.Result{}, err
 	}
@@ -159,8 +168,18 @@ func (s *Server) FreshTools(ctx context.Context) ([]Tool, error) {
 // ResultJSON maps an MCP tools/call result to the one JSON value the
 // runtime records and hands the agent: a result with isError is an error
 // carrying its text content; otherwise structuredContent when the server
-// sent it, else the text content (joined by newlines) parsed as JSON when
-// it is JSON, else as a JSON string.
+// sent it, else the text content (joined by newlines) when it is JSON,
+// else that text as a JSON string.
+//
+// Numbers keep their exact value. structuredContent is the server's JSON
+// text, compacted (members in the server's order, numbers and strings
+// spelled as sent) when it is raw JSON: a [json.RawMessage],
+// [jsontext.Value] or []byte, as [Server.Call] returns it. Decoded
+// content (go-sdk's map[string]any, whose numbers are float64) is
+// encoded deterministically, and refused when it holds an integer of
+// magnitude 2^53 or more (a float64 may have rounded it) or a number a
+// float64 cannot hold exactly. JSON text content is likewise kept as
+// written, compacted.
 func ResultJSON(res *mcp.CallToolResult) (jsontext.Value, error) {
 	if res == nil {
 		return nil, errors.New("the server sent no result")
@@ -169,20 +188,80 @@ func ResultJSON(res *mcp.CallToolResult) (jsontext.Value, error) {
 	if res.IsError {
 		return nil, errors.New("the tool reported an error: " + text)
 	}
-	var v any = text
 	if res.StructuredContent != nil {
-		v = res.StructuredContent
-	} else {
-		var parsed any
-		if json.Unmarshal([]byte(text), &parsed) == nil {
-			v = parsed
+		switch sc := res.StructuredContent.(type) {
+		case stdjson.RawMessage:
+			return exactJSON([]byte(sc))
+		case jsontext.Value:
+			return exactJSON([]byte(sc))
+		case []byte:
+			return exactJSON(sc)
+		}
+		if lit, ok := roundedNumber(res.StructuredContent); ok {
+			return nil, fmt.Errorf("structuredContent holds the number %s, which may not be the number the server sent: it was decoded as a 64-bit float, and the server's text is not available", lit)
+		}
+		b, err := json.Marshal(res.StructuredContent, json.Deterministic(true))
+		if err != nil {
+			return nil, fmt.Errorf("the result cannot be encoded as JSON: %v", err)
+		}
+		if lit, ok := jsonnum.OutOfRange(b); ok {
+			return nil, fmt.Errorf("structuredContent holds the number %s, which a 64-bit float cannot hold exactly", quoteBytes([]byte(lit)))
+		}
+		return b, nil
+	}
+	if v := jsontext.Value(text); v.IsValid() {
+		v = v.Clone()
+		if v.Compact() == nil {
+			return v, nil
 		}
 	}
-	b, err := json.Marshal(v, json.Deterministic(true))
+	b, err := json.Marshal(text)
 	if err != nil {
 		return nil, fmt.Errorf("the result cannot be encoded as JSON: %v", err)
 	}
 	return b, nil
+}
+
+// exactJSON returns b, which must be one valid JSON value, compacted.
+func exactJSON(b []byte) (jsontext.Value, error) {
+	v := jsontext.Value(bytes.Clone(b))
+	if !v.IsValid() {
+		return nil, errors.New("structuredContent is not valid JSON")
+	}
+	if err := v.Compact(); err != nil {
+		return nil, fmt.Errorf("structuredContent cannot be compacted: %v", err)
+	}
+	return v, nil
+}
+
+// exactFloat is 2^53: from there on, a float64 does not hold every
+// integer, so an integral float64 that large may be a rounded one.
+const exactFloat = 1 << 53
+
+// roundedNumber finds, in decoded JSON (maps, slices, float64), an
+// integral float64 of magnitude 2^53 or more, and returns it spelled.
+func roundedNumber(v any) (string, bool) {
+	switch v := v.(type) {
+	case float64:
+		if math.Abs(v) >= exactFloat && v == math.Trunc(v) {
+			return strconv.FormatFloat(v, 'g', -1, 64), true
+		}
+	case float32:
+		return roundedNumber(float64(v))
+	case map[string]any:
+		for _, e := range v {
+			if lit, ok := roundedNumber(e); ok {
+				return lit, true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if lit, ok := roundedNumber(e); ok {
+				return lit, true
+			}
+		}
+	}
+	return "", false
 }
 
 // contentText joins the text parts of an MCP tool result.
