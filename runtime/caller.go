@@ -280,7 +280,7 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 				return err
 			}
 			if ok {
-				if err := decided(ctx, c.s.opt.Store, c.run, KindApprovalApproved, a.ID, "", 0); err != nil {
+				if err := approvalRecorded(ctx, c.s.opt.Store, a); err != nil {
 					return err
 				}
 				run = true
@@ -476,7 +476,10 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 		_, bind := c.confirm(ctx, d.tool)
 		return c.approvalGate(ctx, m.Tool, d, m, bind)
 	case store.CallStarted:
-		if !m.SideEffecting {
+		// Side-effecting if the row or the imported definition says so:
+		// a row edited to say "read" does not make a side effect safe
+		// to run again.
+		if !m.SideEffecting && d.tool != nil && !d.tool.sideEff {
 			if reason := c.usable(ctx, d); reason != "" {
 				return c.failStarted(ctx, m, reason)
 			}
@@ -604,7 +607,7 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 	}
 	var failure string
 	if err != nil {
-		failure = fmt.Sprintf("the call to %s failed: %s", quote(name), clipText(err.Error(), maxErrorBytes))
+		failure = fmt.Sprintf("the call to %s failed: %s", quote(name), clipText(c.s.opt.Redact(err.Error()), maxErrorBytes))
 	}
 	var o outcome
 	if res.Commit != nil && failure == "" {
@@ -685,6 +688,7 @@ func (c *Caller) evaluate(name string, ti *toolInfo, out jsontext.Value, failure
 		}
 	}
 	o.out = c.redactJSON(out)
+	o.resultDigest = digest(o.out) // the digest of what is kept (Reconcile compares it)
 	return o
 }
 
@@ -738,7 +742,7 @@ func (c *Caller) record(tx *store.Tx, started *store.CallKey, key store.CallKey,
 // outcome-unknown, as after a crash, and suspends the step: a person
 // decides whether it runs again.
 func (c *Caller) lost(ctx context.Context, key store.CallKey, name string, cause error) (driver.Result, error) {
-	reason := c.s.opt.Redact(fmt.Sprintf("the call was sent and no answer said what happened (%s)", clipText(cause.Error(), maxErrorBytes)))
+	reason := fmt.Sprintf("the call was sent and no answer said what happened (%s)", clipText(c.s.opt.Redact(cause.Error()), maxErrorBytes))
 	var ap store.Approval
 	err := c.tx(ctx, func(tx *store.Tx) error {
 		var err error
@@ -755,9 +759,20 @@ func (c *Caller) lost(ctx context.Context, key store.CallKey, name string, cause
 }
 
 // redactJSON removes secret values from a JSON text, keeping it JSON.
+//
+// Escapes are normalised first (a server may write "sk_\/..." or
+// "\u0073k_..."): strings are re-encoded with the fewest escapes, numbers
+// and member order kept as they are, so a secret is found however it was
+// spelled.
 func (c *Caller) redactJSON(v jsontext.Value) jsontext.Value {
 	if v == nil {
 		return nil
+	}
+	if bytes.IndexByte(v, '\\') >= 0 {
+		norm := jsontext.Value(bytes.Clone(v))
+		if norm.Format() == nil {
+			v = norm
+		}
 	}
 	r := jsontext.Value(c.s.opt.Redact(string(v)))
 	if !r.IsValid() {

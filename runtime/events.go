@@ -60,6 +60,8 @@ type RunCreated struct {
 	Version        string `json:"version"`
 	DocumentDigest string `json:"documentDigest"`
 	HarnessDigest  string `json:"harnessDigest,omitempty"`
+	// InputDigest is the SHA-256 of the run's input as stored.
+	InputDigest string `json:"inputDigest"`
 }
 
 // RunHarnessChanged: a person resumed the run with a harness other than

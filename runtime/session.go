@@ -244,7 +244,7 @@ func (s *Session) Start(ctx context.Context, input jsontext.Value) (Outcome, err
 		if err != nil {
 			return err
 		}
-		return s.append(tx, run.ID, "", "", RunCreated{Playbook: run.PlaybookID, Version: run.PlaybookVersion, DocumentDigest: run.DocumentDigest, HarnessDigest: s.opt.HarnessDigest})
+		return s.append(tx, run.ID, "", "", RunCreated{Playbook: run.PlaybookID, Version: run.PlaybookVersion, DocumentDigest: run.DocumentDigest, HarnessDigest: s.opt.HarnessDigest, InputDigest: digest(run.Input)})
 	})
 	if err != nil {
 		return Outcome{}, fmt.Errorf("creating the run: %w", err)

@@ -26,6 +26,9 @@ type recordData struct {
 	Index          *int   `json:"index"`
 	DocumentDigest string `json:"documentDigest"`
 	HarnessDigest  string `json:"harnessDigest"`
+	InputDigest    string `json:"inputDigest"`
+	ResultDigest   string `json:"resultDigest"`
+	OutputDigest   string `json:"outputDigest"`
 }
 
 func dataOf(r audit.Record) recordData {
@@ -153,8 +156,14 @@ func Reconcile(ctx context.Context, st *store.Store, runID string) ([]string, er
 
 	if len(recs) == 0 || recs[0].Kind != string(KindRunCreated) {
 		out = append(out, "the audit log does not begin with run.created")
-	} else if d := dataOf(recs[0]); d.DocumentDigest != run.DocumentDigest || digest(run.Document) != run.DocumentDigest {
-		out = append(out, fmt.Sprintf("the run's document (digest %s) is not the one run.created recorded (%s)", short(digest(run.Document)), short(d.DocumentDigest)))
+	} else {
+		d := dataOf(recs[0])
+		if d.DocumentDigest != run.DocumentDigest || digest(run.Document) != run.DocumentDigest {
+			out = append(out, fmt.Sprintf("the run's document (digest %s) is not the one run.created recorded (%s)", short(digest(run.Document)), short(d.DocumentDigest)))
+		}
+		if d.InputDigest != digest(run.Input) {
+			out = append(out, fmt.Sprintf("the run's input (digest %s) is not the one run.created recorded (%s)", short(digest(run.Input)), short(d.InputDigest)))
+		}
 	}
 	ending := map[store.RunStatus]EventKind{store.RunCompleted: KindRunCompleted, store.RunFailed: KindRunFailed, store.RunRejected: KindRunRejected}
 	if k, ok := ending[run.Status]; ok && !has(k, any) {
@@ -167,12 +176,21 @@ func Reconcile(ctx context.Context, st *store.Store, runID string) ([]string, er
 		attempt, index int
 	}
 	last := map[callKey]EventKind{}
+	argsOf := map[callKey]string{}   // the arguments digest the call's records give
+	resultOf := map[callKey]string{} // the digest of the result call.succeeded kept
 	for _, r := range recs {
 		d := dataOf(r)
 		if d.Index == nil || d.Attempt == nil || !isCallKind(EventKind(r.Kind)) {
 			continue
 		}
-		last[callKey{r.Step, *d.Attempt, *d.Index}] = EventKind(r.Kind)
+		k := callKey{r.Step, *d.Attempt, *d.Index}
+		last[k] = EventKind(r.Kind)
+		if d.ArgsDigest != "" {
+			argsOf[k] = d.ArgsDigest
+		}
+		if EventKind(r.Kind) == KindCallSucceeded {
+			resultOf[k] = d.ResultDigest
+		}
 	}
 	calls, err := st.Calls(ctx, runID, store.CallFilter{})
 	if err != nil {
@@ -188,6 +206,12 @@ func Reconcile(ctx context.Context, st *store.Store, runID string) ([]string, er
 		}
 		if want := stateOf(kind, c.State); want != c.State {
 			out = append(out, fmt.Sprintf("%s is %s in the store, but its last audit record is %s (%s)", c.CallKey, c.State, kind, want))
+		}
+		if a, ok := argsOf[k]; ok && a != c.ArgsDigest {
+			out = append(out, fmt.Sprintf("%s has arguments digest %s in the store, but its audit records say %s", c.CallKey, short(c.ArgsDigest), short(a)))
+		}
+		if r, ok := resultOf[k]; ok && c.State == store.CallSucceeded && r != digest(c.Result) {
+			out = append(out, fmt.Sprintf("%s has a result in the store that is not the one call.succeeded recorded (digest %s, recorded %s)", c.CallKey, short(digest(c.Result)), short(r)))
 		}
 	}
 	for k, kind := range last {
@@ -278,6 +302,10 @@ func Reconcile(ctx context.Context, st *store.Store, runID string) ([]string, er
 		case store.StepDone:
 			if !has(KindStepFinished, match) && !has(KindGateApproved, match) && !has(KindGateRejected, match) {
 				out = append(out, fmt.Sprintf("step %s (attempt %d) is done in the store, but no record says it finished", step, attempt))
+			}
+			output := digest(s.Output)
+			if has(KindStepFinished, match) && !has(KindStepFinished, func(r audit.Record, d recordData) bool { return match(r, d) && d.OutputDigest == output }) {
+				out = append(out, fmt.Sprintf("step %s (attempt %d) has an output in the store that is not the one step.finished recorded", step, attempt))
 			}
 		case store.StepFailed:
 			if !has(KindStepFailed, match) {
