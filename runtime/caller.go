@@ -85,6 +85,9 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 		if len(name) > 128 {
 			name = name[:128]
 		}
+		if res, err, over := c.overLimit(ctx, name); over {
+			return res, err
+		}
 		d := Decision{ArgsDigest: digest(call.Arguments)}
 		return c.refuse(ctx, name, d, CodeTooLarge, fmt.Sprintf(
 			"the call to %s is %d bytes (name and arguments), over the limit of %d; the call was refused and not run", quote(name), n, c.s.opt.MaxArgumentBytes))
@@ -93,15 +96,8 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 	if m := c.match(call.Name, d.ArgsDigest); m != nil {
 		return c.replay(ctx, m, d)
 	}
-	// The limit bounds the attempt's calls: those recorded before this
-	// run of the step (an agent asked again on resume need not repeat
-	// them) and the new ones.
-	c.fresh++
-	if len(c.memo)+c.fresh > c.s.opt.MaxToolCalls {
-		err := c.tx(ctx, func(tx *store.Tx) error {
-			return c.s.append(tx, c.run, c.step, call.Name, StepCallLimit{Limit: c.s.opt.MaxToolCalls})
-		})
-		return driver.Result{}, errors.Join(fmt.Errorf("%w (%d calls)", driver.ErrCallLimit, c.s.opt.MaxToolCalls), err)
+	if res, err, over := c.overLimit(ctx, call.Name); over {
+		return res, err
 	}
 	if !d.Allowed {
 		return c.refuse(ctx, call.Name, d, d.Code, d.Reason)
@@ -118,9 +114,9 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 		return c.approvalGate(ctx, call.Name, d, nil, bind)
 	}
 	if !d.tool.sideEff {
-		// A read call is recorded with its outcome, in one durable commit
-		// after it ran: if the process dies in between, nothing was
-		// recorded and resume may run it again, which a read allows.
+		// A read call is recorded with its outcome after it ran (queued:
+		// see execute): if the process dies before that commit, nothing
+		// was recorded and resume may run it again, which a read allows.
 		return c.execute(ctx, nil, call.Name, d)
 	}
 	// A side-effecting call is recorded as started, durably, before it
@@ -136,6 +132,21 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 		return driver.Result{}, err
 	}
 	return c.execute(ctx, &key, call.Name, d)
+}
+
+// overLimit counts a new call against the step's limit, which bounds the
+// attempt's calls: those recorded before this run of the step (an agent
+// asked again on resume need not repeat them) and the new ones, refused
+// ones included. Over it, the step stops.
+func (c *Caller) overLimit(ctx context.Context, name string) (driver.Result, error, bool) {
+	c.fresh++
+	if len(c.memo)+c.fresh <= c.s.opt.MaxToolCalls {
+		return driver.Result{}, nil, false
+	}
+	err := c.tx(ctx, func(tx *store.Tx) error {
+		return c.s.append(tx, c.run, c.step, name, StepCallLimit{Limit: c.s.opt.MaxToolCalls})
+	})
+	return driver.Result{}, errors.Join(fmt.Errorf("%w (%d calls)", driver.ErrCallLimit, c.s.opt.MaxToolCalls), err), true
 }
 
 // tx runs fn in a store transaction; a failure, its own or one of the
