@@ -296,7 +296,6 @@ type lineGate struct {
 	r     io.ReadCloser
 	guard *wireGuard
 
-	buf  []byte // read from r, not yet split into lines
 	line []byte // the current line, incomplete
 	out  []byte // checked bytes to hand on, from off
 	off  int
