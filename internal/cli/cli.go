@@ -54,6 +54,13 @@ type CLI struct {
 	Stderr io.Writer
 	// Version overrides the package-level [Version] when not empty.
 	Version string
+	// Getenv reads the environment (OPENPLAYBOOK_HARNESS, USER). Nil
+	// reads the process's, with os.Getenv.
+	Getenv func(string) string
+	// Dir is the working directory where a harness file is looked for
+	// when neither --harness nor OPENPLAYBOOK_HARNESS names one. Empty is
+	// the process's working directory.
+	Dir string
 }
 
 // Main runs the command line args (without the program name) and returns
@@ -116,6 +123,8 @@ Exit codes: 0 no problems, 1 problems found, 2 bad usage or unreadable input,
 at a gate).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// Every command with --harness finds its harness the same way.
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error { return c.resolveHarness(cmd) },
 		// With no command: print help to stderr, exit 2.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SetOut(c.stderr())
@@ -224,4 +233,13 @@ func (f *choice) Set(s string) error {
 	}
 	f.value = s
 	return nil
+}
+
+// formatFlag registers -f, --format on cmd as the choice format, with
+// shell completion of its values.
+func formatFlag(cmd *cobra.Command, format *choice, usage string) {
+	cmd.Flags().VarP(format, "format", "f", usage)
+	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return slices.Clone(format.valid), cobra.ShellCompDirectiveNoFileComp
+	})
 }

@@ -18,7 +18,7 @@ func (c *CLI) runCommand() *cobra.Command {
 	var harnessPath, input string
 	format := newChoice("text", []string{"text", "json"})
 	cmd := &cobra.Command{
-		Use:                   "run --harness FILE [--input JSON|@file] [--format text|json] DOC",
+		Use:                   "run [--harness FILE] [--input JSON|@file] [--format text|json] DOC",
 		DisableFlagsInUseLine: true,
 		Short:                 "Run a playbook with the capability boundary held",
 		Long: `Run imports DOC (validate and check against the harness: an error-level
@@ -39,9 +39,6 @@ The run outlives the process: when it waits for a person, decide with
 Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 1 failed (or the document does not pass check), 2 bad usage.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if harnessPath == "" {
-				return errors.New("run needs --harness FILE (see docs/harness.md)")
-			}
 			if len(args) != 1 {
 				return errors.New("run takes exactly one DOC")
 			}
@@ -69,9 +66,9 @@ Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 			return c.finish(out, err, format.value, harnessPath)
 		},
 	}
-	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (YAML or JSON; see docs/harness.md)")
+	harnessFlag(cmd, &harnessPath, "the harness file (YAML or JSON; see docs/harness.md)")
 	cmd.Flags().StringVar(&input, "input", "", "the run's input: a JSON object, or @file to read it from a file")
-	cmd.Flags().Var(format, "format", "output format: text or json (json prints {run, status, reason, waiting})")
+	formatFlag(cmd, format, "output format: text or json (json prints {run, status, reason, waiting})")
 	return cmd
 }
 
@@ -80,7 +77,7 @@ func (c *CLI) resumeCommand() *cobra.Command {
 	var acceptHarness bool
 	format := newChoice("text", []string{"text", "json"})
 	cmd := &cobra.Command{
-		Use:                   "resume --harness FILE [--format text|json] RUN",
+		Use:                   "resume [--harness FILE] [--format text|json] RUN",
 		DisableFlagsInUseLine: true,
 		Short:                 "Continue a run from its last recorded point",
 		Long: `Resume continues RUN with the document it was started with (kept in the
@@ -97,9 +94,6 @@ recorded); --accept-harness-change goes on with another, and records that.
 Exit status: as run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if harnessPath == "" {
-				return errors.New("resume needs --harness FILE (the one the run was started with)")
-			}
 			ctx := ctxOf(cmd)
 			st, h, err := c.storeFor(harnessPath)
 			if err != nil {
@@ -120,9 +114,9 @@ Exit status: as run.`,
 			return c.finish(out, err, format.value, harnessPath)
 		},
 	}
-	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file the run was started with")
+	harnessFlag(cmd, &harnessPath, "the harness file the run was started with")
 	cmd.Flags().BoolVar(&acceptHarness, "accept-harness-change", false, "resume with a harness file other than the one the run was started with (recorded in the audit log)")
-	cmd.Flags().Var(format, "format", "output format: text or json")
+	formatFlag(cmd, format, "output format: text or json")
 	return cmd
 }
 
@@ -141,15 +135,12 @@ func (c *CLI) decideCommand(approve bool) *cobra.Command {
 		verb = "approve"
 	}
 	cmd := &cobra.Command{
-		Use:                   verb + " --harness FILE [--reason TEXT] [--by NAME] RUN ID",
+		Use:                   verb + " [--harness FILE] [--reason TEXT] [--by NAME] RUN ID",
 		DisableFlagsInUseLine: true,
 		Short:                 strings.ToUpper(verb[:1]) + verb[1:] + " a gate or a pending tool-call approval of a run",
 		Long:                  decideHelp[approve],
 		Args:                  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if harnessPath == "" {
-				return errors.New(verb + " needs --harness FILE (for the store)")
-			}
 			st, h, err := c.storeFor(harnessPath)
 			if err != nil {
 				return err
@@ -168,7 +159,7 @@ func (c *CLI) decideCommand(approve bool) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (its store holds the run)")
+	harnessFlag(cmd, &harnessPath, "the harness file (its store holds the run)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit log)")
 	cmd.Flags().StringVar(&by, "by", "", "who decides (recorded; default \"cli\")")
 	return cmd
