@@ -133,6 +133,9 @@ at a gate).`,
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	// --version prints what `openplaybook version` prints.
+	root.Version = c.versionText()
+	root.SetVersionTemplate("{{.Version}}")
 	root.SetIn(c.stdin())
 	root.SetOut(c.stdout())
 	root.SetErr(c.stderr())
