@@ -45,7 +45,8 @@ var Version = ""
 
 // CLI is the openplaybook command with its streams.
 type CLI struct {
-	// Stdin is read by commands given "-" as a path. Nil reads as empty.
+	// Stdin is read by commands given "-" as a path, and by run --input @-.
+	// Nil reads as empty.
 	Stdin io.Reader
 	// Stdout receives command output (reports, the schema, help). Nil
 	// discards it.
@@ -132,7 +133,8 @@ at a gate).`,
 			return &exitError{code: ExitUsage}
 		},
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	// cobra's completion command: bash, zsh, fish, powershell.
+	root.CompletionOptions.HiddenDefaultCmd = false
 	// --version prints what `openplaybook version` prints.
 	root.Version = c.versionText()
 	root.SetVersionTemplate("{{.Version}}")

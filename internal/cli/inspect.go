@@ -54,7 +54,8 @@ func (c *CLI) statusCommand() *cobra.Command {
 what each waits for with the command that decides it. Given one RUN, it also
 shows each step attempt with its output (what a gate's reviewer reads) and
 the exact arguments of every call waiting for approval.`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: c.completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, _, err := c.storeFor(harnessPath)
 			if err != nil {
@@ -66,7 +67,7 @@ the exact arguments of every call waiting for approval.`,
 			if len(args) == 1 {
 				r, err := st.GetRun(ctx, args[0])
 				if err != nil {
-					return &exitError{code: ExitProblems, err: fmt.Errorf("run %s: %w", args[0], err)}
+					return &exitError{code: ExitProblems, err: runError(err, args[0])}
 				}
 				runs = []store.Run{r}
 			} else if runs, err = st.ListRuns(ctx); err != nil {
@@ -251,7 +252,8 @@ is named. It then compares the store's rows with the chain: a run, step,
 call, approval or gate whose state no record gives (a decision flipped in
 SQLite, an edited call) is named too. Exit status: 0 the chain verifies (or was not asked to), 1 it does
 not.`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: c.completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, _, err := c.storeFor(harnessPath)
 			if err != nil {
@@ -260,7 +262,7 @@ not.`,
 			defer st.Close()
 			ctx := ctxOf(cmd)
 			if _, err := st.GetRun(ctx, args[0]); err != nil {
-				return &exitError{code: ExitProblems, err: fmt.Errorf("run %s: %w", args[0], err)}
+				return &exitError{code: ExitProblems, err: runError(err, args[0])}
 			}
 			recs, err := st.Audit(ctx, args[0])
 			if err != nil {
