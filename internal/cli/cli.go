@@ -159,6 +159,21 @@ at a gate).`,
 		c.rulesCommand(),
 		c.versionCommand(),
 	)
+	// cobra's completion command (bash, zsh, fish, powershell), added here
+	// rather than at Execute so that it is in the tree like the others.
+	root.InitDefaultCompletionCmd()
+	for _, cmd := range root.Commands() {
+		if cmd.Name() == "completion" {
+			// With no shell, or an unknown one: usage, as with no command.
+			cmd.RunE = root.RunE
+			cmd.Args = func(_ *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return fmt.Errorf("unknown shell %q; completion takes bash, zsh, fish or powershell", args[0])
+				}
+				return nil
+			}
+		}
+	}
 	return root
 }
 

@@ -126,6 +126,11 @@ func TestCompletion(t *testing.T) {
 			t.Errorf("completion %s: exit %d, %d bytes, %q", sh, code, len(out), stderr)
 		}
 	}
+	for _, args := range [][]string{{"completion"}, {"completion", "tcsh"}} {
+		if code, out, stderr := run(t, nil, args...); code != ExitUsage || out != "" || !strings.Contains(stderr, "bash") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, stderr)
+		}
+	}
 	for cmd, want := range map[string]string{"validate": "sarif", "explain": "mermaid", "status": "json", "rules": "json", "version": "json", "approve": "json"} {
 		_, out, _ := run(t, nil, "__complete", cmd, "--format", "")
 		if !strings.Contains(out, want+"\n") || !strings.Contains(out, "text\n") {
