@@ -23,7 +23,7 @@ func (c *CLI) checkCommand() *cobra.Command {
 	var strict bool
 	var harnessPath string
 	cmd := &cobra.Command{
-		Use:                   "check --harness FILE [--format " + strings.Join(report.Formats, "|") + "] [--strict] DOC...",
+		Use:                   "check [--harness FILE] [--format " + strings.Join(report.Formats, "|") + "] [--strict] DOC...",
 		DisableFlagsInUseLine: true,
 		Short:                 "Validate documents and check them against a harness: registry, drift, preflight",
 		Long: `Check does everything validate does, then checks each document against
@@ -45,9 +45,6 @@ MCP servers are contacted concurrently, each within its harness timeout
 Formats and exit status are those of validate: 0 no errors, 1 errors (or
 warnings under --strict), 2 bad usage or unreadable input.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if harnessPath == "" {
-				return errors.New("check needs --harness FILE (the harness file: see docs/harness.md)")
-			}
 			if len(args) == 0 {
 				return errors.New("check needs at least one DOC: a file, a directory (its *.json files) or - for standard input")
 			}
@@ -68,8 +65,8 @@ warnings under --strict), 2 bad usage or unreadable input.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (YAML or JSON; see docs/harness.md)")
-	cmd.Flags().VarP(format, "format", "f", "output format: "+strings.Join(report.Formats, ", "))
+	harnessFlag(cmd, &harnessPath, "the harness file (YAML or JSON; see docs/harness.md)")
+	formatFlag(cmd, format, "output format: "+strings.Join(report.Formats, ", "))
 	cmd.Flags().BoolVar(&strict, "strict", false, "fail (exit 1) on warnings too")
 	return cmd
 }

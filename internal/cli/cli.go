@@ -45,7 +45,8 @@ var Version = ""
 
 // CLI is the openplaybook command with its streams.
 type CLI struct {
-	// Stdin is read by commands given "-" as a path. Nil reads as empty.
+	// Stdin is read by commands given "-" as a path, and by run --input @-.
+	// Nil reads as empty.
 	Stdin io.Reader
 	// Stdout receives command output (reports, the schema, help). Nil
 	// discards it.
@@ -54,6 +55,13 @@ type CLI struct {
 	Stderr io.Writer
 	// Version overrides the package-level [Version] when not empty.
 	Version string
+	// Getenv reads the environment (OPENPLAYBOOK_HARNESS, USER). Nil
+	// reads the process's, with os.Getenv.
+	Getenv func(string) string
+	// Dir is the working directory where a harness file is looked for
+	// when neither --harness nor OPENPLAYBOOK_HARNESS names one. Empty is
+	// the process's working directory.
+	Dir string
 }
 
 // Main runs the command line args (without the program name) and returns
@@ -116,6 +124,8 @@ Exit codes: 0 no problems, 1 problems found, 2 bad usage or unreadable input,
 at a gate).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// Every command with --harness finds its harness the same way.
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error { return c.resolveHarness(cmd) },
 		// With no command: print help to stderr, exit 2.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SetOut(c.stderr())
@@ -123,7 +133,11 @@ at a gate).`,
 			return &exitError{code: ExitUsage}
 		},
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	// cobra's completion command: bash, zsh, fish, powershell.
+	root.CompletionOptions.HiddenDefaultCmd = false
+	// --version prints what `openplaybook version` prints.
+	root.Version = c.versionText()
+	root.SetVersionTemplate("{{.Version}}")
 	root.SetIn(c.stdin())
 	root.SetOut(c.stdout())
 	root.SetErr(c.stderr())
@@ -145,6 +159,21 @@ at a gate).`,
 		c.rulesCommand(),
 		c.versionCommand(),
 	)
+	// cobra's completion command (bash, zsh, fish, powershell), added here
+	// rather than at Execute so that it is in the tree like the others.
+	root.InitDefaultCompletionCmd()
+	for _, cmd := range root.Commands() {
+		if cmd.Name() == "completion" {
+			// With no shell, or an unknown one: usage, as with no command.
+			cmd.RunE = root.RunE
+			cmd.Args = func(_ *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return fmt.Errorf("unknown shell %q; completion takes bash, zsh, fish or powershell", args[0])
+				}
+				return nil
+			}
+		}
+	}
 	return root
 }
 
@@ -224,4 +253,13 @@ func (f *choice) Set(s string) error {
 	}
 	f.value = s
 	return nil
+}
+
+// formatFlag registers -f, --format on cmd as the choice format, with
+// shell completion of its values.
+func formatFlag(cmd *cobra.Command, format *choice, usage string) {
+	cmd.Flags().VarP(format, "format", "f", usage)
+	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return slices.Clone(format.valid), cobra.ShellCompDirectiveNoFileComp
+	})
 }

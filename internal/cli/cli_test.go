@@ -494,7 +494,7 @@ func TestExplain(t *testing.T) {
 	}
 }
 
-// TestDocs: docs/cli.md has a section for every command and every
+// TestDocs: docs/cli.md lists every command and has a section for each and every
 // validate format, and documents every exit code.
 func TestDocs(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/cli.md")
@@ -508,6 +508,9 @@ func TestDocs(t *testing.T) {
 		}
 		if !strings.Contains(text, "\n## "+cmd.Name()+"\n") {
 			t.Errorf("docs/cli.md has no section \"## %s\"", cmd.Name())
+		}
+		if !strings.Contains(text, "[`"+cmd.Name()+"`](#"+cmd.Name()+")") {
+			t.Errorf("docs/cli.md's command list has no [`%s`](#%s)", cmd.Name(), cmd.Name())
 		}
 	}
 	for _, f := range report.Formats {

@@ -61,6 +61,6 @@ problems; 2 on bad usage or when FILE cannot be read.`,
 			return nil
 		},
 	}
-	cmd.Flags().VarP(format, "format", "f", "output format: "+strings.Join(explain.Formats, ", "))
+	formatFlag(cmd, format, "output format: "+strings.Join(explain.Formats, ", "))
 	return cmd
 }

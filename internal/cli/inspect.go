@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -48,18 +47,16 @@ func (c *CLI) statusCommand() *cobra.Command {
 	var harnessPath string
 	format := newChoice("text", []string{"text", "json"})
 	cmd := &cobra.Command{
-		Use:                   "status --harness FILE [--format text|json] [RUN]",
+		Use:                   "status [--harness FILE] [--format text|json] [RUN]",
 		DisableFlagsInUseLine: true,
 		Short:                 "List runs and what each waits for",
 		Long: `Status lists the runs in the harness's store: status, current step, and
 what each waits for with the command that decides it. Given one RUN, it also
 shows each step attempt with its output (what a gate's reviewer reads) and
 the exact arguments of every call waiting for approval.`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: c.completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if harnessPath == "" {
-				return errors.New("status needs --harness FILE (for the store)")
-			}
 			st, _, err := c.storeFor(harnessPath)
 			if err != nil {
 				return err
@@ -70,7 +67,7 @@ the exact arguments of every call waiting for approval.`,
 			if len(args) == 1 {
 				r, err := st.GetRun(ctx, args[0])
 				if err != nil {
-					return &exitError{code: ExitProblems, err: fmt.Errorf("run %s: %w", args[0], err)}
+					return &exitError{code: ExitProblems, err: runError(err, args[0])}
 				}
 				runs = []store.Run{r}
 			} else if runs, err = st.ListRuns(ctx); err != nil {
@@ -153,8 +150,8 @@ the exact arguments of every call waiting for approval.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (its store holds the runs)")
-	cmd.Flags().Var(format, "format", "output format: text or json")
+	harnessFlag(cmd, &harnessPath, "the harness file (its store holds the runs)")
+	formatFlag(cmd, format, "output format: text or json")
 	return cmd
 }
 
@@ -241,7 +238,7 @@ func (c *CLI) auditCommand() *cobra.Command {
 	var verify bool
 	format := newChoice("text", []string{"text", "json"})
 	cmd := &cobra.Command{
-		Use:                   "audit --harness FILE [--format text|json] [--verify] RUN",
+		Use:                   "audit [--harness FILE] [--format text|json] [--verify] RUN",
 		DisableFlagsInUseLine: true,
 		Short:                 "Print a run's audit log and prove its hash chain",
 		Long: `Audit prints RUN's audit log: every step, tool call (allowed, refused,
@@ -255,11 +252,9 @@ is named. It then compares the store's rows with the chain: a run, step,
 call, approval or gate whose state no record gives (a decision flipped in
 SQLite, an edited call) is named too. Exit status: 0 the chain verifies (or was not asked to), 1 it does
 not.`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: c.completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if harnessPath == "" {
-				return errors.New("audit needs --harness FILE (for the store)")
-			}
 			st, _, err := c.storeFor(harnessPath)
 			if err != nil {
 				return err
@@ -267,7 +262,7 @@ not.`,
 			defer st.Close()
 			ctx := ctxOf(cmd)
 			if _, err := st.GetRun(ctx, args[0]); err != nil {
-				return &exitError{code: ExitProblems, err: fmt.Errorf("run %s: %w", args[0], err)}
+				return &exitError{code: ExitProblems, err: runError(err, args[0])}
 			}
 			recs, err := st.Audit(ctx, args[0])
 			if err != nil {
@@ -332,9 +327,9 @@ not.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (its store holds the run)")
+	harnessFlag(cmd, &harnessPath, "the harness file (its store holds the run)")
 	cmd.Flags().BoolVar(&verify, "verify", false, "prove the hash chain; exit 1 and name the record when it is broken")
-	cmd.Flags().Var(format, "format", "output format: text or json")
+	formatFlag(cmd, format, "output format: text or json")
 	return cmd
 }
 
@@ -350,16 +345,13 @@ func (c *CLI) todayCommand() *cobra.Command {
 	var all bool
 	format := newChoice("text", []string{"text", "json"})
 	cmd := &cobra.Command{
-		Use:                   "today --harness FILE [--all] [--format text|json]",
+		Use:                   "today [--harness FILE] [--all] [--format text|json]",
 		DisableFlagsInUseLine: true,
 		Short:                 "List the items playbooks put in front of the operator (today.surface)",
 		Long: `Today lists the items the built-in tool today.surface put on the operator's
 list, by priority (high, normal, low), then newest first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if harnessPath == "" {
-				return errors.New("today needs --harness FILE (for the store)")
-			}
 			st, _, err := c.storeFor(harnessPath)
 			if err != nil {
 				return err
@@ -402,8 +394,8 @@ list, by priority (high, normal, low), then newest first.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (its store holds the list)")
+	harnessFlag(cmd, &harnessPath, "the harness file (its store holds the list)")
 	cmd.Flags().BoolVar(&all, "all", false, "include dismissed items")
-	cmd.Flags().Var(format, "format", "output format: text or json")
+	formatFlag(cmd, format, "output format: text or json")
 	return cmd
 }

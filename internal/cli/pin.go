@@ -19,7 +19,7 @@ func (c *CLI) pinCommand() *cobra.Command {
 	var harnessPath string
 	var write bool
 	cmd := &cobra.Command{
-		Use:                   "pin --harness FILE [--write] DOC",
+		Use:                   "pin [--harness FILE] [--write] DOC",
 		DisableFlagsInUseLine: true,
 		Short:                 "Bring a document's embedded tool definitions in line with the registry",
 		Long: `Pin brings the embedded definitions of DOC in line with what the harness's
@@ -45,9 +45,6 @@ not in line (the diff shows how; run again with --write) or something is
 left for a person to fill (written or not, the list says what), 2 bad usage
 or unreadable input.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if harnessPath == "" {
-				return errors.New("pin needs --harness FILE (the harness file: see docs/harness.md)")
-			}
 			if len(args) != 1 || args[0] == "-" {
 				return errors.New("pin takes exactly one DOC file")
 			}
@@ -109,7 +106,7 @@ or unreadable input.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (YAML or JSON; see docs/harness.md)")
+	harnessFlag(cmd, &harnessPath, "the harness file (YAML or JSON; see docs/harness.md)")
 	cmd.Flags().BoolVar(&write, "write", false, "rewrite DOC in place (atomically) when the pinned document is valid")
 	return cmd
 }

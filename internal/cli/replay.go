@@ -35,7 +35,7 @@ func (c *CLI) replayCommand() *cobra.Command {
 	var harnessPath string
 	format := newChoice("text", []string{"text", "json"})
 	cmd := &cobra.Command{
-		Use:                   "replay --harness FILE [--format text|json] DOC TRANSCRIPT",
+		Use:                   "replay [--harness FILE] [--format text|json] DOC TRANSCRIPT",
 		DisableFlagsInUseLine: true,
 		Short:                 "Check a recorded agent session against a playbook without executing anything",
 		Long: `Replay takes a transcript (the calls each agent step's agent made: see
@@ -49,9 +49,6 @@ Calls recorded for a step the playbook does not have are refused.
 Exit status: 0 every call would be allowed, 1 any would be refused (or the
 document does not pass check), 2 bad usage or unreadable input.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if harnessPath == "" {
-				return errors.New("replay needs --harness FILE (see docs/harness.md)")
-			}
 			if len(args) != 2 {
 				return errors.New("replay takes DOC and TRANSCRIPT")
 			}
@@ -112,8 +109,8 @@ document does not pass check), 2 bad usage or unreadable input.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (for the registry)")
-	cmd.Flags().Var(format, "format", "output format: text, or json (an array of {step, tool, decision, reason, approval, location})")
+	harnessFlag(cmd, &harnessPath, "the harness file (for the registry)")
+	formatFlag(cmd, format, "output format: text, or json (an array of {step, tool, decision, reason, approval, location})")
 	return cmd
 }
 

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/user"
 	"strings"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
 
 	"github.com/openplaybook/openplaybook/harness"
@@ -18,7 +21,7 @@ func (c *CLI) runCommand() *cobra.Command {
 	var harnessPath, input string
 	format := newChoice("text", []string{"text", "json"})
 	cmd := &cobra.Command{
-		Use:                   "run --harness FILE [--input JSON|@file] [--format text|json] DOC",
+		Use:                   "run [--harness FILE] [--input JSON|@file|@-] [--format text|json] DOC",
 		DisableFlagsInUseLine: true,
 		Short:                 "Run a playbook with the capability boundary held",
 		Long: `Run imports DOC (validate and check against the harness: an error-level
@@ -39,9 +42,6 @@ The run outlives the process: when it waits for a person, decide with
 Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 1 failed (or the document does not pass check), 2 bad usage.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if harnessPath == "" {
-				return errors.New("run needs --harness FILE (see docs/harness.md)")
-			}
 			if len(args) != 1 {
 				return errors.New("run takes exactly one DOC")
 			}
@@ -49,7 +49,7 @@ Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := ctxOf(cmd)
-			in, err := readInput(input)
+			in, err := c.readInput(input)
 			if err != nil {
 				return ioError(fmt.Errorf("reading --input: %w", err))
 			}
@@ -69,9 +69,9 @@ Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 			return c.finish(out, err, format.value, harnessPath)
 		},
 	}
-	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (YAML or JSON; see docs/harness.md)")
-	cmd.Flags().StringVar(&input, "input", "", "the run's input: a JSON object, or @file to read it from a file")
-	cmd.Flags().Var(format, "format", "output format: text or json (json prints {run, status, reason, waiting})")
+	harnessFlag(cmd, &harnessPath, "the harness file (YAML or JSON; see docs/harness.md)")
+	cmd.Flags().StringVar(&input, "input", "", "the run's input: a JSON object, @file to read it from a file, or @- from standard input")
+	formatFlag(cmd, format, "output format: text or json (json prints {run, status, reason, waiting})")
 	return cmd
 }
 
@@ -80,7 +80,7 @@ func (c *CLI) resumeCommand() *cobra.Command {
 	var acceptHarness bool
 	format := newChoice("text", []string{"text", "json"})
 	cmd := &cobra.Command{
-		Use:                   "resume --harness FILE [--format text|json] RUN",
+		Use:                   "resume [--harness FILE] [--format text|json] RUN",
 		DisableFlagsInUseLine: true,
 		Short:                 "Continue a run from its last recorded point",
 		Long: `Resume continues RUN with the document it was started with (kept in the
@@ -95,11 +95,9 @@ that the harness file is the one the run was started with (its SHA-256 is
 recorded); --accept-harness-change goes on with another, and records that.
 
 Exit status: as run.`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: c.completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if harnessPath == "" {
-				return errors.New("resume needs --harness FILE (the one the run was started with)")
-			}
 			ctx := ctxOf(cmd)
 			st, h, err := c.storeFor(harnessPath)
 			if err != nil {
@@ -109,7 +107,7 @@ Exit status: as run.`,
 			st.Close()
 			_ = h
 			if err != nil {
-				return &exitError{code: ExitProblems, err: fmt.Errorf("run %s: %w", args[0], err)}
+				return &exitError{code: ExitProblems, err: runError(err, args[0])}
 			}
 			s, err := c.importForRun(ctx, harnessPath, "", run.Document, "<document of "+run.ID+">", acceptHarness)
 			if err != nil {
@@ -120,9 +118,9 @@ Exit status: as run.`,
 			return c.finish(out, err, format.value, harnessPath)
 		},
 	}
-	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file the run was started with")
+	harnessFlag(cmd, &harnessPath, "the harness file the run was started with")
 	cmd.Flags().BoolVar(&acceptHarness, "accept-harness-change", false, "resume with a harness file other than the one the run was started with (recorded in the audit log)")
-	cmd.Flags().Var(format, "format", "output format: text or json")
+	formatFlag(cmd, format, "output format: text or json")
 	return cmd
 }
 
@@ -136,42 +134,118 @@ func ctxOf(cmd *cobra.Command) context.Context {
 // decideCommand is approve or deny.
 func (c *CLI) decideCommand(approve bool) *cobra.Command {
 	var harnessPath, reason, by string
+	format := newChoice("text", []string{"text", "json"})
 	verb := "deny"
 	if approve {
 		verb = "approve"
 	}
 	cmd := &cobra.Command{
-		Use:                   verb + " --harness FILE [--reason TEXT] [--by NAME] RUN ID",
+		Use:                   verb + " [--harness FILE] [--reason TEXT] [--by NAME] [--format text|json] RUN ID",
 		DisableFlagsInUseLine: true,
 		Short:                 strings.ToUpper(verb[:1]) + verb[1:] + " a gate or a pending tool-call approval of a run",
 		Long:                  decideHelp[approve],
 		Args:                  cobra.ExactArgs(2),
+		ValidArgsFunction:     c.completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if harnessPath == "" {
-				return errors.New(verb + " needs --harness FILE (for the store)")
-			}
+			ctx := ctxOf(cmd)
+			runID, id := args[0], args[1]
 			st, h, err := c.storeFor(harnessPath)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
 			if by == "" {
-				by = "cli"
+				by = c.userName()
+			}
+			if _, err := st.GetRun(ctx, runID); err != nil {
+				return &exitError{code: ExitProblems, err: runError(err, runID)}
 			}
 			// A secret value typed into a reason is never stored.
-			redact := secretRedactor(ctxOf(cmd), h, st, args[0])
-			what, err := runtime.Decide(ctxOf(cmd), st, args[0], args[1], runtime.Verdict{Approve: approve, Reason: redact(reason), By: redact(by)})
+			redact := secretRedactor(ctx, h, st, runID)
+			v := runtime.Verdict{Approve: approve, Reason: redact(reason), By: redact(by)}
+			what, err := runtime.Decide(ctx, st, runID, id, v)
 			if err != nil {
-				return &exitError{code: ExitProblems, err: err}
+				return &exitError{code: ExitProblems, err: decideError(err, runID, id)}
 			}
-			fmt.Fprintf(c.stdout(), "%s %s; continue with: openplaybook resume --harness %s %s\n", what, map[bool]string{true: "approved", false: "denied"}[approve], harnessPath, args[0])
+			decision := map[bool]string{true: "approved", false: "denied"}[approve]
+			resume := fmt.Sprintf("openplaybook resume --harness %s %s", harnessPath, runID)
+			if format.value == "json" {
+				b, err := json.Marshal(decided{Run: runID, Kind: what.Kind, ID: what.ID, Decision: decision, By: v.By, Reason: v.Reason, Next: resume},
+					jsontext.WithIndent("  "))
+				if err != nil {
+					return ioError(err)
+				}
+				fmt.Fprintln(c.stdout(), string(b))
+				return nil
+			}
+			fmt.Fprintf(c.stdout(), "%s %s; continue with: %s\n", what, decision, resume)
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&harnessPath, "harness", "", "the harness file (its store holds the run)")
+	harnessFlag(cmd, &harnessPath, "the harness file (its store holds the run)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit log)")
-	cmd.Flags().StringVar(&by, "by", "", "who decides (recorded; default \"cli\")")
+	cmd.Flags().StringVar(&by, "by", "", "who decides (recorded; default: the OS user name, else $USER, else \"cli\")")
+	formatFlag(cmd, format, "output format: text or json (json prints {run, kind, id, decision, by, reason, next})")
 	return cmd
+}
+
+// decided is what approve and deny print with --format json.
+type decided struct {
+	Run      string `json:"run"`
+	Kind     string `json:"kind"` // "gate" or "approval"
+	ID       string `json:"id"`
+	Decision string `json:"decision"` // "approved" or "denied"
+	By       string `json:"by"`
+	Reason   string `json:"reason"`
+	Next     string `json:"next"` // the command that lets the decision take effect
+}
+
+// runError words an error reading run runID: one not found names the
+// command that lists runs.
+func runError(err error, runID string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("run %s not found; 'openplaybook status' lists runs", runID)
+	}
+	return fmt.Errorf("run %s: %w", runID, err)
+}
+
+// decideError words an error of [runtime.Decide] (which returns store
+// errors as they are) as what to do next.
+func decideError(err error, runID, id string) error {
+	next := fmt.Sprintf("'openplaybook status %s' lists what it waits for", runID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("run %s has no approval %s; %s", runID, id, next)
+	case errors.Is(err, store.ErrState):
+		return fmt.Errorf("%s; only a pending approval can be decided; %s", trimStorePrefix(err, store.ErrState), next)
+	case errors.Is(err, store.ErrExpired):
+		return fmt.Errorf("%s; an expired approval can no longer be decided; %s", trimStorePrefix(err, store.ErrExpired), next)
+	}
+	return err
+}
+
+// trimStorePrefix is err's text without the store sentinel's wording
+// ("store: wrong state: ...").
+func trimStorePrefix(err, sentinel error) string {
+	s := err.Error()
+	if i := strings.Index(s, sentinel.Error()+": "); i >= 0 {
+		return s[:i] + s[i+len(sentinel.Error())+2:]
+	}
+	return s
+}
+
+// userName is who decides when --by is not given: the OS user name, else
+// $USER, else "cli".
+func (c *CLI) userName() string { return userName(user.Current, c.getenv) }
+
+func userName(current func() (*user.User, error), getenv func(string) string) string {
+	if u, err := current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if u := getenv("USER"); u != "" {
+		return u
+	}
+	return "cli"
 }
 
 var decideHelp = map[bool]string{

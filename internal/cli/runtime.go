@@ -137,10 +137,13 @@ func keep(ds []diag.Diagnostic, sev diag.Severity) []diag.Diagnostic {
 	return out
 }
 
-// readInput reads --input: a JSON text, or @file.
-func readInput(v string) (jsontext.Value, error) {
+// readInput reads --input: a JSON text, @file, or @- for standard input.
+func (c *CLI) readInput(v string) (jsontext.Value, error) {
 	if v == "" {
 		return nil, nil
+	}
+	if v == "@-" {
+		return c.readStdin()
 	}
 	if name, ok := strings.CutPrefix(v, "@"); ok {
 		b, err := os.ReadFile(name)

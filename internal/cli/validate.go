@@ -63,7 +63,7 @@ read (nothing is reported then).`,
 			return nil
 		},
 	}
-	cmd.Flags().VarP(format, "format", "f", "output format: "+strings.Join(report.Formats, ", "))
+	formatFlag(cmd, format, "output format: "+strings.Join(report.Formats, ", "))
 	cmd.Flags().BoolVar(&strict, "strict", false, "fail (exit 1) on warnings too")
 	return cmd
 }
