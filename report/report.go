@@ -10,7 +10,10 @@
 //     column, pointer, severity, rule and message; `[]` when there is
 //     nothing to report. This shape is a public contract (docs/cli.md).
 //   - "sarif": a SARIF 2.1.0 log with one run, as GitHub code scanning
-//     accepts it.
+//     accepts it: every rule openplaybook has is described in
+//     tool.driver (from docs/rules.md, docs/check.md and docs/drift.md,
+//     with a helpUri to its heading), and each result has a
+//     partialFingerprints entry.
 //   - "github": GitHub Actions workflow commands (`::error file=...::msg`),
 //     which the Actions runner turns into annotations.
 //
@@ -49,7 +52,7 @@ type Options struct {
 	// leaves it out.
 	ToolVersion string
 	// Rules describes the rule ids for the SARIF rules array, in order.
-	// Nil means [Catalog]. A rule id that occurs in the diagnostics but
+	// Nil means [AllRules]. A rule id that occurs in the diagnostics but
 	// not here is added after them.
 	Rules []Rule
 }

@@ -3,8 +3,11 @@ package report
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -17,9 +20,12 @@ const (
 	sarifVersion   = "2.1.0"
 	toolName       = "openplaybook"
 	informationURI = "https://github.com/openplaybook/openplaybook"
-	// rulesHelpURI is the page documenting every rule; a rule's helpUri is
-	// this page with the rule id as fragment.
-	rulesHelpURI = "https://github.com/openplaybook/openplaybook/blob/main/docs/rules.md"
+	// docsURI is where the documentation pages of ruleDocs (paths from the
+	// repository root) are published; a rule's helpUri is its page there
+	// with the anchor of its heading as fragment.
+	docsURI = "https://github.com/openplaybook/openplaybook/blob/main/"
+	// fingerprintKey names the partialFingerprints entry of a result.
+	fingerprintKey = "openplaybook/v1"
 )
 
 type sarifLog struct {
@@ -39,28 +45,42 @@ type sarifTool struct {
 }
 
 type sarifDriver struct {
-	Name           string      `json:"name"`
-	InformationURI string      `json:"informationUri"`
-	Version        string      `json:"version,omitempty"`
-	Rules          []sarifRule `json:"rules"`
+	Name            string      `json:"name"`
+	InformationURI  string      `json:"informationUri"`
+	Version         string      `json:"version,omitempty"`
+	SemanticVersion string      `json:"semanticVersion"`
+	Rules           []sarifRule `json:"rules"`
 }
 
 type sarifRule struct {
-	ID               string       `json:"id"`
-	ShortDescription sarifMessage `json:"shortDescription"`
-	HelpURI          string       `json:"helpUri"`
+	ID                   string              `json:"id"`
+	ShortDescription     sarifMessage        `json:"shortDescription"`
+	FullDescription      *sarifMultiformat   `json:"fullDescription,omitempty"`
+	Help                 *sarifMultiformat   `json:"help,omitempty"`
+	HelpURI              string              `json:"helpUri,omitempty"`
+	DefaultConfiguration *sarifConfiguration `json:"defaultConfiguration,omitempty"`
 }
 
 type sarifMessage struct {
 	Text string `json:"text"`
 }
 
+type sarifMultiformat struct {
+	Text     string `json:"text"`
+	Markdown string `json:"markdown,omitempty"`
+}
+
+type sarifConfiguration struct {
+	Level string `json:"level"`
+}
+
 type sarifResult struct {
-	RuleID    string          `json:"ruleId"`
-	RuleIndex int             `json:"ruleIndex"`
-	Level     string          `json:"level"`
-	Message   sarifMessage    `json:"message"`
-	Locations []sarifLocation `json:"locations"`
+	RuleID              string            `json:"ruleId"`
+	RuleIndex           int               `json:"ruleIndex"`
+	Level               string            `json:"level"`
+	Message             sarifMessage      `json:"message"`
+	Locations           []sarifLocation   `json:"locations"`
+	PartialFingerprints map[string]string `json:"partialFingerprints"`
 }
 
 type sarifLocation struct {
@@ -89,11 +109,16 @@ type sarifLogicalLocation struct {
 
 // writeSARIF renders diags as a SARIF 2.1.0 log of one run:
 //
-//   - tool.driver lists every rule of opts.Rules (default [Catalog]) with
-//     its description and a helpUri into docs/rules.md, so ruleIndex is
-//     stable from one run to the next;
+//   - tool.driver has the tool's version as given and, in
+//     semanticVersion, its numeric MAJOR.MINOR.PATCH ("0.0.0" for a
+//     development build); it lists every rule of opts.Rules (default
+//     [AllRules]), then any other rule a diagnostic names, so ruleIndex is
+//     stable from one run to the next. A documented rule (ruleDocs) has a
+//     fullDescription and help (text and Markdown) cut from its section
+//     of docs/*.md, and a helpUri to that section's heading;
 //   - each result has ruleId, ruleIndex, level ("error", "warning" or
-//     "note" for info), message.text and one location: the file (a URI
+//     "note" for info), message.text, partialFingerprints (see
+//     [fingerprints]) and one location: the file (a URI
 //     relative to %SRCROOT%, or a file: URI for an absolute path), the
 //     region's startLine and startColumn, and the JSON Pointer as the
 //     fullyQualifiedName of a logical location (left out for the root);
@@ -103,14 +128,15 @@ type sarifLogicalLocation struct {
 func writeSARIF(b *bytes.Buffer, src *sources, diags []diag.Diagnostic, opts *Options) error {
 	rules := opts.Rules
 	if rules == nil {
-		rules = Catalog()
+		rules = AllRules()
 	}
 	index := make(map[string]int, len(rules))
 	driver := sarifDriver{
-		Name:           toolName,
-		InformationURI: informationURI,
-		Version:        opts.ToolVersion,
-		Rules:          make([]sarifRule, 0, len(rules)),
+		Name:            toolName,
+		InformationURI:  informationURI,
+		Version:         opts.ToolVersion,
+		SemanticVersion: semanticVersion(opts.ToolVersion),
+		Rules:           make([]sarifRule, 0, len(rules)),
 	}
 	addRule := func(r Rule) {
 		if _, dup := index[r.ID]; dup {
@@ -121,16 +147,13 @@ func writeSARIF(b *bytes.Buffer, src *sources, diags []diag.Diagnostic, opts *Op
 			desc = r.ID
 		}
 		index[r.ID] = len(driver.Rules)
-		driver.Rules = append(driver.Rules, sarifRule{
-			ID:               r.ID,
-			ShortDescription: sarifMessage{Text: desc},
-			HelpURI:          rulesHelpURI + "#" + r.ID,
-		})
+		driver.Rules = append(driver.Rules, sarifRuleOf(r.ID, desc))
 	}
 	for _, r := range rules {
 		addRule(r)
 	}
 	cols := utf16Columns(src, diags)
+	prints := fingerprints(diags)
 	results := make([]sarifResult, 0, len(diags))
 	for i, d := range diags {
 		addRule(Rule{ID: d.Rule})
@@ -145,11 +168,12 @@ func writeSARIF(b *bytes.Buffer, src *sources, diags []diag.Diagnostic, opts *Op
 			loc.LogicalLocations = []sarifLogicalLocation{{FullyQualifiedName: d.Pointer}}
 		}
 		results = append(results, sarifResult{
-			RuleID:    d.Rule,
-			RuleIndex: index[d.Rule],
-			Level:     sarifLevel(d.Severity),
-			Message:   sarifMessage{Text: d.Message},
-			Locations: []sarifLocation{loc},
+			RuleID:              d.Rule,
+			RuleIndex:           index[d.Rule],
+			Level:               sarifLevel(d.Severity),
+			Message:             sarifMessage{Text: d.Message},
+			Locations:           []sarifLocation{loc},
+			PartialFingerprints: map[string]string{fingerprintKey: prints[i]},
 		})
 	}
 	return encode(b, sarifLog{
@@ -161,6 +185,98 @@ func writeSARIF(b *bytes.Buffer, src *sources, diags []diag.Diagnostic, opts *Op
 			Results:    results,
 		}},
 	})
+}
+
+// sarifRuleOf returns the reportingDescriptor of rule id, described by
+// desc and, when it is documented, by ruleDocs.
+func sarifRuleOf(id, desc string) sarifRule {
+	r := sarifRule{ID: id, ShortDescription: sarifMessage{Text: desc}}
+	doc, ok := ruleDocs[id]
+	if !ok {
+		return r
+	}
+	r.HelpURI = docsURI + doc.Page + "#" + doc.Anchor
+	full := doc.Full
+	if full == "" {
+		full = desc
+	}
+	r.FullDescription = &sarifMultiformat{Text: plainText(full), Markdown: full}
+	help := full
+	if doc.Fix != "" {
+		help += "\n\n" + doc.Fix
+	}
+	r.Help = &sarifMultiformat{
+		Text:     plainText(help) + "\n\nSee " + r.HelpURI,
+		Markdown: help + "\n\nSee [" + id + "](" + r.HelpURI + ").",
+	}
+	if doc.Level != "" {
+		r.DefaultConfiguration = &sarifConfiguration{Level: doc.Level}
+	}
+	return r
+}
+
+// plainText returns Markdown md as plain text: without "**" and "`", and
+// with each link [text](target) as its text.
+func plainText(md string) string {
+	md = strings.NewReplacer("**", "", "`", "").Replace(md)
+	var b strings.Builder
+	for {
+		i := strings.Index(md, "](")
+		j := strings.LastIndex(md[:max(i, 0)], "[")
+		k := strings.Index(md[max(i, 0):], ")")
+		if i < 0 || j < 0 || k < 0 {
+			break
+		}
+		b.WriteString(md[:j])
+		b.WriteString(md[j+1 : i])
+		md = md[i+k+1:]
+	}
+	b.WriteString(md)
+	return b.String()
+}
+
+// fingerprints returns, for each of diags, a partial fingerprint that
+// identifies the problem across runs while the document around it
+// changes: the first 32 hex digits of the SHA-256 of its rule id, file (as
+// its artifact URI) and JSON Pointer, then ":" and its ordinal among the
+// diagnostics of diags with the same three (1 for the first), so two
+// problems of one rule at one place stay apart. The line, column and
+// message are left out: they move when lines are added above, or when
+// openplaybook words a message better.
+func fingerprints(diags []diag.Diagnostic) []string {
+	out := make([]string, len(diags))
+	seen := make(map[string]int, len(diags))
+	for i, d := range diags {
+		uri, _ := artifactURI(d.File)
+		sum := sha256.Sum256([]byte(d.Rule + "\x00" + uri + "\x00" + d.Pointer))
+		h := hex.EncodeToString(sum[:16])
+		seen[h]++
+		out[i] = h + ":" + strconv.Itoa(seen[h])
+	}
+	return out
+}
+
+// semanticVersion returns the MAJOR.MINOR.PATCH that version ("v1.2.3",
+// "1.2.3-rc.1", a Go pseudo-version) starts with, "0.0.0" when it starts
+// with none ("(devel)", "").
+func semanticVersion(version string) string {
+	v := strings.TrimPrefix(version, "v")
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) == 3 {
+		if n := strings.IndexAny(parts[2], "-+"); n >= 0 {
+			parts[2] = parts[2][:n]
+		}
+		ok := true
+		for _, p := range parts {
+			if p == "" || strings.Trim(p, "0123456789") != "" || len(p) > 1 && p[0] == '0' {
+				ok = false
+			}
+		}
+		if ok {
+			return strings.Join(parts, ".")
+		}
+	}
+	return "0.0.0"
 }
 
 func sarifLevel(s diag.Severity) string {

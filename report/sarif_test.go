@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -77,9 +78,12 @@ type sarifOut struct {
 		Tool       struct {
 			Driver struct {
 				Name, InformationURI, Version string
+				SemanticVersion               string
 				Rules                         []struct {
 					ID               string `json:"id"`
 					ShortDescription struct{ Text string }
+					FullDescription  struct{ Text, Markdown string }
+					Help             struct{ Text, Markdown string }
 					HelpURI          string `json:"helpUri"`
 				}
 			}
@@ -99,6 +103,7 @@ type sarifOut struct {
 				}
 				LogicalLocations []struct{ FullyQualifiedName string }
 			}
+			PartialFingerprints map[string]string
 		} `json:"results"`
 	}
 }
@@ -128,12 +133,13 @@ func TestSARIFContent(t *testing.T) {
 	if d.Name != "openplaybook" || d.InformationURI == "" || d.Version != "v0.0.0-test" {
 		t.Errorf("driver = %+v", d)
 	}
-	cat := Catalog()
-	if len(d.Rules) != len(cat)+1 {
-		t.Errorf("driver has %d rules, want the %d of the catalog and \"internal\"", len(d.Rules), len(cat))
+	all := AllRules()
+	if len(d.Rules) != len(all) {
+		t.Errorf("driver has %d rules, want the %d of AllRules", len(d.Rules), len(all))
 	}
 	for i, r := range d.Rules {
-		if r.ShortDescription.Text == "" || r.HelpURI != rulesHelpURI+"#"+r.ID {
+		if r.ID != all[i].ID || r.ShortDescription.Text == "" || !strings.HasPrefix(r.HelpURI, docsURI+"docs/") ||
+			r.FullDescription.Text == "" || r.FullDescription.Markdown == "" || r.Help.Text == "" || r.Help.Markdown == "" {
 			t.Errorf("rule %d = %+v", i, r)
 		}
 	}
