@@ -15,10 +15,14 @@
 //     with a helpUri to its heading), and each result has a
 //     partialFingerprints entry.
 //   - "github": GitHub Actions workflow commands (`::error file=...::msg`),
-//     which the Actions runner turns into annotations.
+//     which the Actions runner turns into annotations; past 10 of one
+//     kind, a line says GitHub hides the rest and the job summary gets a
+//     Markdown table of them all.
 //
 // Every format writes only to the writer it is given; none writes to
-// standard error. See [Write]. Only the text format shows source text, and
+// standard error. The one exception is github's job summary: when there
+// are more annotations than GitHub shows, the full list is appended to
+// the file $GITHUB_STEP_SUMMARY names (see [Options.StepSummary]). See [Write]. Only the text format shows source text, and
 // never a credential in it; the others carry messages and pointers, which
 // [playbook.Document.At] has already cleaned of credentials.
 package report
@@ -27,6 +31,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/openplaybook/openplaybook/diag"
@@ -55,6 +60,11 @@ type Options struct {
 	// Nil means [AllRules]. A rule id that occurs in the diagnostics but
 	// not here is added after them.
 	Rules []Rule
+	// StepSummary is the file the github format appends the full list of
+	// diagnostics to when GitHub would not show them all as annotations
+	// (more than 10 of one kind). Empty means $GITHUB_STEP_SUMMARY, the
+	// job summary of GitHub Actions; with neither, nothing is written.
+	StepSummary string
 }
 
 // Rule is a rule id and its one-line description.
@@ -90,7 +100,13 @@ func Write(w io.Writer, format string, files []File, diags []diag.Diagnostic, op
 			return err
 		}
 	case "github":
-		writeGitHub(&b, diags)
+		summary := opts.StepSummary
+		if summary == "" {
+			summary = os.Getenv("GITHUB_STEP_SUMMARY")
+		}
+		if err := writeGitHub(&b, diags, summary); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("unknown format %q; valid formats are %s", format, quoteList(Formats))
 	}
