@@ -5,7 +5,7 @@ import "github.com/openplaybook/openplaybook/syntax"
 // Member names of each object of the format, in the order docs/format.md
 // lists them.
 var (
-	DocumentMembers   = []string{"openplaybook", "manifest", "inputSchema", "requires", "tools", "steps"}
+	DocumentMembers   = []string{"$schema", "openplaybook", "manifest", "inputSchema", "requires", "tools", "steps"}
 	ManifestMembers   = []string{"id", "name", "version", "description", "requiredConnectors"}
 	RequiresMembers   = []string{"connections", "mcpServers", "secrets"}
 	ConnectionMembers = []string{"provider", "authKind", "scopes", "capabilities"}
@@ -21,6 +21,10 @@ func (r *reader) document(n *syntax.Node) {
 	d := r.doc
 	r.object(n, "the document", DocumentMembers, false, func(name string, v *syntax.Node) {
 		switch name {
+		case "$schema":
+			// For editors, which find the JSON Schema of the file
+			// there; the model ignores it, only its type is checked.
+			r.str(v, name)
 		case "openplaybook":
 			d.OpenPlaybook = r.str(v, name)
 		case "manifest":
