@@ -14,12 +14,14 @@ import (
 	"github.com/openplaybook/openplaybook/diag"
 )
 
-// sarifSchemaFile is the SARIF 2.1.0 JSON Schema (see testdata/README.md).
-const sarifSchemaFile = "testdata/sarif-2.1.0-rtm.5.json"
+// sarifSchemaFiles are two texts of the SARIF 2.1.0 JSON Schema (see
+// testdata/README.md): rtm.5 (draft-04), and the final 2.1.0 one the SARIF
+// Multitool ships (draft 2020-12).
+var sarifSchemaFiles = []string{"testdata/sarif-2.1.0-rtm.5.json", "testdata/sarif-2.1.0-multitool-5.7.0.json"}
 
-func compileSARIFSchema(t *testing.T) *jsonschema.Schema {
+func compileSARIFSchema(t *testing.T, file string) *jsonschema.Schema {
 	t.Helper()
-	f, err := os.Open(sarifSchemaFile)
+	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,12 @@ func compileSARIFSchema(t *testing.T) *jsonschema.Schema {
 // TestSARIFSchema: the sarif output, clean and with every kind of
 // diagnostic, is valid against the SARIF 2.1.0 schema.
 func TestSARIFSchema(t *testing.T) {
-	s := compileSARIFSchema(t)
+	for _, file := range sarifSchemaFiles {
+		t.Run(file, func(t *testing.T) { testSARIFSchema(t, compileSARIFSchema(t, file)) })
+	}
+}
+
+func testSARIFSchema(t *testing.T, s *jsonschema.Schema) {
 	ds := append([]diag.Diagnostic{
 		{File: "/abs/dir with space/x.json", Line: 1, Column: 1, Severity: diag.Error, Rule: "internal", Message: "not in the catalog"},
 		{File: "dir/sub:colon.json", Line: 1, Column: 1, Pointer: "/a~1b", Severity: diag.Warning, Rule: "unused-tool", Message: "m"},
