@@ -162,6 +162,7 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 	}
 
 	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
+	seen := llm.IDs{}
 	for turn := 0; turn < turns; turn++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -175,37 +176,88 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		}
 		choice := resp.Choices[0]
 		msg := choice.Message
-		if len(msg.ToolCalls) == 0 {
-			switch choice.FinishReason {
-			case "length":
-				return nil, fmt.Errorf("openai: the model's answer was cut off (finish_reason %q)", choice.FinishReason)
-			case "content_filter":
-				return nil, fmt.Errorf("openai: the model's answer was filtered (finish_reason %q)", choice.FinishReason)
-			}
-			if msg.Content == "" && msg.Refusal != "" {
-				return nil, fmt.Errorf("openai: the model refused: %s", llm.Redact(msg.Refusal, d.cfg.APIKey))
-			}
+		calls, wires := toolCalls(msg.ToolCalls)
+		if rerr := d.checkReply(choice, calls, seen); rerr != nil {
+			return nil, rerr
+		}
+		if len(calls) == 0 {
 			return llm.Output(msg.Content)
 		}
+		seen.Add(calls)
 
-		params.Messages = append(params.Messages, msg.ToParam())
-		for _, tc := range msg.ToolCalls {
-			name, args := tc.Function.Name, tc.Function.Arguments
-			if tc.Type == "custom" {
-				name, args = tc.Custom.Name, tc.Custom.Input
-			}
-			res, err := caller.Call(ctx, driver.Call{
-				ID:        tc.ID,
-				Name:      driver.SpecName(name),
-				Arguments: jsontext.Value(args),
+		// The history holds the canonical form of what was decided: the
+		// arguments as the runtime parses them, one result per call id.
+		asst := sdk.ChatCompletionAssistantMessageParam{}
+		if msg.Content != "" {
+			asst.Content.OfString = param.NewOpt(msg.Content)
+		}
+		for i, c := range calls {
+			asst.ToolCalls = append(asst.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+					ID:       c.ID,
+					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: wires[i], Arguments: string(llm.CanonicalArgs(c.Arguments))},
+				},
 			})
+		}
+		params.Messages = append(params.Messages, sdk.ChatCompletionMessageParamUnion{OfAssistant: &asst})
+		for _, c := range calls {
+			res, err := caller.Call(ctx, c)
 			if err != nil {
 				return nil, err
 			}
-			params.Messages = append(params.Messages, sdk.ToolMessage(llm.ResultText(res), tc.ID))
+			params.Messages = append(params.Messages, sdk.ToolMessage(llm.ResultText(res), c.ID))
 		}
 	}
 	return nil, fmt.Errorf("openai: step %q: %w (%d requests)", in.StepID, driver.ErrTurnLimit, turns)
+}
+
+// toolCalls returns a message's tool calls as the Caller gets them (names
+// mapped back with SpecName, arguments as sent), and the names as sent.
+func toolCalls(tcs []sdk.ChatCompletionMessageToolCallUnion) ([]driver.Call, []string) {
+	var calls []driver.Call
+	var wires []string
+	for _, tc := range tcs {
+		name, args := tc.Function.Name, tc.Function.Arguments
+		if tc.Type == "custom" {
+			name, args = tc.Custom.Name, tc.Custom.Input
+		}
+		calls = append(calls, driver.Call{ID: tc.ID, Name: driver.SpecName(name), Arguments: jsontext.Value(args)})
+		wires = append(wires, name)
+	}
+	return calls, wires
+}
+
+// checkReply returns the *driver.ReplyError of a reply that may not run
+// (see docs/drivers.md, "Stop reasons"), or nil. Only finish_reason
+// "tool_calls" lets tool calls run; a reply without tool calls that
+// stopped otherwise than cut off or filtered is the final answer.
+func (d *Driver) checkReply(choice sdk.ChatCompletionChoice, calls []driver.Call, seen llm.IDs) error {
+	stop := choice.FinishReason
+	reply := func(code driver.ReplyCode, reason string) error {
+		return llm.Reply(Name, code, stop, reason, calls)
+	}
+	refusal := llm.Redact(choice.Message.Refusal, d.cfg.APIKey)
+	switch stop {
+	case "length":
+		return reply(driver.ReplyTruncated, fmt.Sprintf("the model's answer was cut off (finish_reason %q)", stop))
+	case "content_filter":
+		return reply(driver.ReplyFiltered, fmt.Sprintf("the model's answer was filtered (finish_reason %q)", stop))
+	}
+	if refusal != "" && (len(calls) > 0 || choice.Message.Content == "") {
+		return reply(driver.ReplyRefused, fmt.Sprintf("the model refused (finish_reason %q): %s", stop, refusal))
+	}
+	switch {
+	case stop == "tool_calls" && len(calls) == 0:
+		return reply(driver.ReplyMalformed, fmt.Sprintf("finish_reason %q, and the reply has no tool call", stop))
+	case stop == "function_call":
+		return reply(driver.ReplyMalformed, fmt.Sprintf("finish_reason %q (a legacy function call, which this driver never offers)", stop))
+	case stop != "tool_calls" && len(calls) > 0:
+		return reply(driver.ReplyMalformed, fmt.Sprintf("the reply holds %d tool call(s), and its finish_reason %q does not ask for tool calls (only \"tool_calls\" does)", len(calls), stop))
+	}
+	if r := seen.Check(calls); r != "" {
+		return reply(driver.ReplyMalformed, r)
+	}
+	return nil
 }
 
 // functionDefinition returns the function's definition as JSON, with the
