@@ -163,6 +163,7 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 	}
 
 	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
+	seen := llm.IDs{}
 	for turn := 0; turn < turns; turn++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -171,49 +172,81 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		if err != nil {
 			return nil, d.clean(ctx, err)
 		}
-		var uses []sdk.ContentBlockUnion
+		var calls []driver.Call
 		var text strings.Builder
 		for _, b := range msg.Content {
 			switch b.Type {
 			case "tool_use":
-				uses = append(uses, b)
+				calls = append(calls, driver.Call{ID: b.ID, Name: driver.SpecName(b.Name), Arguments: jsontext.Value(b.Input)})
 			case "text":
 				text.WriteString(b.Text)
 			}
 		}
-		if len(uses) == 0 {
-			switch msg.StopReason {
-			case sdk.StopReasonEndTurn, sdk.StopReasonStopSequence:
-				return llm.Output(text.String())
-			case sdk.StopReasonMaxTokens, sdk.StopReasonModelContextWindowExceeded:
-				return nil, fmt.Errorf("anthropic: the model's answer was cut off (stop_reason %q); raise maxTokens", msg.StopReason)
-			case sdk.StopReasonRefusal:
-				return nil, fmt.Errorf("anthropic: the model refused to answer (stop_reason %q)", msg.StopReason)
-			default:
-				return nil, fmt.Errorf("anthropic: the model stopped without an answer (stop_reason %q)", msg.StopReason)
+		if rerr := checkReply(msg.StopReason, calls, seen); rerr != nil {
+			return nil, rerr
+		}
+		if len(calls) == 0 {
+			return llm.Output(text.String())
+		}
+		seen.Add(calls)
+
+		// The history holds the canonical form of what was decided: the
+		// input as the runtime parses it, one tool_result per call id.
+		asst := msg.ToParam()
+		for i, b := range msg.Content {
+			if b.Type == "tool_use" {
+				asst.OfAssistant.Content[i] = sdk.NewToolUseBlock(b.ID, json.RawMessage(llm.CanonicalArgs(b.Input)), b.Name)
 			}
 		}
-
-		params.Messages = append(params.Messages, msg.ToParam())
-		results := make([]sdk.ContentBlockParamUnion, 0, len(uses))
-		for _, u := range uses {
-			res, err := caller.Call(ctx, driver.Call{
-				ID:        u.ID,
-				Name:      driver.SpecName(u.Name),
-				Arguments: jsontext.Value(u.Input),
-			})
+		params.Messages = append(params.Messages, asst)
+		results := make([]sdk.ContentBlockParamUnion, 0, len(calls))
+		for _, c := range calls {
+			res, err := caller.Call(ctx, c)
 			if err != nil {
 				return nil, err
 			}
 			if res.Error != "" {
-				results = append(results, sdk.NewToolResultBlock(u.ID, res.Error, true))
+				results = append(results, sdk.NewToolResultBlock(c.ID, res.Error, true))
 			} else {
-				results = append(results, sdk.NewToolResultBlock(u.ID, llm.ResultText(res), false))
+				results = append(results, sdk.NewToolResultBlock(c.ID, llm.ResultText(res), false))
 			}
 		}
 		params.Messages = append(params.Messages, sdk.NewUserMessage(results...))
 	}
 	return nil, fmt.Errorf("anthropic: step %q: %w (%d requests)", in.StepID, driver.ErrTurnLimit, turns)
+}
+
+// checkReply returns the *driver.ReplyError of a reply that may not run
+// (see docs/drivers.md, "Stop reasons"), or nil. Only stop_reason
+// "tool_use" lets tool_use blocks run; a reply without them is the final
+// answer when it stops at end_turn or a stop sequence.
+func checkReply(stop sdk.StopReason, calls []driver.Call, seen llm.IDs) error {
+	reply := func(code driver.ReplyCode, reason string) error {
+		return llm.Reply(Name, code, string(stop), reason, calls)
+	}
+	switch stop {
+	case sdk.StopReasonToolUse:
+		if len(calls) == 0 {
+			return reply(driver.ReplyMalformed, fmt.Sprintf("stop_reason %q, and the reply has no tool_use block", stop))
+		}
+		if r := seen.Check(calls); r != "" {
+			return reply(driver.ReplyMalformed, r)
+		}
+		return nil
+	case sdk.StopReasonMaxTokens, sdk.StopReasonModelContextWindowExceeded:
+		return reply(driver.ReplyTruncated, fmt.Sprintf("the model's answer was cut off (stop_reason %q); raise maxTokens", stop))
+	case sdk.StopReasonRefusal:
+		return reply(driver.ReplyRefused, fmt.Sprintf("the model refused to answer (stop_reason %q)", stop))
+	case sdk.StopReasonEndTurn, sdk.StopReasonStopSequence:
+		if len(calls) > 0 {
+			return reply(driver.ReplyMalformed, fmt.Sprintf("the reply holds %d tool_use block(s), and its stop_reason %q does not ask for tool use (only \"tool_use\" does)", len(calls), stop))
+		}
+		return nil
+	}
+	if len(calls) > 0 {
+		return reply(driver.ReplyMalformed, fmt.Sprintf("the reply holds %d tool_use block(s), and its stop_reason %q does not ask for tool use (only \"tool_use\" does)", len(calls), stop))
+	}
+	return reply(driver.ReplyMalformed, fmt.Sprintf("the model stopped without an answer (stop_reason %q)", stop))
 }
 
 // clean turns an SDK error into one that names the server and status and
