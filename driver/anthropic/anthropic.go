@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -68,6 +69,10 @@ type Config struct {
 	// MaxRetries is how often a request that failed with a connection
 	// error, 408, 409, 429 or 5xx is retried. Zero: 2; negative: never.
 	MaxRetries int
+	// Timeout is the most one HTTP request (each attempt) may take; a
+	// request that runs out of it fails the step with an error naming
+	// the URL. Zero: 60s; negative: none.
+	Timeout time.Duration
 }
 
 // String shows the Config without its API key.
@@ -83,6 +88,7 @@ func (c Config) GoString() string { return c.String() }
 type Driver struct {
 	cfg  Config
 	svc  sdk.MessageService
+	url  string // for errors: the request URL without query
 	base string // for errors: BaseURL without query
 }
 
@@ -113,6 +119,12 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = llm.DefaultTimeout
+	}
+	if cfg.Timeout > 0 {
+		opts = append(opts, option.WithRequestTimeout(cfg.Timeout))
+	}
 	switch {
 	case cfg.MaxRetries < 0:
 		opts = append(opts, option.WithMaxRetries(0))
@@ -120,7 +132,7 @@ func New(cfg Config) (*Driver, error) {
 		opts = append(opts, option.WithMaxRetries(cfg.MaxRetries))
 	}
 	client2 := sdk.NewClient(opts...)
-	return &Driver{cfg: cfg, svc: client2.Messages, base: base}, nil
+	return &Driver{cfg: cfg, svc: client2.Messages, base: base, url: strings.TrimSuffix(base, "/") + "/v1/messages"}, nil
 }
 
 // String shows the Driver without its API key.
@@ -260,6 +272,9 @@ func (d *Driver) clean(ctx context.Context, err error) error {
 			msg = llm.BodyMessage(apiErr.RawJSON())
 		}
 		return llm.ProviderError(Name, d.cfg.Model, d.base, apiErr.StatusCode, string(apiErr.Type()), msg, d.cfg.APIKey)
+	}
+	if terr := llm.TimeoutError(ctx, Name, d.url, d.cfg.Timeout, err); terr != nil {
+		return terr
 	}
 	return llm.RequestError(ctx, Name, d.base, d.cfg.APIKey, err)
 }

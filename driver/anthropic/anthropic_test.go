@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -547,5 +548,36 @@ func TestCanonicalHistory(t *testing.T) {
 	}
 	if caller.n != 2 {
 		t.Errorf("%d calls ran, want 2", caller.n)
+	}
+}
+
+// A request that runs out of the per-request timeout fails the step with
+// an error naming the URL; no call runs.
+func TestTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	caller := &counting{}
+	_, err := newDriver(t, srv, func(c *anthropic.Config) { c.Timeout = 50 * time.Millisecond }).RunStep(context.Background(), stepInput(), caller)
+	if err == nil || !strings.Contains(err.Error(), "the request to "+srv.URL+"/v1/messages timed out after 50ms") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v", err)
+	}
+	if caller.n != 0 {
+		t.Errorf("%d calls ran", caller.n)
+	}
+	for _, bad := range []any{"soon", "-1s", stdjson.Number("60")} {
+		_, err := anthropic.FromSettings(map[string]any{"model": "m", "baseURL": srv.URL, "timeout": bad}, nil)
+		if err == nil || !strings.Contains(err.Error(), `setting "timeout" must be a duration`) {
+			t.Errorf("timeout %v: err = %v", bad, err)
+		}
+	}
+	if _, err := anthropic.FromSettings(map[string]any{"model": "m", "baseURL": srv.URL, "timeout": "2m"}, nil); err != nil {
+		t.Errorf("timeout 2m: %v", err)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -67,6 +68,10 @@ type Config struct {
 	// MaxRetries is how often a request that failed with a connection
 	// error, 408, 409, 429 or 5xx is retried. Zero: 2; negative: never.
 	MaxRetries int
+	// Timeout is the most one HTTP request (each attempt) may take; a
+	// request that runs out of it fails the step with an error naming
+	// the URL. Zero: 60s; negative: none.
+	Timeout time.Duration
 }
 
 // String shows the Config without its API key.
@@ -82,6 +87,7 @@ func (c Config) GoString() string { return c.String() }
 type Driver struct {
 	cfg  Config
 	svc  sdk.ChatCompletionService
+	url  string // for errors: the request URL without query
 	base string // for errors: BaseURL without user info or query
 }
 
@@ -109,13 +115,19 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = llm.DefaultTimeout
+	}
+	if cfg.Timeout > 0 {
+		opts = append(opts, option.WithRequestTimeout(cfg.Timeout))
+	}
 	switch {
 	case cfg.MaxRetries < 0:
 		opts = append(opts, option.WithMaxRetries(0))
 	case cfg.MaxRetries > 0:
 		opts = append(opts, option.WithMaxRetries(cfg.MaxRetries))
 	}
-	return &Driver{cfg: cfg, svc: sdk.NewChatCompletionService(opts...), base: base}, nil
+	return &Driver{cfg: cfg, svc: sdk.NewChatCompletionService(opts...), base: base, url: strings.TrimSuffix(base, "/") + "/chat/completions"}, nil
 }
 
 // String shows the Driver without its API key.
@@ -283,6 +295,9 @@ func (d *Driver) clean(ctx context.Context, err error) error {
 			typ = apiErr.Type
 		}
 		return llm.ProviderError(Name, d.cfg.Model, d.base, apiErr.StatusCode, typ, apiErr.Message, d.cfg.APIKey)
+	}
+	if terr := llm.TimeoutError(ctx, Name, d.url, d.cfg.Timeout, err); terr != nil {
+		return terr
 	}
 	return llm.RequestError(ctx, Name, d.base, d.cfg.APIKey, err)
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -609,5 +610,36 @@ func TestCanonicalHistory(t *testing.T) {
 	}
 	if calls := caller.Calls(); len(calls) != 2 || string(calls[0].Arguments) != `` {
 		t.Errorf("calls %+v", calls)
+	}
+}
+
+// A request that runs out of the per-request timeout fails the step with
+// an error naming the URL; no call runs.
+func TestTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	caller := &counting{}
+	_, err := newDriver(t, srv, func(c *openai.Config) { c.Timeout = 50 * time.Millisecond }).RunStep(context.Background(), stepInput(), caller)
+	if err == nil || !strings.Contains(err.Error(), "the request to "+srv.URL+"/v1/chat/completions timed out after 50ms") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v", err)
+	}
+	if caller.n != 0 {
+		t.Errorf("%d calls ran", caller.n)
+	}
+	for _, bad := range []any{"soon", "-1s", stdjson.Number("60")} {
+		_, err := openai.FromSettings(map[string]any{"model": "m", "baseURL": srv.URL, "timeout": bad}, nil)
+		if err == nil || !strings.Contains(err.Error(), `setting "timeout" must be a duration`) {
+			t.Errorf("timeout %v: err = %v", bad, err)
+		}
+	}
+	if _, err := openai.FromSettings(map[string]any{"model": "m", "baseURL": srv.URL, "timeout": "2m"}, nil); err != nil {
+		t.Errorf("timeout 2m: %v", err)
 	}
 }
