@@ -150,8 +150,11 @@ func (d *Driver) GoString() string { return d.String() }
 // It returns caller's error unchanged ([driver.ErrSuspended],
 // [driver.ErrCallLimit], ...), ctx's error, [driver.ErrTurnLimit] after
 // MaxTurns requests, a *[driver.ProviderError] when the API answers with
-// an error status, and an error when the model's answer was cut off
-// (max_tokens) or refused. No error holds the API key.
+// an error status, an error naming the URL when a request runs out of
+// Config.Timeout, and a *[driver.ReplyError] when a reply is refused whole
+// (cut off, refused, or tool_use blocks without stop_reason "tool_use",
+// or with an id given twice in the step): none of its calls reaches
+// caller. No error holds the API key.
 func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver.Caller) (jsontext.Value, error) {
 	tools, err := llm.Tools(Name, in)
 	if err != nil {
