@@ -13,6 +13,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -80,6 +81,13 @@ type StepInput struct {
 // returns an error only when the step must stop now: the call waits for a
 // person ([ErrSuspended]), the step used up its calls ([ErrCallLimit]), or
 // the runtime failed. A driver returns such an error unchanged.
+//
+// A driver passes the Caller only the calls of a model reply it accepted:
+// a reply whose stop reason asks for tool calls and whose call ids are
+// each given once in the step. A reply refused whole (cut off, filtered,
+// refused by the model, malformed) has none of its calls passed to the
+// Caller, so none runs: RunStep returns a *[ReplyError] that lists them,
+// for the runtime to record as refused under the error's Code.
 type Caller interface {
 	Call(ctx context.Context, c Call) (Result, error)
 }
@@ -98,4 +106,57 @@ var (
 	ErrSuspended = errors.New("the step waits for a person's decision")
 	// ErrCallLimit: the step made as many tool calls as it may.
 	ErrCallLimit = errors.New("the step reached its tool call limit")
+	// ErrReplyRefused: a model driver refused a reply of the model whole,
+	// and none of its tool calls ran. The error is a *[ReplyError].
+	ErrReplyRefused = errors.New("the model's reply was refused; none of its tool calls ran")
 )
+
+// ReplyCode is the stable code of a refused reply.
+type ReplyCode string
+
+const (
+	// ReplyTruncated: the reply was cut off (OpenAI finish_reason
+	// "length"; Anthropic stop_reason "max_tokens" or
+	// "model_context_window_exceeded").
+	ReplyTruncated ReplyCode = "reply-truncated"
+	// ReplyFiltered: the provider filtered the reply (OpenAI
+	// finish_reason "content_filter").
+	ReplyFiltered ReplyCode = "reply-filtered"
+	// ReplyRefused: the model refused (Anthropic stop_reason "refusal";
+	// an OpenAI message with a refusal).
+	ReplyRefused ReplyCode = "reply-refused"
+	// ReplyMalformed: the reply contradicts itself or the step: tool calls
+	// under a stop reason that does not ask for them (OpenAI "stop",
+	// Anthropic "end_turn", an unknown reason), a stop reason that asks for
+	// tool calls without any, a call without an id, an id given twice in
+	// the reply or reused from an earlier turn of the step.
+	ReplyMalformed ReplyCode = "reply-malformed"
+)
+
+// ReplyError is the error of a step whose model reply a driver refused
+// whole. None of Calls was passed to the [Caller]: none ran. It unwraps to
+// [ErrReplyRefused].
+type ReplyError struct {
+	// Provider is the driver's name ("openai", "anthropic").
+	Provider string
+	Code     ReplyCode
+	// StopReason is the reply's stop reason as the provider sent it
+	// (finish_reason, stop_reason).
+	StopReason string
+	// Reason says why the reply was refused.
+	Reason string
+	// Calls are the reply's tool calls, in order, as a Caller would have
+	// got them (nil when it had none).
+	Calls []Call
+}
+
+func (e *ReplyError) Error() string {
+	msg := fmt.Sprintf("%s: the model's reply was refused (%s): %s", e.Provider, e.Code, e.Reason)
+	if n := len(e.Calls); n > 0 {
+		msg += fmt.Sprintf("; none of its %d tool call(s) ran", n)
+	}
+	return msg
+}
+
+// Unwrap returns [ErrReplyRefused].
+func (e *ReplyError) Unwrap() error { return ErrReplyRefused }

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -68,6 +69,10 @@ type Config struct {
 	// MaxRetries is how often a request that failed with a connection
 	// error, 408, 409, 429 or 5xx is retried. Zero: 2; negative: never.
 	MaxRetries int
+	// Timeout is the most one HTTP request (each attempt) may take; a
+	// request that runs out of it fails the step with an error naming
+	// the URL. Zero: 60s; negative: none.
+	Timeout time.Duration
 }
 
 // String shows the Config without its API key.
@@ -83,6 +88,7 @@ func (c Config) GoString() string { return c.String() }
 type Driver struct {
 	cfg  Config
 	svc  sdk.MessageService
+	url  string // for errors: the request URL without query
 	base string // for errors: BaseURL without query
 }
 
@@ -113,6 +119,12 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = llm.DefaultTimeout
+	}
+	if cfg.Timeout > 0 {
+		opts = append(opts, option.WithRequestTimeout(cfg.Timeout))
+	}
 	switch {
 	case cfg.MaxRetries < 0:
 		opts = append(opts, option.WithMaxRetries(0))
@@ -120,7 +132,7 @@ func New(cfg Config) (*Driver, error) {
 		opts = append(opts, option.WithMaxRetries(cfg.MaxRetries))
 	}
 	client2 := sdk.NewClient(opts...)
-	return &Driver{cfg: cfg, svc: client2.Messages, base: base}, nil
+	return &Driver{cfg: cfg, svc: client2.Messages, base: base, url: strings.TrimSuffix(base, "/") + "/v1/messages"}, nil
 }
 
 // String shows the Driver without its API key.
@@ -138,8 +150,11 @@ func (d *Driver) GoString() string { return d.String() }
 // It returns caller's error unchanged ([driver.ErrSuspended],
 // [driver.ErrCallLimit], ...), ctx's error, [driver.ErrTurnLimit] after
 // MaxTurns requests, a *[driver.ProviderError] when the API answers with
-// an error status, and an error when the model's answer was cut off
-// (max_tokens) or refused. No error holds the API key.
+// an error status, an error naming the URL when a request runs out of
+// Config.Timeout, and a *[driver.ReplyError] when a reply is refused whole
+// (cut off, refused, or tool_use blocks without stop_reason "tool_use",
+// or with an id given twice in the step): none of its calls reaches
+// caller. No error holds the API key.
 func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver.Caller) (jsontext.Value, error) {
 	tools, err := llm.Tools(Name, in)
 	if err != nil {
@@ -163,6 +178,7 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 	}
 
 	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
+	seen := llm.IDs{}
 	for turn := 0; turn < turns; turn++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -171,49 +187,81 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		if err != nil {
 			return nil, d.clean(ctx, err)
 		}
-		var uses []sdk.ContentBlockUnion
+		var calls []driver.Call
 		var text strings.Builder
 		for _, b := range msg.Content {
 			switch b.Type {
 			case "tool_use":
-				uses = append(uses, b)
+				calls = append(calls, driver.Call{ID: b.ID, Name: driver.SpecName(b.Name), Arguments: jsontext.Value(b.Input)})
 			case "text":
 				text.WriteString(b.Text)
 			}
 		}
-		if len(uses) == 0 {
-			switch msg.StopReason {
-			case sdk.StopReasonEndTurn, sdk.StopReasonStopSequence:
-				return llm.Output(text.String())
-			case sdk.StopReasonMaxTokens, sdk.StopReasonModelContextWindowExceeded:
-				return nil, fmt.Errorf("anthropic: the model's answer was cut off (stop_reason %q); raise maxTokens", msg.StopReason)
-			case sdk.StopReasonRefusal:
-				return nil, fmt.Errorf("anthropic: the model refused to answer (stop_reason %q)", msg.StopReason)
-			default:
-				return nil, fmt.Errorf("anthropic: the model stopped without an answer (stop_reason %q)", msg.StopReason)
+		if rerr := checkReply(msg.StopReason, calls, seen); rerr != nil {
+			return nil, rerr
+		}
+		if len(calls) == 0 {
+			return llm.Output(text.String())
+		}
+		seen.Add(calls)
+
+		// The history holds the canonical form of what was decided: the
+		// input as the runtime parses it, one tool_result per call id.
+		asst := msg.ToParam()
+		for i, b := range msg.Content {
+			if b.Type == "tool_use" {
+				asst.OfAssistant.Content[i] = sdk.NewToolUseBlock(b.ID, json.RawMessage(llm.CanonicalArgs(b.Input)), b.Name)
 			}
 		}
-
-		params.Messages = append(params.Messages, msg.ToParam())
-		results := make([]sdk.ContentBlockParamUnion, 0, len(uses))
-		for _, u := range uses {
-			res, err := caller.Call(ctx, driver.Call{
-				ID:        u.ID,
-				Name:      driver.SpecName(u.Name),
-				Arguments: jsontext.Value(u.Input),
-			})
+		params.Messages = append(params.Messages, asst)
+		results := make([]sdk.ContentBlockParamUnion, 0, len(calls))
+		for _, c := range calls {
+			res, err := caller.Call(ctx, c)
 			if err != nil {
 				return nil, err
 			}
 			if res.Error != "" {
-				results = append(results, sdk.NewToolResultBlock(u.ID, res.Error, true))
+				results = append(results, sdk.NewToolResultBlock(c.ID, res.Error, true))
 			} else {
-				results = append(results, sdk.NewToolResultBlock(u.ID, llm.ResultText(res), false))
+				results = append(results, sdk.NewToolResultBlock(c.ID, llm.ResultText(res), false))
 			}
 		}
 		params.Messages = append(params.Messages, sdk.NewUserMessage(results...))
 	}
 	return nil, fmt.Errorf("anthropic: step %q: %w (%d requests)", in.StepID, driver.ErrTurnLimit, turns)
+}
+
+// checkReply returns the *driver.ReplyError of a reply that may not run
+// (see docs/drivers.md, "Stop reasons"), or nil. Only stop_reason
+// "tool_use" lets tool_use blocks run; a reply without them is the final
+// answer when it stops at end_turn or a stop sequence.
+func checkReply(stop sdk.StopReason, calls []driver.Call, seen llm.IDs) error {
+	reply := func(code driver.ReplyCode, reason string) error {
+		return llm.Reply(Name, code, string(stop), reason, calls)
+	}
+	switch stop {
+	case sdk.StopReasonToolUse:
+		if len(calls) == 0 {
+			return reply(driver.ReplyMalformed, fmt.Sprintf("stop_reason %q, and the reply has no tool_use block", stop))
+		}
+		if r := seen.Check(calls); r != "" {
+			return reply(driver.ReplyMalformed, r)
+		}
+		return nil
+	case sdk.StopReasonMaxTokens, sdk.StopReasonModelContextWindowExceeded:
+		return reply(driver.ReplyTruncated, fmt.Sprintf("the model's answer was cut off (stop_reason %q); raise maxTokens", stop))
+	case sdk.StopReasonRefusal:
+		return reply(driver.ReplyRefused, fmt.Sprintf("the model refused to answer (stop_reason %q)", stop))
+	case sdk.StopReasonEndTurn, sdk.StopReasonStopSequence:
+		if len(calls) > 0 {
+			return reply(driver.ReplyMalformed, fmt.Sprintf("the reply holds %d tool_use block(s), and its stop_reason %q does not ask for tool use (only \"tool_use\" does)", len(calls), stop))
+		}
+		return nil
+	}
+	if len(calls) > 0 {
+		return reply(driver.ReplyMalformed, fmt.Sprintf("the reply holds %d tool_use block(s), and its stop_reason %q does not ask for tool use (only \"tool_use\" does)", len(calls), stop))
+	}
+	return reply(driver.ReplyMalformed, fmt.Sprintf("the model stopped without an answer (stop_reason %q)", stop))
 }
 
 // clean turns an SDK error into one that names the server and status and
@@ -227,6 +275,9 @@ func (d *Driver) clean(ctx context.Context, err error) error {
 			msg = llm.BodyMessage(apiErr.RawJSON())
 		}
 		return llm.ProviderError(Name, d.cfg.Model, d.base, apiErr.StatusCode, string(apiErr.Type()), msg, d.cfg.APIKey)
+	}
+	if terr := llm.TimeoutError(ctx, Name, d.url, d.cfg.Timeout, err); terr != nil {
+		return terr
 	}
 	return llm.RequestError(ctx, Name, d.base, d.cfg.APIKey, err)
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -309,8 +310,10 @@ func TestAPIErrors(t *testing.T) {
 }
 
 func TestStops(t *testing.T) {
+	n := 0
 	use := func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
-		return 200, response("tool_use", toolUse("t", "customer__get", `{"id":"x"}`))
+		n++
+		return 200, response("tool_use", toolUse(fmt.Sprintf("t%d", n), "customer__get", `{"id":"x"}`))
 	}
 	t.Run("turn limit", func(t *testing.T) {
 		api := newAPI(t)
@@ -430,5 +433,151 @@ func TestFromSettings(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), apiKey) {
 			t.Errorf("the error holds the key: %v", err)
 		}
+	}
+}
+
+// counting is a driver.Caller that counts the calls that reached it.
+type counting struct {
+	n   int
+	ids []string
+}
+
+func (c *counting) Call(_ context.Context, call driver.Call) (driver.Result, error) {
+	c.n++
+	c.ids = append(c.ids, call.ID)
+	return driver.Result{Content: jsontext.Value(`{"ok":true}`)}, nil
+}
+
+// Only stop_reason "tool_use" runs tool_use blocks; any other reply with
+// them, and a reply with duplicate ids, is refused whole.
+func TestReplyValidation(t *testing.T) {
+	two := []string{toolUse("a", "customer__get", `{"id":"1"}`), toolUse("b", "customer__get", `{"id":"2"}`)}
+	for _, tc := range []struct {
+		name, stop string
+		content    []string
+		code       driver.ReplyCode
+		names      string // what the error names; stop when empty
+	}{
+		{"max_tokens", "max_tokens", two, driver.ReplyTruncated, ""},
+		{"context window", "model_context_window_exceeded", two, driver.ReplyTruncated, ""},
+		{"refusal", "refusal", two, driver.ReplyRefused, ""},
+		{"end_turn with tool_use", "end_turn", two, driver.ReplyMalformed, ""},
+		{"stop_sequence with tool_use", "stop_sequence", two, driver.ReplyMalformed, ""},
+		{"pause_turn with tool_use", "pause_turn", two, driver.ReplyMalformed, ""},
+		{"duplicate ids", "tool_use", []string{toolUse("a", "customer__get", `{}`), toolUse("a", "customer__get", `{}`)}, driver.ReplyMalformed, `the id "a" is given to two`},
+		{"no id", "tool_use", []string{toolUse("", "customer__get", `{}`)}, driver.ReplyMalformed, "has no id"},
+		{"tool_use without blocks", "tool_use", []string{text("hm")}, driver.ReplyMalformed, ""},
+		{"max_tokens without calls", "max_tokens", []string{text("partial")}, driver.ReplyTruncated, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := newAPI(t)
+			api.Turns = append(api.Turns, func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
+				return 200, response(tc.stop, tc.content...)
+			})
+			srv := api.Start()
+			caller := &counting{}
+			_, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), caller)
+			if tc.names == "" {
+				tc.names = tc.stop
+			}
+			var re *driver.ReplyError
+			if !errors.As(err, &re) || !errors.Is(err, driver.ErrReplyRefused) || re.Code != tc.code || re.StopReason != tc.stop || !strings.Contains(err.Error(), tc.names) {
+				t.Fatalf("err = %v, want a ReplyError %s naming %q", err, tc.code, tc.names)
+			}
+			if caller.n != 0 {
+				t.Errorf("%d calls ran, want none", caller.n)
+			}
+			if strings.Contains(strings.Join(tc.content, ""), "tool_use") && len(re.Calls) == 0 {
+				t.Errorf("ReplyError lists no calls")
+			}
+		})
+	}
+}
+
+// An id reused from an earlier turn of the step makes the reply
+// malformed: the first turn's call ran, none of the second's.
+func TestReusedID(t *testing.T) {
+	api := newAPI(t)
+	api.Turns = append(api.Turns,
+		func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
+			return 200, response("tool_use", toolUse("a", "customer__get", `{"id":"1"}`))
+		},
+		func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
+			return 200, response("tool_use", toolUse("b", "customer__get", `{"id":"2"}`), toolUse("a", "customer__get", `{"id":"3"}`))
+		},
+	)
+	srv := api.Start()
+	caller := &counting{}
+	_, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), caller)
+	var re *driver.ReplyError
+	if !errors.As(err, &re) || re.Code != driver.ReplyMalformed || len(re.Calls) != 2 || !strings.Contains(err.Error(), `"a"`) {
+		t.Fatalf("err = %v", err)
+	}
+	if caller.n != 1 || caller.ids[0] != "a" {
+		t.Errorf("calls ran: %v, want only the first turn's a", caller.ids)
+	}
+}
+
+// What goes back to the model is canonical: the input in canonical form,
+// one tool_result per call id.
+func TestCanonicalHistory(t *testing.T) {
+	api := newAPI(t)
+	api.Turns = append(api.Turns,
+		func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) {
+			return 200, response("tool_use", text("look"), toolUse("a", "customer__get", `{ "z":1, "id":"x" }`), toolUse("b", "customer__get", `{}`))
+		},
+		func(t *testing.T, req messagesRequest, _ map[string]jsontext.Value) (int, string) {
+			asst := req.Messages[1]
+			if len(asst.Content) != 3 || asst.Content[0].Text != "look" || string(asst.Content[1].Input) != `{"id":"x","z":1}` || string(asst.Content[2].Input) != `{}` {
+				t.Errorf("assistant message %+v", asst)
+			}
+			var ids []string
+			for _, b := range req.Messages[2].Content {
+				ids = append(ids, b.ToolUseID)
+			}
+			if !slices.Equal(ids, []string{"a", "b"}) {
+				t.Errorf("tool results for %v, want one each for a, b", ids)
+			}
+			return 200, response("end_turn", text("done"))
+		},
+	)
+	srv := api.Start()
+	caller := &counting{}
+	if _, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), caller); err != nil {
+		t.Fatal(err)
+	}
+	if caller.n != 2 {
+		t.Errorf("%d calls ran, want 2", caller.n)
+	}
+}
+
+// A request that runs out of the per-request timeout fails the step with
+// an error naming the URL; no call runs.
+func TestTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	caller := &counting{}
+	_, err := newDriver(t, srv, func(c *anthropic.Config) { c.Timeout = 50 * time.Millisecond }).RunStep(context.Background(), stepInput(), caller)
+	if err == nil || !strings.Contains(err.Error(), "the request to "+srv.URL+"/v1/messages timed out after 50ms") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v", err)
+	}
+	if caller.n != 0 {
+		t.Errorf("%d calls ran", caller.n)
+	}
+	for _, bad := range []any{"soon", "-1s", stdjson.Number("60")} {
+		_, err := anthropic.FromSettings(map[string]any{"model": "m", "baseURL": srv.URL, "timeout": bad}, nil)
+		if err == nil || !strings.Contains(err.Error(), `setting "timeout" must be a duration`) {
+			t.Errorf("timeout %v: err = %v", bad, err)
+		}
+	}
+	if _, err := anthropic.FromSettings(map[string]any{"model": "m", "baseURL": srv.URL, "timeout": "2m"}, nil); err != nil {
+		t.Errorf("timeout 2m: %v", err)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -67,6 +68,10 @@ type Config struct {
 	// MaxRetries is how often a request that failed with a connection
 	// error, 408, 409, 429 or 5xx is retried. Zero: 2; negative: never.
 	MaxRetries int
+	// Timeout is the most one HTTP request (each attempt) may take; a
+	// request that runs out of it fails the step with an error naming
+	// the URL. Zero: 60s; negative: none.
+	Timeout time.Duration
 }
 
 // String shows the Config without its API key.
@@ -82,6 +87,7 @@ func (c Config) GoString() string { return c.String() }
 type Driver struct {
 	cfg  Config
 	svc  sdk.ChatCompletionService
+	url  string // for errors: the request URL without query
 	base string // for errors: BaseURL without user info or query
 }
 
@@ -109,13 +115,19 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = llm.DefaultTimeout
+	}
+	if cfg.Timeout > 0 {
+		opts = append(opts, option.WithRequestTimeout(cfg.Timeout))
+	}
 	switch {
 	case cfg.MaxRetries < 0:
 		opts = append(opts, option.WithMaxRetries(0))
 	case cfg.MaxRetries > 0:
 		opts = append(opts, option.WithMaxRetries(cfg.MaxRetries))
 	}
-	return &Driver{cfg: cfg, svc: sdk.NewChatCompletionService(opts...), base: base}, nil
+	return &Driver{cfg: cfg, svc: sdk.NewChatCompletionService(opts...), base: base, url: strings.TrimSuffix(base, "/") + "/chat/completions"}, nil
 }
 
 // String shows the Driver without its API key.
@@ -132,8 +144,11 @@ func (d *Driver) GoString() string { return d.String() }
 // It returns caller's error unchanged ([driver.ErrSuspended],
 // [driver.ErrCallLimit], ...), ctx's error, [driver.ErrTurnLimit] after
 // MaxTurns requests, a *[driver.ProviderError] when the API answers with
-// an error status, and an error when the model's answer was cut off or
-// filtered. No error holds the API key.
+// an error status, an error naming the URL when a request runs out of
+// Config.Timeout, and a *[driver.ReplyError] when a reply is refused whole
+// (cut off, filtered, refused, or tool calls without finish_reason
+// "tool_calls", or with an id given twice in the step): none of its calls
+// reaches caller. No error holds the API key.
 func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver.Caller) (jsontext.Value, error) {
 	tools, err := llm.Tools(Name, in)
 	if err != nil {
@@ -162,6 +177,7 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 	}
 
 	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
+	seen := llm.IDs{}
 	for turn := 0; turn < turns; turn++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -175,37 +191,88 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		}
 		choice := resp.Choices[0]
 		msg := choice.Message
-		if len(msg.ToolCalls) == 0 {
-			switch choice.FinishReason {
-			case "length":
-				return nil, fmt.Errorf("openai: the model's answer was cut off (finish_reason %q)", choice.FinishReason)
-			case "content_filter":
-				return nil, fmt.Errorf("openai: the model's answer was filtered (finish_reason %q)", choice.FinishReason)
-			}
-			if msg.Content == "" && msg.Refusal != "" {
-				return nil, fmt.Errorf("openai: the model refused: %s", llm.Redact(msg.Refusal, d.cfg.APIKey))
-			}
+		calls, wires := toolCalls(msg.ToolCalls)
+		if rerr := d.checkReply(choice, calls, seen); rerr != nil {
+			return nil, rerr
+		}
+		if len(calls) == 0 {
 			return llm.Output(msg.Content)
 		}
+		seen.Add(calls)
 
-		params.Messages = append(params.Messages, msg.ToParam())
-		for _, tc := range msg.ToolCalls {
-			name, args := tc.Function.Name, tc.Function.Arguments
-			if tc.Type == "custom" {
-				name, args = tc.Custom.Name, tc.Custom.Input
-			}
-			res, err := caller.Call(ctx, driver.Call{
-				ID:        tc.ID,
-				Name:      driver.SpecName(name),
-				Arguments: jsontext.Value(args),
+		// The history holds the canonical form of what was decided: the
+		// arguments as the runtime parses them, one result per call id.
+		asst := sdk.ChatCompletionAssistantMessageParam{}
+		if msg.Content != "" {
+			asst.Content.OfString = param.NewOpt(msg.Content)
+		}
+		for i, c := range calls {
+			asst.ToolCalls = append(asst.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+					ID:       c.ID,
+					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: wires[i], Arguments: string(llm.CanonicalArgs(c.Arguments))},
+				},
 			})
+		}
+		params.Messages = append(params.Messages, sdk.ChatCompletionMessageParamUnion{OfAssistant: &asst})
+		for _, c := range calls {
+			res, err := caller.Call(ctx, c)
 			if err != nil {
 				return nil, err
 			}
-			params.Messages = append(params.Messages, sdk.ToolMessage(llm.ResultText(res), tc.ID))
+			params.Messages = append(params.Messages, sdk.ToolMessage(llm.ResultText(res), c.ID))
 		}
 	}
 	return nil, fmt.Errorf("openai: step %q: %w (%d requests)", in.StepID, driver.ErrTurnLimit, turns)
+}
+
+// toolCalls returns a message's tool calls as the Caller gets them (names
+// mapped back with SpecName, arguments as sent), and the names as sent.
+func toolCalls(tcs []sdk.ChatCompletionMessageToolCallUnion) ([]driver.Call, []string) {
+	var calls []driver.Call
+	var wires []string
+	for _, tc := range tcs {
+		name, args := tc.Function.Name, tc.Function.Arguments
+		if tc.Type == "custom" {
+			name, args = tc.Custom.Name, tc.Custom.Input
+		}
+		calls = append(calls, driver.Call{ID: tc.ID, Name: driver.SpecName(name), Arguments: jsontext.Value(args)})
+		wires = append(wires, name)
+	}
+	return calls, wires
+}
+
+// checkReply returns the *driver.ReplyError of a reply that may not run
+// (see docs/drivers.md, "Stop reasons"), or nil. Only finish_reason
+// "tool_calls" lets tool calls run; a reply without tool calls that
+// stopped otherwise than cut off or filtered is the final answer.
+func (d *Driver) checkReply(choice sdk.ChatCompletionChoice, calls []driver.Call, seen llm.IDs) error {
+	stop := choice.FinishReason
+	reply := func(code driver.ReplyCode, reason string) error {
+		return llm.Reply(Name, code, stop, reason, calls)
+	}
+	refusal := llm.Redact(choice.Message.Refusal, d.cfg.APIKey)
+	switch stop {
+	case "length":
+		return reply(driver.ReplyTruncated, fmt.Sprintf("the model's answer was cut off (finish_reason %q)", stop))
+	case "content_filter":
+		return reply(driver.ReplyFiltered, fmt.Sprintf("the model's answer was filtered (finish_reason %q)", stop))
+	}
+	if refusal != "" && (len(calls) > 0 || choice.Message.Content == "") {
+		return reply(driver.ReplyRefused, fmt.Sprintf("the model refused (finish_reason %q): %s", stop, refusal))
+	}
+	switch {
+	case stop == "tool_calls" && len(calls) == 0:
+		return reply(driver.ReplyMalformed, fmt.Sprintf("finish_reason %q, and the reply has no tool call", stop))
+	case stop == "function_call":
+		return reply(driver.ReplyMalformed, fmt.Sprintf("finish_reason %q (a legacy function call, which this driver never offers)", stop))
+	case stop != "tool_calls" && len(calls) > 0:
+		return reply(driver.ReplyMalformed, fmt.Sprintf("the reply holds %d tool call(s), and its finish_reason %q does not ask for tool calls (only \"tool_calls\" does)", len(calls), stop))
+	}
+	if r := seen.Check(calls); r != "" {
+		return reply(driver.ReplyMalformed, r)
+	}
+	return nil
 }
 
 // functionDefinition returns the function's definition as JSON, with the
@@ -231,6 +298,9 @@ func (d *Driver) clean(ctx context.Context, err error) error {
 			typ = apiErr.Type
 		}
 		return llm.ProviderError(Name, d.cfg.Model, d.base, apiErr.StatusCode, typ, apiErr.Message, d.cfg.APIKey)
+	}
+	if terr := llm.TimeoutError(ctx, Name, d.url, d.cfg.Timeout, err); terr != nil {
+		return terr
 	}
 	return llm.RequestError(ctx, Name, d.base, d.cfg.APIKey, err)
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -180,7 +181,7 @@ func TestConversation(t *testing.T) {
 				t.Fatalf("%d messages, want system, user, assistant and 3 tool messages", len(req.Messages))
 			}
 			asst := req.Messages[2]
-			if asst.Role != "assistant" || len(asst.ToolCalls) != 3 || asst.ToolCalls[1].Function.Name != "charge__refund" || asst.ToolCalls[0].Function.Arguments != `{"id": "cus_1" }` {
+			if asst.Role != "assistant" || len(asst.ToolCalls) != 3 || asst.ToolCalls[1].Function.Name != "charge__refund" || asst.ToolCalls[0].Function.Arguments != `{"id":"cus_1"}` {
 				t.Errorf("assistant message %+v", asst)
 			}
 			want := []struct{ id, content string }{
@@ -338,8 +339,10 @@ func TestAPIErrors(t *testing.T) {
 }
 
 func TestStops(t *testing.T) {
+	n := 0
 	call := func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) {
-		return 200, completion("tool_calls", toolCallsMessage([3]string{"c", "customer__get", `{"id":"x"}`}))
+		n++
+		return 200, completion("tool_calls", toolCallsMessage([3]string{fmt.Sprintf("c%d", n), "customer__get", `{"id":"x"}`}))
 	}
 	t.Run("turn limit", func(t *testing.T) {
 		api := newAPI(t)
@@ -492,5 +495,151 @@ func TestFromSettings(t *testing.T) {
 	}
 	if err := openai.CheckSettings(map[string]any{"model": "m", "apiKeySecret": "OPENAI_API_KEY"}); err != nil {
 		t.Errorf("CheckSettings: %v", err)
+	}
+}
+
+// counting is a driver.Caller that counts the calls that reached it.
+type counting struct {
+	n   int
+	ids []string
+}
+
+func (c *counting) Call(_ context.Context, call driver.Call) (driver.Result, error) {
+	c.n++
+	c.ids = append(c.ids, call.ID)
+	return driver.Result{Content: jsontext.Value(`{"ok":true}`)}, nil
+}
+
+// Only finish_reason "tool_calls" runs tool calls; any other reply with
+// tool calls, and a reply with duplicate ids, is refused whole.
+func TestReplyValidation(t *testing.T) {
+	two := toolCallsMessage([3]string{"a", "customer__get", `{"id":"1"}`}, [3]string{"b", "customer__get", `{"id":"2"}`})
+	for _, tc := range []struct {
+		name, finish, msg string
+		code              driver.ReplyCode
+		names             string // what the error names; finish when empty
+	}{
+		{"length", "length", two, driver.ReplyTruncated, ""},
+		{"content_filter", "content_filter", two, driver.ReplyFiltered, ""},
+		{"stop with calls", "stop", two, driver.ReplyMalformed, ""},
+		{"unknown with calls", "eos_token", two, driver.ReplyMalformed, ""},
+		{"function_call", "function_call", two, driver.ReplyMalformed, ""},
+		{"refusal with calls", "tool_calls", `{"role":"assistant","content":null,"refusal":"no","tool_calls":[{"id":"a","type":"function","function":{"name":"customer__get","arguments":"{}"}}]}`, driver.ReplyRefused, ""},
+		{"duplicate ids", "tool_calls", toolCallsMessage([3]string{"a", "customer__get", `{}`}, [3]string{"a", "customer__get", `{}`}), driver.ReplyMalformed, `the id "a" is given to two`},
+		{"no id", "tool_calls", toolCallsMessage([3]string{"", "customer__get", `{}`}), driver.ReplyMalformed, "has no id"},
+		{"tool_calls without calls", "tool_calls", textMessage("hm"), driver.ReplyMalformed, ""},
+		{"length without calls", "length", textMessage("Ada's acc"), driver.ReplyTruncated, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := newAPI(t)
+			api.Turns = append(api.Turns, func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) {
+				return 200, completion(tc.finish, tc.msg)
+			})
+			srv := api.Start()
+			caller := &counting{}
+			_, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), caller)
+			if tc.names == "" {
+				tc.names = tc.finish
+			}
+			var re *driver.ReplyError
+			if !errors.As(err, &re) || !errors.Is(err, driver.ErrReplyRefused) || re.Code != tc.code || re.StopReason != tc.finish || !strings.Contains(err.Error(), tc.names) {
+				t.Fatalf("err = %v, want a ReplyError %s naming %q", err, tc.code, tc.names)
+			}
+			if caller.n != 0 {
+				t.Errorf("%d calls ran, want none", caller.n)
+			}
+			if strings.Contains(tc.msg, "tool_calls") && len(re.Calls) == 0 {
+				t.Errorf("ReplyError lists no calls")
+			}
+		})
+	}
+}
+
+// An id reused from an earlier turn of the step makes the reply
+// malformed: the first turn's call ran, none of the second's.
+func TestReusedID(t *testing.T) {
+	api := newAPI(t)
+	api.Turns = append(api.Turns,
+		func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) {
+			return 200, completion("tool_calls", toolCallsMessage([3]string{"a", "customer__get", `{"id":"1"}`}))
+		},
+		func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) {
+			return 200, completion("tool_calls", toolCallsMessage([3]string{"b", "customer__get", `{"id":"2"}`}, [3]string{"a", "customer__get", `{"id":"3"}`}))
+		},
+	)
+	srv := api.Start()
+	caller := &counting{}
+	_, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), caller)
+	var re *driver.ReplyError
+	if !errors.As(err, &re) || re.Code != driver.ReplyMalformed || len(re.Calls) != 2 || !strings.Contains(err.Error(), `"a"`) {
+		t.Fatalf("err = %v", err)
+	}
+	if caller.n != 1 || caller.ids[0] != "a" {
+		t.Errorf("calls ran: %v, want only the first turn's a", caller.ids)
+	}
+}
+
+// What goes back to the model is canonical: {} for empty arguments, the
+// canonical JSON otherwise, one tool message per call id; the Caller gets
+// the arguments as sent.
+func TestCanonicalHistory(t *testing.T) {
+	api := newAPI(t)
+	api.Turns = append(api.Turns,
+		func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) {
+			return 200, completion("tool_calls", toolCallsMessage([3]string{"a", "customer__get", ``}, [3]string{"b", "customer__get", `{ "z":1, "id":"x" }`}))
+		},
+		func(t *testing.T, req chatRequest, raw map[string]jsontext.Value) (int, string) {
+			asst := req.Messages[2]
+			if len(asst.ToolCalls) != 2 || asst.ToolCalls[0].Function.Arguments != `{}` || asst.ToolCalls[1].Function.Arguments != `{"id":"x","z":1}` {
+				t.Errorf("assistant message %+v", asst)
+			}
+			var ids []string
+			for _, m := range req.Messages[3:] {
+				ids = append(ids, m.ToolCallID)
+			}
+			if !slices.Equal(ids, []string{"a", "b"}) {
+				t.Errorf("tool messages for %v, want one each for a, b", ids)
+			}
+			return 200, completion("stop", textMessage("done"))
+		},
+	)
+	srv := api.Start()
+	caller := &drivertest.Caller{Allowed: []string{"customer.get"}}
+	if _, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), caller); err != nil {
+		t.Fatal(err)
+	}
+	if calls := caller.Calls(); len(calls) != 2 || string(calls[0].Arguments) != `` {
+		t.Errorf("calls %+v", calls)
+	}
+}
+
+// A request that runs out of the per-request timeout fails the step with
+// an error naming the URL; no call runs.
+func TestTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	caller := &counting{}
+	_, err := newDriver(t, srv, func(c *openai.Config) { c.Timeout = 50 * time.Millisecond }).RunStep(context.Background(), stepInput(), caller)
+	if err == nil || !strings.Contains(err.Error(), "the request to "+srv.URL+"/v1/chat/completions timed out after 50ms") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v", err)
+	}
+	if caller.n != 0 {
+		t.Errorf("%d calls ran", caller.n)
+	}
+	for _, bad := range []any{"soon", "-1s", stdjson.Number("60")} {
+		_, err := openai.FromSettings(map[string]any{"model": "m", "baseURL": srv.URL, "timeout": bad}, nil)
+		if err == nil || !strings.Contains(err.Error(), `setting "timeout" must be a duration`) {
+			t.Errorf("timeout %v: err = %v", bad, err)
+		}
+	}
+	if _, err := openai.FromSettings(map[string]any{"model": "m", "baseURL": srv.URL, "timeout": "2m"}, nil); err != nil {
+		t.Errorf("timeout 2m: %v", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // The settings of a harness binding {driver: openai, ...}.
-var settingNames = []string{"model", "baseURL", "apiKeySecret", "temperature", "maxTurns", "maxRetries"}
+var settingNames = []string{"model", "baseURL", "apiKeySecret", "temperature", "maxTurns", "maxRetries", "timeout"}
 
 type rawSettings struct {
 	settings.Common
@@ -25,8 +25,8 @@ func parseSettings(m map[string]any) (rawSettings, error) {
 // CheckSettings checks an agent binding's settings without resolving
 // secrets or sending anything: "model" (required, a string), "baseURL"
 // (a string), "apiKeySecret" (a secret's name), "temperature" (0 to 2),
-// "maxTurns" (at least 1), "maxRetries" (at least 0), and no other
-// setting.
+// "maxTurns" (at least 1), "maxRetries" (at least 0), "timeout" (a
+// duration such as "60s", default 60s), and no other setting.
 func CheckSettings(m map[string]any) error {
 	_, err := parseSettings(m)
 	return err
@@ -54,7 +54,7 @@ func FromSettings(m map[string]any, setup *driver.Setup) (*Driver, error) {
 	}
 	d, err := New(Config{
 		Model: res.Model, BaseURL: res.BaseURL, APIKey: res.APIKey, HTTPClient: res.HTTPClient,
-		Temperature: s.temperature, MaxTurns: s.MaxTurns, MaxRetries: s.MaxRetries,
+		Temperature: s.temperature, MaxTurns: s.MaxTurns, MaxRetries: s.MaxRetries, Timeout: s.Timeout,
 	})
 	if err != nil {
 		return nil, s.NewError(Name, res, err)

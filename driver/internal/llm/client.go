@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 )
 
 // BaseURL checks raw, a driver's base URL: an http(s) URL with a host and
@@ -47,4 +48,16 @@ func RequestError(ctx context.Context, provider, base, key string, err error) er
 		return &RedactedError{Msg: Redact(fmt.Sprintf("%s: %s %s: %v", provider, ue.Op, base, ue.Err), key), Err: err}
 	}
 	return Wrap(provider+": request to "+base, err, key)
+}
+
+// DefaultTimeout is the default of a model driver's per-request timeout.
+const DefaultTimeout = 60 * time.Second
+
+// TimeoutError returns the error of a request to url that ran out of its
+// per-request timeout (not ctx's deadline), or nil when err is not that.
+func TimeoutError(ctx context.Context, provider, url string, timeout time.Duration, err error) error {
+	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	return &RedactedError{Msg: fmt.Sprintf("%s: the request to %s timed out after %s (setting \"timeout\")", provider, url, timeout), Err: err}
 }

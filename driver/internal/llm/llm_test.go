@@ -75,3 +75,39 @@ func TestResultTextAndRedact(t *testing.T) {
 		t.Errorf("Redact = %q", got)
 	}
 }
+
+func TestCanonicalArgs(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{``, `{}`},
+		{" \n", `{}`},
+		{`{"b": 1, "a": [1.0, "x"] }`, `{"a":[1,"x"],"b":1}`},
+		{`{"id":`, `{"id":`},
+		{`{"n": 12345678901234567890}`, `{"n": 12345678901234567890}`},
+	} {
+		if got := llm.CanonicalArgs([]byte(tc.in)); string(got) != tc.want {
+			t.Errorf("CanonicalArgs(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestIDs(t *testing.T) {
+	seen := llm.IDs{}
+	a := []driver.Call{{ID: "a"}, {ID: "b"}}
+	if r := seen.Check(a); r != "" {
+		t.Fatalf("Check = %q", r)
+	}
+	seen.Add(a)
+	for _, tc := range []struct {
+		calls []driver.Call
+		want  string
+	}{
+		{[]driver.Call{{ID: "c"}, {ID: "c"}}, `the id "c" is given to two tool calls of the reply`},
+		{[]driver.Call{{ID: "c"}, {ID: "a"}}, `the id "a" of tool call 2 was already used in an earlier turn of the step`},
+		{[]driver.Call{{ID: ""}}, `tool call 1 has no id`},
+		{[]driver.Call{{ID: "c"}}, ``},
+	} {
+		if got := seen.Check(tc.calls); got != tc.want {
+			t.Errorf("Check(%v) = %q, want %q", tc.calls, got, tc.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package settings
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/openplaybook/openplaybook/driver"
 )
@@ -16,12 +17,14 @@ type Common struct {
 	// MaxTurns is "maxTurns" (0 when absent). MaxRetries is "maxRetries":
 	// 0 when absent, -1 for a "maxRetries" of 0 (never retry).
 	MaxTurns, MaxRetries int
+	// Timeout is "timeout", the per-request timeout (0 when absent).
+	Timeout time.Duration
 }
 
 // Common reads "model" (required; what describes it for the error),
 // "baseURL" and "apiKeySecret", then calls own (when not nil) to read the
 // driver's own settings, then reads "maxTurns" (at least 1) and
-// "maxRetries" (at least 0). Problems are reported in that order.
+// "maxRetries" (at least 0) and "timeout" (a duration). Problems are reported in that order.
 func (r *Reader) Common(what string, own func()) Common {
 	var c Common
 	c.Model = r.String("model", true, what)
@@ -37,6 +40,7 @@ func (r *Reader) Common(what string, own func()) Common {
 			c.MaxRetries = -1
 		}
 	}
+	c.Timeout = r.Duration("timeout")
 	return c
 }
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/internal/suggest"
@@ -150,6 +151,26 @@ func (r *Reader) number(key string) (float64, bool) {
 		return 0, false
 	}
 	return f, true
+}
+
+// Duration returns the duration setting key, a Go duration string
+// ("30s", "2m") greater than zero, or 0 when it is absent.
+func (r *Reader) Duration(key string) time.Duration {
+	v, ok := r.m[key]
+	if !ok || v == nil {
+		return 0
+	}
+	s, ok := v.(string)
+	if !ok {
+		r.errorf("setting %q must be a duration such as \"60s\" or \"2m\", not %s", key, kind(v))
+		return 0
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		r.errorf("setting %q must be a duration greater than zero, such as \"60s\" or \"2m\"", key)
+		return 0
+	}
+	return d
 }
 
 // SecretName checks the setting key as a secret's name

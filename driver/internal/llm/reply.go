@@ -1,0 +1,65 @@
+package llm
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/openplaybook/openplaybook/driver"
+	"github.com/openplaybook/openplaybook/internal/jsonnum"
+)
+
+// Reply returns a *driver.ReplyError for a refused reply.
+func Reply(provider string, code driver.ReplyCode, stop, reason string, calls []driver.Call) *driver.ReplyError {
+	return &driver.ReplyError{Provider: provider, Code: code, StopReason: stop, Reason: reason, Calls: calls}
+}
+
+// IDs tracks the tool call ids of one step's replies.
+type IDs map[string]bool
+
+// Check returns the reason calls, the tool calls of one reply, are
+// malformed by their ids ("" when they are not): a call without an id,
+// an id given twice in the reply, or an id of an earlier reply of the
+// step. It records nothing; [IDs.Add] does once the reply is accepted.
+func (seen IDs) Check(calls []driver.Call) string {
+	here := make(map[string]bool, len(calls))
+	for i, c := range calls {
+		switch {
+		case c.ID == "":
+			return fmt.Sprintf("tool call %d has no id", i+1)
+		case here[c.ID]:
+			return fmt.Sprintf("the id %q is given to two tool calls of the reply", c.ID)
+		case seen[c.ID]:
+			return fmt.Sprintf("the id %q of tool call %d was already used in an earlier turn of the step", c.ID, i+1)
+		}
+		here[c.ID] = true
+	}
+	return ""
+}
+
+// Add records the ids of calls, an accepted reply's.
+func (seen IDs) Add(calls []driver.Call) {
+	for _, c := range calls {
+		seen[c.ID] = true
+	}
+}
+
+// CanonicalArgs returns arguments as the runtime parses them, for the
+// history the model sees: {} for empty (or blank) arguments, else the
+// RFC 8785 canonical form. Arguments that are not valid JSON, or that
+// hold a number a 64-bit float does not hold exactly (which the runtime
+// refuses as sent), are returned as sent.
+func CanonicalArgs(args []byte) jsontext.Value {
+	if len(bytes.TrimSpace(args)) == 0 {
+		return jsontext.Value("{}")
+	}
+	if _, bad := jsonnum.OutOfRange(args); bad {
+		return jsontext.Value(bytes.Clone(args))
+	}
+	canon := jsontext.Value(bytes.Clone(args))
+	if canon.Canonicalize() != nil {
+		return jsontext.Value(bytes.Clone(args))
+	}
+	return canon
+}
