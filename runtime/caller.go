@@ -134,6 +134,25 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 	return c.execute(ctx, &key, call.Name, d)
 }
 
+// refuseReply records the calls of a model reply the driver refused whole
+// as refused, with the reply's code: they never ran.
+func (c *Caller) refuseReply(ctx context.Context, re *driver.ReplyError) error {
+	reason := fmt.Sprintf("the model's reply stopped with %q (%s); none of its calls ran", re.StopReason, re.Reason)
+	return c.tx(ctx, func(tx *store.Tx) error {
+		for _, call := range re.Calls {
+			name := call.Name
+			if len(name) > 128 {
+				name = name[:128]
+			}
+			d := Decision{ArgsDigest: digest(call.Arguments)}
+			if _, err := c.start(tx, name, d, store.DecisionRefused, Code(re.Code), reason); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // overLimit counts a new call against the step's limit, which bounds the
 // attempt's calls: those recorded before this run of the step (an agent
 // asked again on resume need not repeat them) and the new ones, refused

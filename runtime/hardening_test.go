@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
 )
@@ -240,5 +242,35 @@ func TestApprovalVoidedByLiveChange(t *testing.T) {
 	wantOutcome(t, "resume on the new approval", out, err, runtime.Completed)
 	if ctr.runs("launch") != 1 {
 		t.Errorf("launch ran %d times, want 1", ctr.runs("launch"))
+	}
+}
+
+// replyRefusing is a driver whose model's reply was cut off with a tool
+// call in it: it returns the driver.ReplyError a model driver returns.
+type replyRefusing struct{}
+
+func (replyRefusing) RunStep(ctx context.Context, in driver.StepInput, c driver.Caller) (jsontext.Value, error) {
+	return nil, &driver.ReplyError{Provider: "openai", Code: driver.ReplyTruncated, StopReason: "length", Reason: "the reply was cut off",
+		Calls: []driver.Call{{ID: "call_1", Name: "note.add", Arguments: jsontext.Value(`{"body":"half`)}}}
+}
+
+// TestRefusedReplyIsRecorded: the calls of a model reply a driver refused
+// whole are recorded as refused with the reply's code, never run, and the
+// step fails with the reason.
+func TestRefusedReplyIsRecorded(t *testing.T) {
+	t.Parallel()
+	doc := buildDoc(t, "reply", agentStep("write", "clerk", []string{"note.add"}, ""))
+	r := newRig(t, rigConfig{}, doc)
+	out, err := r.engineWith(0, map[string]driver.Driver{"clerk": replyRefusing{}}, nil, nil).Start(context.Background(), nil)
+	wantOutcome(t, "start", out, err, runtime.Failed)
+	rows := r.calls(out.Run)
+	if len(rows) != 1 || rows[0].State != store.CallRefused || rows[0].Code != string(runtime.CodeReplyTruncated) || rows[0].Tool != "note.add" {
+		t.Fatalf("calls %+v, want note.add refused reply-truncated", rows)
+	}
+	if ns, _ := r.st.ListNotes(context.Background(), "", "", 10); len(ns) != 0 {
+		t.Errorf("a note was written from a refused reply: %+v", ns)
+	}
+	if !strings.Contains(out.Reason, "cut off") {
+		t.Errorf("the run's reason %q does not say why", out.Reason)
 	}
 }

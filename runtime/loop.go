@@ -175,6 +175,14 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 		o, serr := s.failStep(ctx, runID, stepID, attempt, ferr.Error())
 		return "", o, true, errors.Join(ferr, serr)
 	}
+	var re *driver.ReplyError
+	if errors.As(err, &re) && len(re.Calls) > 0 {
+		// The reply's calls never ran: each is recorded as refused with
+		// the reply's code, then the step fails with the reason.
+		if rerr := c.refuseReply(ctx, re); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
 	switch {
 	case errors.Is(err, driver.ErrSuspended):
 		o, err := s.suspend(ctx, runID, stepID, attempt)

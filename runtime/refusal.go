@@ -19,6 +19,12 @@ const (
 	CodeTooLarge         Code = "too-large"         // the name and arguments are over the size limit
 	CodeCallLimit        Code = "call-limit"        // the step made as many calls as it may
 	CodeOutputInvalid    Code = "output-invalid"    // the result did not match the outputSchema
+	// A model reply the driver refused whole (driver.ReplyError): none of
+	// its calls ran.
+	CodeReplyTruncated Code = "reply-truncated" // the reply was cut off (length, max_tokens)
+	CodeReplyFiltered  Code = "reply-filtered"  // the provider's filter stopped it
+	CodeReplyRefused   Code = "reply-refused"   // the model refused
+	CodeReplyMalformed Code = "reply-malformed" // other stop reason, duplicate or missing call ids
 )
 
 // Refusal is a refused call: its code and the message the agent is
