@@ -133,18 +133,23 @@ func (t *Tx) DecideApproval(id string, approve bool, reason, decidedBy string) (
 // An approval lets exactly one call run once: of two ConsumeApproval calls
 // for the same approval, exactly one gets ok.
 func (t *Tx) ConsumeApproval(run, step, tool, defDigest, argsDigest string) (a Approval, ok bool, err error) {
+	return t.consume(`run = ?2 AND step = ?3 AND tool = ?4 AND def_digest = ?5 AND args_digest = ?6`, run, step, []byte(tool), defDigest, argsDigest)
+}
+
+// consume marks the oldest approved, unexpired approval matching where
+// (whose placeholders start at ?2; ?1 is now) used, and returns it.
+func (t *Tx) consume(where string, args ...any) (a Approval, ok bool, err error) {
 	if t.done {
 		return Approval{}, false, ErrTxDone
 	}
-	now := t.now()
 	var id string
 	err = t.queryRow(`UPDATE approvals SET status = 'used', used_at = ?1
 		WHERE id = (SELECT id FROM approvals
-			WHERE run = ?2 AND step = ?3 AND tool = ?4 AND def_digest = ?5 AND args_digest = ?6
+			WHERE `+where+`
 			AND status = 'approved' AND (expires_at IS NULL OR expires_at > ?1)
 			ORDER BY created_at, id LIMIT 1)
 		AND status = 'approved'
-		RETURNING id`, now, run, step, []byte(tool), defDigest, argsDigest).Scan(&id)
+		RETURNING id`, append([]any{t.now()}, args...)...).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Approval{}, false, nil
 	}
@@ -166,29 +171,8 @@ func (t *Tx) ConsumeApproval(run, step, tool, defDigest, argsDigest string) (a A
 // With none, ok is false and nothing changes; of two calls for the same
 // approval, exactly one gets ok.
 func (t *Tx) ConsumeApprovalFor(k CallKey, defDigest, argsDigest string) (a Approval, ok bool, err error) {
-	if t.done {
-		return Approval{}, false, ErrTxDone
-	}
-	now := t.now()
-	var id string
-	err = t.queryRow(`UPDATE approvals SET status = 'used', used_at = ?1
-		WHERE id = (SELECT id FROM approvals
-			WHERE run = ?2 AND step = ?3 AND call_attempt = ?4 AND call_idx = ?5 AND def_digest = ?6 AND args_digest = ?7
-			AND status = 'approved' AND (expires_at IS NULL OR expires_at > ?1)
-			ORDER BY created_at, id LIMIT 1)
-		AND status = 'approved'
-		RETURNING id`, now, k.Run, k.Step, k.Attempt, k.Index, defDigest, argsDigest).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Approval{}, false, nil
-	}
-	if err != nil {
-		return Approval{}, false, fmt.Errorf("store: consuming approval: %w", err)
-	}
-	a, err = t.Approval(id)
-	if err != nil {
-		return Approval{}, false, err
-	}
-	return a, true, nil
+	return t.consume(`run = ?2 AND step = ?3 AND call_attempt = ?4 AND call_idx = ?5 AND def_digest = ?6 AND args_digest = ?7`,
+		k.Run, k.Step, k.Attempt, k.Index, defDigest, argsDigest)
 }
 
 // VoidApprovals marks the pending and approved-but-unused approvals of
