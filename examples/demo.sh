@@ -26,6 +26,12 @@ fi
 # environment or a dotenv file (docs/harness.md).
 export STRIPE_API_KEY="${STRIPE_API_KEY:-sk_test_123}"
 
+# The memory graph the example harness names knows the customer, so the
+# refund's add_observations call has an entity to add to.
+mem=/tmp/openplaybook-example-memory.jsonl
+grep -qs '"name":"Ada Lovelace"' "$mem" ||
+  echo '{"type":"entity","name":"Ada Lovelace","entityType":"customer","observations":["Asked about a duplicate charge."]}' >>"$mem"
+
 op validate examples/
 op check --harness "$H" examples/support-triage.json examples/refund-review.json
 
