@@ -53,16 +53,23 @@ func benchCalls(b *testing.B, call func() (*mcp.CallToolResult, error)) {
 	b.ReportMetric(float64(lat[len(lat)*9/10].Nanoseconds())/1e3, "p90-µs")
 }
 
-func BenchmarkEchoDirect(b *testing.B) {
+// directSession connects a plain go-sdk client to server-everything over
+// stdio, declaring the client capabilities mcphost declares: none. It is
+// closed when the benchmark ends.
+func directSession(b *testing.B) *mcp.ClientSession {
 	cfg := mcptest.EverythingServer(b, "everything")
-	ctx := context.Background()
-	// The client capabilities mcphost declares: none.
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v0"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(cfg.Command, cfg.Args...), TerminateDuration: time.Second}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(cfg.Command, cfg.Args...), TerminateDuration: time.Second}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer cs.Close()
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func BenchmarkEchoDirect(b *testing.B) {
+	ctx := context.Background()
+	cs := directSession(b)
 	args := map[string]any{"message": echoMessage}
 	benchCalls(b, func() (*mcp.CallToolResult, error) {
 		return cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: args})
@@ -90,14 +97,8 @@ func BenchmarkEchoServer(b *testing.B) {
 //
 //	go test ./mcphost -run '^$' -bench 'ListDirect|FreshTools' -benchtime 300x
 func BenchmarkListDirect(b *testing.B) {
-	cfg := mcptest.EverythingServer(b, "everything")
 	ctx := context.Background()
-	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v0"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(cfg.Command, cfg.Args...), TerminateDuration: time.Second}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
+	cs := directSession(b)
 	benchCalls(b, func() (*mcp.CallToolResult, error) {
 		_, err := cs.ListTools(ctx, nil)
 		return &mcp.CallToolResult{}, err

@@ -258,7 +258,7 @@ type Decision struct {
 // byte, with no trimming, folding or normalising; (2) it resolves in the
 // registry to a definition; (3) args is a JSON object valid against the
 // embedded inputSchema. The first check that fails decides. Decide does no
-// I/O; approvals, execution and the output check follow in [Engine].
+// I/O; approvals, execution and the output check follow in [Caller].
 func (im *Imported) Decide(step, name string, args []byte) Decision {
 	si := im.steps[step]
 	if si == nil {

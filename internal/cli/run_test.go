@@ -425,10 +425,10 @@ func rtDoc(t *testing.T, id string, steps ...map[string]any) []byte {
 	return b
 }
 
-// TestRunGateRejectedExitCode: a gate without onReject that a person
-// rejects ends the run rejected: resume exits 4, and keeps exiting 4.
-func TestRunGateRejectedExitCode(t *testing.T) {
-	t.Parallel()
+// newGatedEnv is a harness and a playbook whose gate "confirm" comes
+// before the step "write", which adds a note.
+func newGatedEnv(t *testing.T) (*rtEnv, string) {
+	t.Helper()
 	e := newRTEnv(t, rtConfig{transcripts: map[string]string{"clerk": rtTranscript(map[string][]map[string]any{
 		"write": {rtCall("note.add", map[string]any{"body": "after the gate"})},
 	})}})
@@ -436,6 +436,14 @@ func TestRunGateRejectedExitCode(t *testing.T) {
 		map[string]any{"id": "confirm", "kind": "gate", "purpose": "A person confirms.", "next": "write"},
 		map[string]any{"id": "write", "kind": "agent", "agent": "clerk", "purpose": "Write a note.", "allowedTools": []string{"note.add"}},
 	)))
+	return e, doc
+}
+
+// TestRunGateRejectedExitCode: a gate without onReject that a person
+// rejects ends the run rejected: resume exits 4, and keeps exiting 4.
+func TestRunGateRejectedExitCode(t *testing.T) {
+	t.Parallel()
+	e, doc := newGatedEnv(t)
 	o := e.outcome(ExitWaiting, "run", doc)
 	e.cli(ExitOK, "deny", "--reason", "not now", o.Run, "confirm")
 	o = e.outcome(ExitRejected, "resume", o.Run)
@@ -551,13 +559,7 @@ func mustReadFile(t *testing.T, p string) string {
 // approved with plain SQL, which resume refuses to follow.
 func TestAuditVerifyReconcilesRows(t *testing.T) {
 	t.Parallel()
-	e := newRTEnv(t, rtConfig{transcripts: map[string]string{"clerk": rtTranscript(map[string][]map[string]any{
-		"write": {rtCall("note.add", map[string]any{"body": "after the gate"})},
-	})}})
-	doc := e.write("doc.json", string(rtDoc(t, "gated",
-		map[string]any{"id": "confirm", "kind": "gate", "purpose": "A person confirms.", "next": "write"},
-		map[string]any{"id": "write", "kind": "agent", "agent": "clerk", "purpose": "Write a note.", "allowedTools": []string{"note.add"}},
-	)))
+	e, doc := newGatedEnv(t)
 	o := e.outcome(ExitWaiting, "run", doc)
 	e.cli(ExitOK, "audit", "--verify", o.Run)
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "state", "openplaybook.db"))
@@ -583,13 +585,7 @@ func TestAuditVerifyReconcilesRows(t *testing.T) {
 // the audit log records the change.
 func TestResumeWithChangedHarness(t *testing.T) {
 	t.Parallel()
-	e := newRTEnv(t, rtConfig{transcripts: map[string]string{"clerk": rtTranscript(map[string][]map[string]any{
-		"write": {rtCall("note.add", map[string]any{"body": "after the gate"})},
-	})}})
-	doc := e.write("doc.json", string(rtDoc(t, "gated",
-		map[string]any{"id": "confirm", "kind": "gate", "purpose": "A person confirms.", "next": "write"},
-		map[string]any{"id": "write", "kind": "agent", "agent": "clerk", "purpose": "Write a note.", "allowedTools": []string{"note.add"}},
-	)))
+	e, doc := newGatedEnv(t)
 	o := e.outcome(ExitWaiting, "run", doc)
 	e.cli(ExitOK, "approve", o.Run, "confirm")
 	h, err := os.ReadFile(e.harness)
