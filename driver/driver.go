@@ -106,6 +106,13 @@ var (
 	ErrSuspended = errors.New("the step waits for a person's decision")
 	// ErrCallLimit: the step made as many tool calls as it may.
 	ErrCallLimit = errors.New("the step reached its tool call limit")
+	// ErrAwaitAgent: the step's agent is external (an MCP client, see
+	// package driver/external) and none is connected to the run. The
+	// runtime records the run as waiting for its agent (status waiting,
+	// reason "agent"); resuming the run while an agent is connected runs
+	// the step on, answering the calls the attempt already made from the
+	// store.
+	ErrAwaitAgent = errors.New("the step waits for its agent (an MCP client) to connect")
 	// ErrReplyRefused: a model driver refused a reply of the model whole,
 	// and none of its tool calls ran. The error is a *[ReplyError].
 	ErrReplyRefused = errors.New("the model's reply was refused; none of its tool calls ran")

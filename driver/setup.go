@@ -31,6 +31,11 @@ type Setup struct {
 	// HTTPClient is the client the model drivers send requests with. Nil:
 	// their own client (see their Config.HTTPClient).
 	HTTPClient *http.Client
+	// External is the driver of agents bound to driver "mcp": external
+	// MCP clients acting as a step's agent, served by this process (an
+	// *external.Exchange's Driver). Nil: nothing in this process serves
+	// them, and such a step returns [ErrAwaitAgent].
+	External Driver
 }
 
 // ErrTurnLimit: a model driver sent as many requests as its maxTurns

@@ -49,7 +49,7 @@ func RequiredRole(provider, authKind string) string {
 }
 
 var (
-	topKeys        = []string{"$schema", "mcpServers", "connections", "secrets", "agents", "store", "runtime"}
+	topKeys        = []string{"$schema", "mcpServers", "connections", "secrets", "agents", "store", "runtime", "serve"}
 	serverKeys     = []string{"command", "args", "env", "cwd", "url", "headers", "timeout", "toolsCheck", "callTimeout"}
 	connectionKeys = []string{"authKind", "secrets", "scopes", "callTimeout"}
 	stripeKeys     = []string{"authKind", "secrets", "scopes", "baseURL", "callTimeout"}
@@ -58,6 +58,7 @@ var (
 	dotenvKeys     = []string{"path", "optional"}
 	storeKeys      = []string{"sqlite", "seed"}
 	runtimeKeys    = []string{"approvalExpiry", "maxToolCalls"}
+	serveKeys      = []string{"operatorTokenSecret", "approvalWait", "allowedOrigins"}
 )
 
 var (
@@ -250,6 +251,9 @@ func (d *decoder) root(n *node) {
 	}
 	if v := f["runtime"]; v != nil {
 		d.runtime(v)
+	}
+	if v := f["serve"]; v != nil {
+		d.serve(v)
 	}
 	slices.SortStableFunc(d.h.refs, func(a, b SecretRef) int {
 		return cmp.Or(cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Column, b.Pos.Column))
@@ -807,3 +811,40 @@ func (d *decoder) runtime(n *node) {
 		}
 	}
 }
+
+func (d *decoder) serve(n *node) {
+	if !d.want(n, kMap, `"serve"`) {
+		return
+	}
+	f := d.fields(n, `"serve"`, serveKeys)
+	if v := f["operatorTokenSecret"]; v != nil {
+		if name, ok := d.str(v, `"operatorTokenSecret"`); ok {
+			if !envName.MatchString(name) {
+				d.errN(v, RuleName, "\"operatorTokenSecret\" must be a secret's name (^[A-Za-z_][A-Za-z0-9_]*$, such as OPENPLAYBOOK_OPERATOR_TOKEN), never the token itself")
+			} else {
+				d.h.Serve.OperatorTokenSecret = name
+			}
+		}
+	}
+	if v := f["approvalWait"]; v != nil {
+		if t, ok := d.duration(v, `"approvalWait"`); ok {
+			d.h.Serve.ApprovalWait = t
+		}
+	}
+	if v := f["allowedOrigins"]; v != nil && d.want(v, kList, `"allowedOrigins"`) {
+		for _, item := range v.elems {
+			o, ok := d.str(item, `an allowed origin`)
+			if !ok {
+				continue
+			}
+			if !originSyntax.MatchString(o) {
+				d.errN(item, RuleValue, "an allowed origin is a scheme, a host and an optional port, with no path: such as \"https://console.example.com\" or \"http://localhost:3000\"")
+				continue
+			}
+			d.h.Serve.AllowedOrigins = append(d.h.Serve.AllowedOrigins, o)
+		}
+	}
+}
+
+// originSyntax is an RFC 6454 origin as a browser sends it in Origin.
+var originSyntax = regexp.MustCompile(`^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$`)

@@ -87,6 +87,8 @@ type Harness struct {
 	Store *Store
 	// Runtime holds the runtime's limits.
 	Runtime *Runtime
+	// Serve configures `openplaybook serve` and `openplaybook mcp`.
+	Serve *Serve
 
 	refs []SecretRef
 }
@@ -266,6 +268,29 @@ type Runtime struct {
 	MaxToolCalls int
 }
 
+// Defaults of [Serve].
+const (
+	DefaultOperatorTokenSecret = "OPENPLAYBOOK_OPERATOR_TOKEN"
+	DefaultApprovalWait        = 60 * time.Second
+)
+
+// Serve configures the server (docs/serve.md).
+type Serve struct {
+	// OperatorTokenSecret names the secret whose value is the operator's
+	// bearer token for the HTTP API and the console. Default
+	// [DefaultOperatorTokenSecret].
+	OperatorTokenSecret string
+	// ApprovalWait is how long an external agent's tools/call waits for
+	// a person's approval before it is answered "pending". Default
+	// [DefaultApprovalWait].
+	ApprovalWait time.Duration
+	// AllowedOrigins are the browser origins ("https://host:port"), other
+	// than the server's own, whose requests carry an Origin header the
+	// server accepts (DNS rebinding protection). Empty: only the server's
+	// own origin.
+	AllowedOrigins []string
+}
+
 // SecretRef is one use of a named secret in the harness file.
 type SecretRef struct {
 	// Name is the secret's name.
@@ -360,6 +385,7 @@ func Parse(name string, src []byte, dir string) (*Harness, []diag.Diagnostic) {
 		Agents:      map[string]*Agent{},
 		Store:       &Store{},
 		Runtime:     &Runtime{ApprovalExpiry: DefaultApprovalExpiry, MaxToolCalls: DefaultMaxToolCalls},
+		Serve:       &Serve{OperatorTokenSecret: DefaultOperatorTokenSecret, ApprovalWait: DefaultApprovalWait},
 	}
 	h.Store.SQLite = h.ResolvePath(DefaultSQLite)
 	r := &reader{file: name, src: src}

@@ -74,6 +74,10 @@ type Host struct {
 	// connecting (dotenv files, a registry name clash, the store seed),
 	// positioned in the harness file.
 	Diagnostics []diag.Diagnostic
+	// External is the driver of agents bound to driver "mcp" (an
+	// *external.Exchange's Driver, set by a server before runs start);
+	// nil: such steps wait for their agent.
+	External driver.Driver
 
 	checkMu sync.Mutex
 	checked map[string]error // provider -> result of its one preflight request
@@ -294,7 +298,7 @@ func (h *Host) Describe() string {
 // binds to an agent name, for a run of the playbook with manifest id
 // playbookID (a transcript path may name it).
 func (h *Host) Drivers(playbookID string) func(agent string) (driver.Driver, error) {
-	setup := &driver.Setup{Secret: h.Secrets.Resolve, Expand: h.Secrets.Expand, Path: h.Harness.ResolvePath, PlaybookID: playbookID}
+	setup := &driver.Setup{Secret: h.Secrets.Resolve, Expand: h.Secrets.Expand, Path: h.Harness.ResolvePath, PlaybookID: playbookID, External: h.External}
 	var mu sync.Mutex
 	built := map[string]driver.Driver{}
 	return func(agent string) (driver.Driver, error) {

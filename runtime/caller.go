@@ -93,8 +93,14 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 			"the call to %s is %d bytes (name and arguments), over the limit of %d; the call was refused and not run", quote(name), n, c.s.opt.MaxArgumentBytes))
 	}
 	d := c.s.im.Decide(c.step, call.Name, call.Arguments)
-	if m := c.match(call.Name, d.ArgsDigest); m != nil {
-		return c.replay(ctx, m, d)
+	if i := c.match(call.Name, d.ArgsDigest); i >= 0 {
+		res, err := c.replay(ctx, &c.memo[i], d)
+		if errors.Is(err, driver.ErrSuspended) {
+			// Still waiting: the same call asked again (an external
+			// agent polling its approval) matches it again.
+			c.used[i] = false
+		}
+		return res, err
 	}
 	if res, err, over := c.overLimit(ctx, call.Name); over {
 		return res, err
@@ -229,16 +235,17 @@ func (c *Caller) append(tx *store.Tx, tool string, ev Event) error {
 	return c.s.append(tx, c.run, c.step, tool, ev)
 }
 
-// match returns the first recorded call of this attempt, not yet answered
-// in this run of the step, with the same tool bytes and arguments digest.
-func (c *Caller) match(name, argsDigest string) *store.Call {
+// match returns the index in memo of the first recorded call of this
+// attempt, not yet answered in this run of the step, with the same tool
+// bytes and arguments digest, marking it answered; -1 when none is.
+func (c *Caller) match(name, argsDigest string) int {
 	for i := range c.memo {
 		if !c.used[i] && c.memo[i].Tool == name && c.memo[i].ArgsDigest == argsDigest {
 			c.used[i] = true
-			return &c.memo[i]
+			return i
 		}
 	}
-	return nil
+	return -1
 }
 
 // start records a new call and its audit record: call.started,
@@ -390,6 +397,14 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 	case refused != "":
 		c.s.progress("  refused %s: %s", quote(name), refused)
 		return driver.Result{Error: c.s.opt.Redact(refused)}, nil
+	}
+	if existing == nil {
+		// The waiting call is remembered, unanswered: asked again through
+		// this Caller (an external agent that keeps its step open), it
+		// is this call, not a new one.
+		c.memo = append(c.memo, store.Call{CallKey: key, Tool: name, ArgsDigest: d.ArgsDigest, DefDigest: d.tool.defDigest,
+			Decision: store.DecisionWaiting, State: store.CallWaiting, SideEffecting: d.tool.sideEff})
+		c.used = append(c.used, false)
 	}
 	c.s.progress("  waiting for approval %s of %s", asked, quote(name))
 	return driver.Result{}, driver.ErrSuspended

@@ -77,6 +77,9 @@ type RunResumed struct{}
 // RunWaiting: a step suspended; the run waits for a person.
 type RunWaiting struct {
 	Attempt int `json:"attempt"`
+	// Agent is set when the step waits for its external agent (an MCP
+	// client) rather than for a person.
+	Agent bool `json:"agent,omitempty"`
 }
 
 // RunCompleted: the run's last step finished.

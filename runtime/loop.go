@@ -187,6 +187,9 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 	case errors.Is(err, driver.ErrSuspended):
 		o, err := s.suspend(ctx, runID, stepID, attempt)
 		return "", o, true, err
+	case errors.Is(err, driver.ErrAwaitAgent):
+		o, err := s.awaitAgent(ctx, runID, stepID, attempt)
+		return "", o, true, err
 	case err != nil:
 		o, ferr := s.failStep(ctx, runID, stepID, attempt, err.Error())
 		return "", o, true, ferr
@@ -254,6 +257,35 @@ func (s *Session) suspend(ctx context.Context, runID, stepID string, attempt int
 	if err != nil {
 		return Outcome{}, err
 	}
+	return s.waitingOutcome(ctx, runID)
+}
+
+// AgentWaitReason is the reason of a run whose executing step waits for
+// its external agent (an MCP client, driver "mcp") to connect.
+func AgentWaitReason(stepID string) string {
+	return "step " + stepID + " waits for its agent (an MCP client) to connect"
+}
+
+// awaitAgent records that a step waits for its external agent: the run
+// waits (a [Pending] of kind "agent") until it is resumed with an agent
+// connected.
+func (s *Session) awaitAgent(ctx context.Context, runID, stepID string, attempt int) (Outcome, error) {
+	// Recorded even when ctx ended (the server is stopping): the run is
+	// left waiting, not running.
+	ctx = context.WithoutCancel(ctx)
+	err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.SetStepWaiting(runID, stepID, attempt); err != nil {
+			return err
+		}
+		if err := tx.SetRunStatus(runID, store.RunWaiting, AgentWaitReason(stepID)); err != nil {
+			return err
+		}
+		return s.append(tx, runID, stepID, "", RunWaiting{Attempt: attempt, Agent: true})
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	s.progress("step %s waits for its agent (an MCP client) to connect", stepID)
 	return s.waitingOutcome(ctx, runID)
 }
 

@@ -12,7 +12,8 @@ import (
 
 // Pending is one decision a run waits for.
 type Pending struct {
-	// Kind is "gate", "call" (a tool-call approval), "outcome_unknown" or
+	// Kind is "gate", "call" (a tool-call approval), "outcome_unknown",
+	// "agent" (the step waits for its external agent to connect) or
 	// "resume" (nothing is left to decide; resume the run).
 	Kind string `json:"kind"`
 	// ID is what [Decide] and `openplaybook approve RUN ID` take: the
@@ -77,7 +78,10 @@ func Pendings(ctx context.Context, s *store.Store, runID string) ([]Pending, err
 		out = append(out, p)
 	}
 	if len(out) == 0 {
-		if run, err := s.GetRun(ctx, runID); err == nil && run.Status == store.RunWaiting {
+		if run, err := s.GetRun(ctx, runID); err == nil && run.Status == store.RunWaiting && run.Reason == AgentWaitReason(run.CurrentStep) {
+			out = append(out, Pending{Kind: "agent", ID: runID, Step: run.CurrentStep,
+				Summary: fmt.Sprintf("step %s waits for its agent: connect an MCP client to the run (docs/serve.md)", run.CurrentStep)})
+		} else if err == nil && run.Status == store.RunWaiting {
 			out = append(out, Pending{Kind: "resume", ID: runID, Step: run.CurrentStep,
 				Summary: "nothing is left to decide (an approval request expired or was decided): resume the run"})
 		}

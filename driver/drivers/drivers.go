@@ -20,6 +20,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/anthropic"
+	"github.com/openplaybook/openplaybook/driver/external"
 	"github.com/openplaybook/openplaybook/driver/openai"
 	"github.com/openplaybook/openplaybook/driver/transcript"
 	"github.com/openplaybook/openplaybook/internal/suggest"
@@ -27,7 +28,7 @@ import (
 
 // Names returns the driver names a binding may give, sorted.
 func Names() []string {
-	return []string{anthropic.Name, openai.Name, transcript.Name}
+	return []string{anthropic.Name, external.Name, openai.Name, transcript.Name}
 }
 
 // New builds the driver named name from an agent binding's settings (every
@@ -41,6 +42,14 @@ func New(name string, settings map[string]any, setup *driver.Setup) (driver.Driv
 		return openai.FromSettings(settings, setup)
 	case anthropic.Name:
 		return anthropic.FromSettings(settings, setup)
+	case external.Name:
+		if err := external.CheckSettings(settings); err != nil {
+			return nil, err
+		}
+		if setup != nil && setup.External != nil {
+			return setup.External, nil
+		}
+		return external.Absent{}, nil
 	}
 	return nil, unknown(name)
 }
@@ -56,12 +65,14 @@ func Check(name string, settings map[string]any) error {
 		return openai.CheckSettings(settings)
 	case anthropic.Name:
 		return anthropic.CheckSettings(settings)
+	case external.Name:
+		return external.CheckSettings(settings)
 	}
 	return unknown(name)
 }
 
 func unknown(name string) error {
-	q := make([]string, 0, 3)
+	q := make([]string, 0, 4)
 	for _, n := range Names() {
 		q = append(q, strconv.Quote(n))
 	}

@@ -20,7 +20,7 @@ func TestNewAndCheck(t *testing.T) {
 		{"anthropic", map[string]any{"model": "claude", "baseURL": "http://127.0.0.1:9/"}, ""},
 		{"transcript", map[string]any{"transcript": "x.json"}, ""},
 		{"openai", map[string]any{}, `openai driver: setting "model" is required`},
-		{"OpenAI", map[string]any{}, `unknown driver "OpenAI" (did you mean "openai"?); the drivers are "anthropic", "openai", "transcript"`},
+		{"OpenAI", map[string]any{}, `unknown driver "OpenAI" (did you mean "openai"?); the drivers are "anthropic", "mcp", "openai", "transcript"`},
 		{"transcipt", map[string]any{}, `(did you mean "transcript"?)`},
 	} {
 		err := drivers.Check(tc.name, tc.settings)
