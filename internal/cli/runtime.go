@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -12,10 +11,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/diag"
-	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/host"
-	"github.com/openplaybook/openplaybook/playbook"
-	"github.com/openplaybook/openplaybook/preflight"
+	"github.com/openplaybook/openplaybook/launch"
 	"github.com/openplaybook/openplaybook/report"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
@@ -30,34 +27,28 @@ const (
 // session is an imported document ready to run: its connected host, its
 // store and its runtime session. Close releases all of them.
 type session struct {
-	host  *host.Host
-	store *store.Store
-	run   *runtime.Session
+	opened *launch.Opened
+	store  *store.Store
+	run    *runtime.Session
 }
 
 func (s *session) Close() {
-	if s.host != nil {
-		s.host.Close()
-	}
+	s.opened.Close()
 	if s.store != nil {
 		s.store.Close()
 	}
 }
 
-// importForRun does what a run does before anything executes, printing
-// what stops it: load the harness (an error in it stops here), read the
-// document, open the store (loading the harness's seed), connect what the
-// document needs, and open the runtime session (validate and check: an
-// error-level diagnostic stops it). docPath may be "" when src is given
-// (resume runs the document bytes the run was started with).
+// importForRun does what a run does before anything executes (package
+// launch), printing what stops it: load the harness (an error in it stops
+// here), read the document, open the store (loading the harness's seed),
+// connect what the document needs, and open the runtime session (validate
+// and check: an error-level diagnostic stops it). docPath may be "" when
+// src is given (resume runs the document bytes the run was started with).
 //
 // acceptHarnessChange is resume's --accept-harness-change.
 func (c *CLI) importForRun(ctx context.Context, harnessPath, docPath string, src []byte, srcName string, acceptHarnessChange bool) (*session, error) {
-	h, hds, err := harness.Load(harnessPath)
-	if err != nil {
-		return nil, ioError(fmt.Errorf("reading the harness: %w", err))
-	}
-	hsrc, err := os.ReadFile(harnessPath)
+	lh, err := launch.Load(harnessPath)
 	if err != nil {
 		return nil, ioError(fmt.Errorf("reading the harness: %w", err))
 	}
@@ -69,61 +60,31 @@ func (c *CLI) importForRun(ctx context.Context, harnessPath, docPath string, src
 	} else {
 		name = srcName
 	}
-	files := []report.File{{Name: harnessPath, Src: hsrc}, {Name: name, Src: src}}
-	doc, rds := playbook.Read(name, src, nil)
-	stop := func(ds []diag.Diagnostic, redact func(string) string) error {
-		for i := range ds {
-			ds[i].Message = redact(ds[i].Message)
-		}
-		diag.Sort(ds)
+	files := []report.File{{Name: harnessPath, Src: lh.Src}, {Name: name, Src: src}}
+	stop := func(ds []diag.Diagnostic) error {
 		fmt.Fprintln(c.stderr(), "openplaybook: the document does not pass check against the harness; nothing was run:")
 		_ = report.Write(c.stderr(), "text", files, keep(ds, diag.Error), nil)
 		return failed
 	}
-	if diag.Count(hds, diag.Error) > 0 {
-		// A harness with errors (a credential written into it, a bad
-		// binding) is not used to start or contact anything.
-		return nil, stop(append(hds, rds...), h.SecretResolver().Redact)
-	}
 	s := &session{}
-	if h.Store != nil && h.Store.Seed != "" {
-		if _, err := store.ReadSeed(h.Store.Seed); err != nil {
-			s.host = host.Offline(h)
-			return nil, stop(append(hds, diag.Diagnostic{File: h.Path, Line: 1, Column: 1, Pointer: "/store/seed", Severity: diag.Error,
-				Rule: host.RuleStore, Message: fmt.Sprintf("the store seed cannot be used: %v", err)}), s.host.Secrets.Redact)
+	if lh.Unusable() == nil {
+		if s.store, err = host.OpenStore(ctx, lh.H); err != nil {
+			return nil, ioError(err)
 		}
 	}
-	if s.store, err = host.OpenStore(ctx, h); err != nil {
-		return nil, ioError(err)
-	}
-	s.host = host.Connect(ctx, h, []*playbook.Document{doc}, &host.Options{Store: s.store})
-	redact := s.host.Secrets.Redact
 	var ds []diag.Diagnostic
-	s.run, ds, err = runtime.Open(ctx, runtime.SessionOptions{
-		Document: doc,
-		Registry: s.host.Registry,
-		Store:    s.store,
-		Driver:   s.host.Drivers(playbook.Str(doc.Manifest.ID)),
-		Check: func(ctx context.Context, doc *playbook.Document) []diag.Diagnostic {
-			ds := append(append(append([]diag.Diagnostic(nil), hds...), rds...), s.host.Diagnostics...)
-			return append(ds, preflight.Check(ctx, s.host, doc)...)
-		},
-		Progress:            c.stderr(),
-		HarnessPath:         harnessPath,
-		HarnessDigest:       fmt.Sprintf("%x", sha256.Sum256(hsrc)),
-		AcceptHarnessChange: acceptHarnessChange,
-		MaxToolCalls:        h.Runtime.MaxToolCalls,
-		ApprovalExpiry:      h.Runtime.ApprovalExpiry,
-		Redact:              redact,
+	s.opened, ds, err = launch.Open(ctx, lh, launch.Options{
+		Name: name, Src: src, Store: s.store, Progress: c.stderr(), AcceptHarnessChange: acceptHarnessChange,
 	})
-	if errors.Is(err, runtime.ErrNotRunnable) {
+	if errors.Is(err, runtime.ErrNotRunnable) || errors.Is(err, launch.ErrHarness) {
 		s.Close()
-		return nil, stop(ds, redact)
+		return nil, stop(ds)
 	}
 	if err != nil {
 		s.Close()
 		return nil, &exitError{code: ExitProblems, err: err}
 	}
+	s.run = s.opened.Session
 	return s, nil
 }
 

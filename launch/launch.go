@@ -1,0 +1,151 @@
+// Package launch does what a run does before anything executes, for
+// every front end (the CLI's run and resume, the server): read the
+// document, connect what it needs from the harness (package host), and
+// open the runtime session, which validates and checks it (package
+// preflight). An error-level diagnostic anywhere stops it: nothing runs.
+package launch
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/driver"
+	"github.com/openplaybook/openplaybook/harness"
+	"github.com/openplaybook/openplaybook/host"
+	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/preflight"
+	"github.com/openplaybook/openplaybook/runtime"
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// Harness is a harness file read for running: what harness.Load returned,
+// with the file's bytes (their SHA-256 identifies the harness in a run's
+// audit log).
+type Harness struct {
+	H *harness.Harness
+	// Src is the file's bytes; Diags what reading it found.
+	Src   []byte
+	Diags []diag.Diagnostic
+}
+
+// Load reads the harness file at path.
+func Load(path string) (*Harness, error) {
+	h, ds, err := harness.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	src, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Harness{H: h, Src: src, Diags: ds}, nil
+}
+
+// Digest is the SHA-256 of the harness file, hex.
+func (h *Harness) Digest() string { return fmt.Sprintf("%x", sha256.Sum256(h.Src)) }
+
+// Options configures [Open].
+type Options struct {
+	// Name and Src are the document's file name (for positions) and bytes.
+	Name string
+	Src  []byte
+	// Store is the harness's open store. Required.
+	Store *store.Store
+	// External serves agents bound to driver "mcp" (nil: they wait).
+	External driver.Driver
+	// Progress receives the run's progress lines (nil discards them).
+	Progress io.Writer
+	// AcceptHarnessChange is resume's --accept-harness-change.
+	AcceptHarnessChange bool
+}
+
+// Opened is a document ready to run: its connected host and its runtime
+// session. Close ends the host's sessions.
+type Opened struct {
+	Doc     *playbook.Document
+	Host    *host.Host
+	Session *runtime.Session
+}
+
+// Close ends every MCP session the host opened.
+func (o *Opened) Close() {
+	if o != nil && o.Host != nil {
+		o.Host.Close()
+	}
+}
+
+// Unusable returns the harness's diagnostics when one is an error (the
+// harness is then not used to open a store, start or contact anything),
+// including a store seed that cannot be read; nil when it can be used.
+func (h *Harness) Unusable() []diag.Diagnostic {
+	ds := append([]diag.Diagnostic(nil), h.Diags...)
+	if h.H.Store != nil && h.H.Store.Seed != "" {
+		if _, err := store.ReadSeed(h.H.Store.Seed); err != nil {
+			ds = append(ds, diag.Diagnostic{File: h.H.Path, Line: 1, Column: 1, Pointer: "/store/seed", Severity: diag.Error,
+				Rule: host.RuleStore, Message: fmt.Sprintf("the store seed cannot be used: %v", err)})
+		}
+	}
+	if diag.Count(ds, diag.Error) == 0 {
+		return nil
+	}
+	return ds
+}
+
+// ErrHarness is returned (wrapped, with the diagnostics) when the harness
+// itself has an error: it is not used to start or contact anything.
+var ErrHarness = errors.New("the harness has errors; nothing was started")
+
+// Open reads the document, connects what it needs and opens the runtime
+// session. It returns every diagnostic found (the harness's, the
+// document's, preflight's), with secret values redacted. With an
+// error-level one it returns [runtime.ErrNotRunnable] (or [ErrHarness])
+// and a nil *Opened; the caller reports the diagnostics.
+func Open(ctx context.Context, h *Harness, opt Options) (*Opened, []diag.Diagnostic, error) {
+	doc, rds := playbook.Read(opt.Name, opt.Src, nil)
+	redactAll := func(ds []diag.Diagnostic, redact func(string) string) []diag.Diagnostic {
+		for i := range ds {
+			ds[i].Message = redact(ds[i].Message)
+		}
+		diag.Sort(ds)
+		return ds
+	}
+	hds := append([]diag.Diagnostic(nil), h.Diags...)
+	if bad := h.Unusable(); bad != nil {
+		return nil, redactAll(append(bad, rds...), h.H.SecretResolver().Redact), ErrHarness
+	}
+	if opt.Store == nil {
+		return nil, nil, errors.New("launch: Open needs a Store")
+	}
+	hst := host.Connect(ctx, h.H, []*playbook.Document{doc}, &host.Options{Store: opt.Store})
+	hst.External = opt.External
+	s, ds, err := runtime.Open(ctx, runtime.SessionOptions{
+		Document: doc,
+		Registry: hst.Registry,
+		Store:    opt.Store,
+		Driver:   hst.Drivers(playbook.Str(doc.Manifest.ID)),
+		Check: func(ctx context.Context, doc *playbook.Document) []diag.Diagnostic {
+			ds := append(append(append([]diag.Diagnostic(nil), hds...), rds...), hst.Diagnostics...)
+			return append(ds, preflight.Check(ctx, hst, doc)...)
+		},
+		Progress:            opt.Progress,
+		HarnessPath:         h.H.Path,
+		HarnessDigest:       h.Digest(),
+		AcceptHarnessChange: opt.AcceptHarnessChange,
+		MaxToolCalls:        h.H.Runtime.MaxToolCalls,
+		ApprovalExpiry:      h.H.Runtime.ApprovalExpiry,
+		Redact:              hst.Secrets.Redact,
+	})
+	ds = redactAll(ds, hst.Secrets.Redact)
+	if err != nil {
+		hst.Close()
+		return nil, ds, err
+	}
+	return &Opened{Doc: doc, Host: hst, Session: s}, ds, nil
+}
+
+func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
