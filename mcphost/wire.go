@@ -370,3 +370,13 @@ func (g *lineGate) pass(line []byte) {
 	}
 	g.out = append(g.out, line...)
 }
+
+// CheckMessage says what makes msg (one JSON-RPC message as a peer sent
+// it: a stdio line, an HTTP request or response body) other than one
+// strictly readable JSON object, or "" when it is one: a batch, not JSON,
+// more than one value, invalid UTF-8, a lone surrogate escape, a member
+// name given twice in an object, or two names in an object that differ
+// only by case. The answer begins "it sent" and names the peer's member
+// names cut short. The MCP gateway (package serve) applies the same
+// rules to what an agent sends as the client applies to servers.
+func CheckMessage(msg []byte) string { return checkMessage(msg, redactor{}) }

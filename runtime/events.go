@@ -48,6 +48,11 @@ const (
 	KindApprovalApproved   EventKind = "approval.approved"
 	KindApprovalDenied     EventKind = "approval.denied"
 	KindApprovalVoided     EventKind = "approval.voided"
+	KindRunCancelled       EventKind = "run.cancelled"
+	KindAgentTokenIssued   EventKind = "agent.token-issued"
+	KindAgentTokenRevoked  EventKind = "agent.token-revoked"
+	KindAgentAttached      EventKind = "agent.attached"
+	KindAgentRejected      EventKind = "agent.rejected"
 )
 
 // Event is the payload of one audit record.
@@ -320,3 +325,45 @@ func newRecord(redact func(string) string, run, step, tool string, ev Event) aud
 	}
 	return r
 }
+
+// RunCancelled: a person cancelled the run. A run.failed record follows:
+// a cancelled run ends failed, with the reason "cancelled by ...".
+type RunCancelled struct {
+	By     string `json:"by"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// AgentTokenIssued: a bearer token for the run's external agent was
+// issued (its id; the token itself is stored only as a SHA-256 hash).
+type AgentTokenIssued struct {
+	Token   string `json:"token"`
+	By      string `json:"by,omitempty"`
+	Expires string `json:"expires"`
+}
+
+// AgentTokenRevoked: an agent token was revoked.
+type AgentTokenRevoked struct {
+	Token string `json:"token"`
+	By    string `json:"by,omitempty"`
+}
+
+// AgentAttached: an external agent (an MCP client) opened a session on
+// the run with a valid token.
+type AgentAttached struct {
+	Token  string `json:"token"`
+	Client string `json:"client,omitempty"`
+}
+
+// AgentRejected: a message of the run's external agent was rejected
+// before it reached the decision path (a JSON-RPC batch, a duplicate or
+// case-variant member, an unknown method, invalid JSON).
+type AgentRejected struct {
+	Token  string `json:"token,omitempty"`
+	Reason string `json:"reason"`
+}
+
+func (RunCancelled) Kind() EventKind      { return KindRunCancelled }
+func (AgentTokenIssued) Kind() EventKind  { return KindAgentTokenIssued }
+func (AgentTokenRevoked) Kind() EventKind { return KindAgentTokenRevoked }
+func (AgentAttached) Kind() EventKind     { return KindAgentAttached }
+func (AgentRejected) Kind() EventKind     { return KindAgentRejected }

@@ -226,9 +226,28 @@ type Outcome struct {
 // even when an error is returned after it was created. An input that is
 // not JSON or does not match is an [*InputError], before any run exists.
 func (s *Session) Start(ctx context.Context, input jsontext.Value) (Outcome, error) {
-	in, err := s.im.CheckInput(input)
+	runID, err := s.Create(ctx, input)
 	if err != nil {
 		return Outcome{}, err
+	}
+	unlock, err := s.opt.Store.LockRun(runID)
+	if err != nil {
+		return Outcome{Run: runID}, err
+	}
+	defer unlock()
+	out, err := s.loop(ctx, runID)
+	out.Run = runID
+	return out, err
+}
+
+// Create validates input against the document's inputSchema and creates
+// a run at its entry step, without executing anything: [Session.Resume]
+// executes it. A server uses it to answer with the run's id at once. An
+// input that is not JSON or does not match is an [*InputError].
+func (s *Session) Create(ctx context.Context, input jsontext.Value) (string, error) {
+	in, err := s.im.CheckInput(input)
+	if err != nil {
+		return "", err
 	}
 	if r := jsontext.Value(s.opt.Redact(string(in))); r.IsValid() {
 		in = r // a secret value in the input is never stored
@@ -247,17 +266,10 @@ func (s *Session) Start(ctx context.Context, input jsontext.Value) (Outcome, err
 		return s.append(tx, run.ID, "", "", RunCreated{Playbook: run.PlaybookID, Version: run.PlaybookVersion, DocumentDigest: run.DocumentDigest, HarnessDigest: s.opt.HarnessDigest, InputDigest: digest(run.Input)})
 	})
 	if err != nil {
-		return Outcome{}, fmt.Errorf("creating the run: %w", err)
+		return "", fmt.Errorf("creating the run: %w", err)
 	}
-	unlock, err := s.opt.Store.LockRun(run.ID)
-	if err != nil {
-		return Outcome{Run: run.ID}, err
-	}
-	defer unlock()
 	s.progress("run %s started: %s %s", run.ID, run.PlaybookID, run.PlaybookVersion)
-	out, err := s.loop(ctx, run.ID)
-	out.Run = run.ID
-	return out, err
+	return run.ID, nil
 }
 
 // Resume continues a run from its last recorded point. Decisions made

@@ -171,6 +171,19 @@ CREATE TABLE today (
 	`
 ALTER TABLE calls ADD COLUMN code TEXT NOT NULL DEFAULT '';
 `,
+	// 3: bearer tokens of runs' external agents, by SHA-256 hash only.
+	`
+CREATE TABLE agent_tokens (
+	id         TEXT PRIMARY KEY,
+	run        TEXT NOT NULL REFERENCES runs (id),
+	hash       TEXT NOT NULL UNIQUE,
+	created_by TEXT NOT NULL,
+	created_at TEXT NOT NULL,
+	expires_at TEXT NOT NULL,
+	revoked_at TEXT
+) STRICT;
+CREATE INDEX agent_tokens_run ON agent_tokens (run);
+`,
 }
 
 // SchemaVersion is the schema version this package creates and reads.
