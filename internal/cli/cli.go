@@ -158,6 +158,9 @@ at a gate).`,
 		c.schemaCommand(),
 		c.rulesCommand(),
 		c.versionCommand(),
+		c.serveCommand(),
+		c.mcpCommand(),
+		c.agentTokenCommand(),
 	)
 	// cobra's completion command (bash, zsh, fish, powershell), added here
 	// rather than at Execute so that it is in the tree like the others.

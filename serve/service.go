@@ -1,0 +1,189 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/openplaybook/openplaybook/audit"
+	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/runtime"
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// The operations the HTTP API and the console share. Each returns what
+// it shows with secret values redacted by the harness's resolver.
+
+// Runs lists every run, newest first, as status shows them.
+func (s *Server) Runs(ctx context.Context) ([]runtime.RunStatus, error) {
+	runs, err := s.st.ListRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runtime.RunStatus, 0, len(runs))
+	for i := len(runs) - 1; i >= 0; i-- {
+		rs, err := runtime.StatusOf(ctx, s.st, runs[i], false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs)
+	}
+	return out, nil
+}
+
+// Run returns one run with its steps; [store.ErrNotFound] when there is
+// none.
+func (s *Server) Run(ctx context.Context, runID string) (runtime.RunStatus, error) {
+	r, err := s.st.GetRun(ctx, runID)
+	if err != nil {
+		return runtime.RunStatus{}, err
+	}
+	return runtime.StatusOf(ctx, s.st, r, true)
+}
+
+// PendingItem is one decision a run waits for, with the run it belongs to.
+type PendingItem struct {
+	Run string `json:"run"`
+	runtime.Pending
+}
+
+// Pending lists what runID waits for ("" for every waiting run).
+func (s *Server) Pending(ctx context.Context, runID string) ([]PendingItem, error) {
+	var ids []string
+	if runID != "" {
+		if _, err := s.st.GetRun(ctx, runID); err != nil {
+			return nil, err
+		}
+		ids = []string{runID}
+	} else {
+		runs, err := s.st.ListRuns(ctx, store.RunWaiting, store.RunRunning)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range runs {
+			ids = append(ids, r.ID)
+		}
+	}
+	out := []PendingItem{}
+	for _, id := range ids {
+		ps, err := runtime.Pendings(ctx, s.st, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			out = append(out, PendingItem{Run: id, Pending: p})
+		}
+	}
+	return out, nil
+}
+
+// Decide decides a gate (by step id) or an approval (by id) of a run and,
+// when the run then waits for nothing a person decides, resumes it here.
+func (s *Server) Decide(ctx context.Context, runID, id string, v runtime.Verdict) (runtime.Decided, error) {
+	d, err := runtime.Decide(ctx, s.st, runID, id, v)
+	if err != nil {
+		return d, err
+	}
+	s.events.Publish(runID, Event{Type: "status"})
+	s.afterDecision(runID)
+	return d, nil
+}
+
+// afterDecision resumes the run when nothing is left for a person and it
+// is not executing here; an executing run (an external agent waiting for
+// an approval) sees the decision itself.
+func (s *Server) afterDecision(runID string) {
+	if s.runner.Executing(runID) {
+		return
+	}
+	ps, err := runtime.Pendings(context.Background(), s.st, runID)
+	if err != nil {
+		return
+	}
+	for _, p := range ps {
+		if p.Kind == "gate" || p.Kind == "call" || p.Kind == "outcome_unknown" {
+			return
+		}
+	}
+	if len(ps) == 1 && ps[0].Kind == "agent" && s.x.Attached(runID) == 0 {
+		return // resumes when its agent connects
+	}
+	_, _ = s.runner.Resume(context.Background(), runID)
+}
+
+// AuditResult is a run's audit log, verified when asked.
+type AuditResult struct {
+	Run     string         `json:"run"`
+	Records []audit.Record `json:"records"`
+	// Verified and Problems are set when verification was asked for.
+	Verified *bool          `json:"verified,omitempty"`
+	Problems []AuditProblem `json:"problems,omitempty"`
+}
+
+// AuditProblem is one thing verification found.
+type AuditProblem struct {
+	Seq     int64  `json:"seq"`
+	Message string `json:"message"`
+}
+
+// Audit returns a run's audit log; with verify, the chain is verified and
+// the store's rows reconciled with it (as `audit --verify`).
+func (s *Server) Audit(ctx context.Context, runID string, verify bool) (AuditResult, error) {
+	if _, err := s.st.GetRun(ctx, runID); err != nil {
+		return AuditResult{}, err
+	}
+	recs, err := s.st.Audit(ctx, runID)
+	if err != nil {
+		return AuditResult{}, err
+	}
+	if recs == nil {
+		recs = []audit.Record{}
+	}
+	out := AuditResult{Run: runID, Records: recs}
+	if verify {
+		probs, err := s.st.VerifyAudit(ctx, runID)
+		if err != nil {
+			return AuditResult{}, err
+		}
+		rows, err := runtime.Reconcile(ctx, s.st, runID)
+		if err != nil {
+			return AuditResult{}, err
+		}
+		ps := []AuditProblem{}
+		for _, p := range probs {
+			ps = append(ps, AuditProblem{Seq: p.Seq, Message: p.Message})
+		}
+		for _, m := range rows {
+			ps = append(ps, AuditProblem{Message: "the store disagrees with the audit log: " + m})
+		}
+		ok := len(ps) == 0
+		out.Verified, out.Problems = &ok, ps
+	}
+	return out, nil
+}
+
+// CreateRun checks the document and starts a run of it here.
+func (s *Server) CreateRun(ctx context.Context, name string, doc []byte, input jsontext.Value) (string, []diag.Diagnostic, error) {
+	return s.runner.Create(ctx, name, doc, input)
+}
+
+// CancelRun stops and cancels a run.
+func (s *Server) CancelRun(ctx context.Context, runID, by, reason string) error {
+	return s.runner.Cancel(ctx, runID, by, reason)
+}
+
+// ResumeRun resumes a run here.
+func (s *Server) ResumeRun(ctx context.Context, runID string) ([]diag.Diagnostic, error) {
+	if _, err := s.st.GetRun(ctx, runID); err != nil {
+		return nil, err
+	}
+	return s.runner.Resume(ctx, runID)
+}
+
+// IsNotFound reports whether err says a run (or what was asked for) does
+// not exist.
+func IsNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+var _ = fmt.Sprintf

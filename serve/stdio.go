@@ -1,0 +1,129 @@
+package serve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openplaybook/openplaybook/mcphost"
+	"github.com/openplaybook/openplaybook/runtime"
+)
+
+// ServeStdio serves run's MCP endpoint over stdio (newline-delimited
+// JSON-RPC on in and out), for MCP clients that only launch commands
+// (Claude Desktop): `openplaybook mcp --run RUN`. The agent token, from
+// the environment, is checked as the HTTP endpoint checks it; every
+// message is checked strictly, as there. It returns when in ends or ctx
+// does; the run stays resumable.
+func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader, out io.Writer) error {
+	rec, err := AgentToken(ctx, s.st, run, token)
+	if err != nil {
+		return fmt.Errorf("%w (set OPENPLAYBOOK_AGENT_TOKEN to a token of run %s; the operator issues one with POST /api/v1/runs/%s/agent-token or `openplaybook agent-token`)", err, run, run)
+	}
+	w := &lockedWriter{w: out}
+	pr, pw := io.Pipe()
+	go func() {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), MaxAgentMessageBytes+1)
+		for sc.Scan() {
+			line := sc.Bytes()
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			if msg := checkAgentMessage(line); msg != "" {
+				_ = runtime.Note(context.Background(), s.st, run, runtime.AgentRejected{Token: rec.ID, Reason: msg}, s.redact)
+				w.writeLine(rejection(idOf(line), codeOf(msg), msg))
+				continue
+			}
+			if _, err := pw.Write(append(slices.Clip(line), '\n')); err != nil {
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			msg := fmt.Sprintf("the client sent a line over %d bytes", MaxAgentMessageBytes)
+			_ = runtime.Note(context.Background(), s.st, run, runtime.AgentRejected{Token: rec.ID, Reason: msg}, s.redact)
+			w.writeLine(rejection(nil, -32600, msg))
+		}
+		pw.Close()
+	}()
+	srv := s.gateway.newServer(run, rec.ID)
+	err = srv.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: nopCloser{w}, MaxLineLength: MaxAgentMessageBytes + 1})
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// checkAgentMessage says why the gateway refuses msg, or "".
+func checkAgentMessage(msg []byte) string {
+	if m := mcphost.CheckMessage(msg); m != "" {
+		return "the client sent" + m[len("it sent"):]
+	}
+	var head struct {
+		Method *string `json:"method"`
+	}
+	if err := json.Unmarshal(msg, &head); err != nil {
+		return "the message is not a JSON-RPC request, notification or response"
+	}
+	if head.Method != nil && !slices.Contains(agentMethods, *head.Method) {
+		return fmt.Sprintf("method %q is not served here", *head.Method)
+	}
+	return ""
+}
+
+func codeOf(msg string) int {
+	if bytes.HasPrefix([]byte(msg), []byte("method ")) {
+		return -32601
+	}
+	return -32600
+}
+
+func idOf(msg []byte) jsontext.Value {
+	var head struct {
+		ID jsontext.Value `json:"id"`
+	}
+	if json.Unmarshal(msg, &head) == nil && len(head.ID) > 0 {
+		return head.ID
+	}
+	return nil
+}
+
+func rejection(id jsontext.Value, code int, msg string) []byte {
+	if len(id) == 0 {
+		id = jsontext.Value("null")
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "error": map[string]any{"code": code, "message": msg}})
+	return b
+}
+
+// lockedWriter serialises whole lines from the transport and from the
+// gateway's own rejections.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) writeLine(b []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, _ = l.w.Write(append(b, '\n'))
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
