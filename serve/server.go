@@ -397,7 +397,9 @@ func (s *Server) RevokeAgentTokens(ctx context.Context, runID, id, by string) (i
 }
 
 // MCPURL is the MCP endpoint of a run.
-func (s *Server) MCPURL(runID string) string { return s.opt.BaseURL + "/mcp/runs/" + url.PathEscape(runID) }
+func (s *Server) MCPURL(runID string) string {
+	return s.opt.BaseURL + "/mcp/runs/" + url.PathEscape(runID)
+}
 
 // ErrBadAgentToken is the error of an agent token that is unknown,
 // revoked, expired, for another run, or whose run has ended.
