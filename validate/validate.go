@@ -100,6 +100,7 @@ func Rules() []Rule {
 		ruleUnreachableStep{},
 		ruleToolName{},
 		ruleToolNameUnique{},
+		ruleToolNameReserved{},
 		ruleAllowedToolsForm{},
 		ruleAllowedToolsResolve{},
 		ruleAllowedToolsDuplicate{},
