@@ -32,12 +32,14 @@ const ControlPrefix = "openplaybook_"
 // MaxAgentMessageBytes bounds one JSON-RPC message an agent sends.
 const MaxAgentMessageBytes = 4 << 20
 
-// agentMethods are the JSON-RPC methods an agent may send; any other is
-// refused with -32601 and audited.
+// agentMethods are the JSON-RPC methods an agent may send (the methods of
+// the MCP server protocol, 2025-06-18 through 2026-07-28, that a gateway
+// serves); any other is refused with -32601 and audited.
 var agentMethods = []string{
-	"initialize", "ping", "tools/list", "tools/call",
+	"initialize", "ping", "server/discover", "tools/list", "tools/call",
 	"resources/list", "resources/read", "resources/templates/list",
-	"logging/setLevel", "completion/complete", "prompts/list",
+	"resources/subscribe", "resources/unsubscribe", "subscriptions/listen",
+	"prompts/list", "prompts/get", "logging/setLevel", "completion/complete",
 	"notifications/initialized", "notifications/cancelled", "notifications/progress",
 	"notifications/roots/list_changed",
 }
