@@ -98,7 +98,7 @@ func TestGatewayRejectsHostileMessages(t *testing.T) {
 	}
 	cases := []struct {
 		name, body, want string
-		code           int
+		code             int
 	}{
 		{"batch", "[" + note("batched") + "]", "batch", -32600},
 		{"duplicate member", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"customer__get","name":"note__add","arguments":{"customerId":"cus_ada","body":"dup"}}}`, "twice", -32600},
