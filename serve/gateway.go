@@ -166,9 +166,6 @@ func (g *gateway) newServer(run, tokenID string) *mcp.Server {
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
 		},
-		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
-			g.attach(run, tokenID, as, req.Session)
-		},
 	})
 	srv.AddResource(&mcp.Resource{
 		URI: stepURI(run), Name: "step", Title: "The executing step",
@@ -186,6 +183,11 @@ func (g *gateway) newServer(run, tokenID string) *mcp.Server {
 	// tool" by the SDK); only the control tool is the SDK's.
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			// The first message of a session attaches it (a client of the
+			// sessionless protocol sends no initialize).
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+				as.once.Do(func() { g.attach(run, tokenID, as, ss) })
+			}
 			if ct, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && ct.Params != nil && ct.Params.Name != FinishTool {
 				return g.dispatch(ctx, run, ct)
 			}
@@ -201,6 +203,7 @@ func (g *gateway) newServer(run, tokenID string) *mcp.Server {
 // the tools it offers.
 type agentServer struct {
 	srv     *mcp.Server
+	once    sync.Once // attaches the session
 	mu      sync.Mutex
 	offered []string
 }
