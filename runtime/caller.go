@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -28,9 +29,14 @@ import (
 //
 // On resume it answers calls the attempt already made from the store
 // (matched by exact tool name and arguments digest, in order), so nothing
-// runs twice. A Caller is used by one agent at a time: its methods are not
-// safe for concurrent use.
+// runs twice.
+//
+// A Caller is safe for concurrent use (an external agent may send calls
+// at once): calls are decided and recorded one at a time, in the order
+// they take the Caller's lock, and only a tool's execution and the live
+// definition check run concurrently.
 type Caller struct {
+	mu      sync.Mutex // guards everything below; released while a tool executes
 	s       *Session
 	run     string
 	step    string
@@ -65,11 +71,19 @@ func (s *Session) NewCaller(ctx context.Context, runID, stepID string, attempt i
 }
 
 // Calls returns how many calls the agent made through c.
-func (c *Caller) Calls() int { return c.count }
+func (c *Caller) Calls() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.count
+}
 
 // Err returns the store error that refused a call, if one did: the step
 // must then fail.
-func (c *Caller) Err() error { return c.storeErr }
+func (c *Caller) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.storeErr
+}
 
 // Call is the single decision path; see the package documentation. It
 // returns a Result for everything the agent should see (a refusal is a
@@ -77,6 +91,8 @@ func (c *Caller) Err() error { return c.storeErr }
 // must stop: [driver.ErrSuspended], [driver.ErrCallLimit], or a store
 // failure.
 func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.count++
 	if n := len(call.Name) + len(call.Arguments); n > c.s.opt.MaxArgumentBytes || len(call.Name) > maxNameBytes {
 		// Nothing reads an oversized call: it is recorded by digest and
@@ -112,7 +128,11 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 		return c.refuse(ctx, call.Name, d, CodeUnavailable, fmt.Sprintf(
 			"tool %s resolves to %s, but nothing connected runs it; the call was refused and not run", quote(call.Name), d.tool.entry.Origin))
 	}
+	// The live definition check may ask a server: others' calls go on
+	// meanwhile.
+	c.mu.Unlock()
 	reason, bind := c.confirm(ctx, d.tool)
+	c.mu.Lock()
 	if reason != "" {
 		return c.refuse(ctx, call.Name, d, CodeDrifted, reason)
 	}
@@ -143,6 +163,8 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 // refuseReply records the calls of a model reply the driver refused whole
 // as refused, with the reply's code: they never ran.
 func (c *Caller) refuseReply(ctx context.Context, re *driver.ReplyError) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	reason := fmt.Sprintf("the model's reply stopped with %q (%s); none of its calls ran", re.StopReason, re.Reason)
 	return c.tx(ctx, func(tx *store.Tx) error {
 		for _, call := range re.Calls {
@@ -225,6 +247,8 @@ func (c *Caller) settle(wait bool) error {
 // says so too). The runtime calls it when a step's agent is done; an
 // external agent's host must call it before it ends the step.
 func (c *Caller) Flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err := c.settle(true); err != nil && c.storeErr == nil {
 		c.storeErr = fmt.Errorf("the runtime could not record a tool call: %w", err)
 	}
@@ -644,7 +668,11 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 		key = *started
 	}
 	cctx = registry.WithCallInfo(cctx, registry.CallInfo{Run: c.run, Step: c.step, Attempt: c.attempt, Index: key.Index, Agent: c.agent, Redact: c.s.opt.Redact})
+	// The tool executes without the Caller's lock: concurrent calls
+	// execute concurrently.
+	c.mu.Unlock()
 	res, err := ti.entry.Tool.Call(cctx, d.Args)
+	c.mu.Lock()
 	if err != nil && started != nil && ti.sideEff && !registry.IsDefinite(err) {
 		// Sent, and not answered in a way that says what happened: it
 		// may have taken effect. Never retried automatically.

@@ -194,9 +194,9 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 		o, ferr := s.failStep(ctx, runID, stepID, attempt, err.Error())
 		return "", o, true, ferr
 	}
-	if c.storeErr != nil {
-		o, ferr := s.failStep(ctx, runID, stepID, attempt, c.storeErr.Error())
-		return "", o, true, errors.Join(c.storeErr, ferr)
+	if serr := c.Err(); serr != nil {
+		o, ferr := s.failStep(ctx, runID, stepID, attempt, serr.Error())
+		return "", o, true, errors.Join(serr, ferr)
 	}
 	output = jsontext.Value(s.opt.Redact(string(output)))
 	if !output.IsValid() {
@@ -211,12 +211,12 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 		if err := s.endApprovals(tx, runID, stepID, attempt); err != nil {
 			return err
 		}
-		return s.append(tx, runID, stepID, "", StepFinished{Attempt: attempt, Calls: c.count, OutputDigest: digest(output)})
+		return s.append(tx, runID, stepID, "", StepFinished{Attempt: attempt, Calls: c.Calls(), OutputDigest: digest(output)})
 	})
 	if err != nil {
 		return "", Outcome{}, true, err
 	}
-	s.progress("step %s finished (%s)", stepID, plural(c.count, "tool call"))
+	s.progress("step %s finished (%s)", stepID, plural(c.Calls(), "tool call"))
 	return playbook.Str(si.step.Next), Outcome{}, false, nil
 }
 

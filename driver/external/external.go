@@ -175,7 +175,9 @@ type Step struct {
 	// the allowed tools.
 	In driver.StepInput
 
-	mu     sync.Mutex // serialises calls: the runtime's Caller is used by one agent at a time
+	// mu is held shared by every call in flight and exclusively by Finish
+	// and by the end of RunStep, which so wait for those calls.
+	mu     sync.RWMutex
 	caller driver.Caller
 
 	once   sync.Once
@@ -204,15 +206,16 @@ func (s *Step) ended() bool {
 }
 
 // Call passes one call of the agent to the runtime's decision path. Calls
-// are made one at a time, in the order they arrive. It returns what the
+// may be made concurrently (the runtime's Caller decides them one at a
+// time and lets their tools execute concurrently). It returns what the
 // agent is to be answered; its error is [ErrStepEnded] when the step had
 // already ended, [driver.ErrSuspended] when the call waits for a person
 // (ask again, with the same name and arguments, to learn the decision),
 // and otherwise an error that ended the step ([driver.ErrCallLimit], a
 // store failure), which the runtime also sees.
 func (s *Step) Call(ctx context.Context, c driver.Call) (driver.Result, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	if s.ended() {
 		return driver.Result{}, ErrStepEnded
 	}
