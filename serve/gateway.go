@@ -29,6 +29,11 @@ const FinishTool = "openplaybook_finish_step"
 // ControlPrefix begins the wire name of every control tool.
 const ControlPrefix = "openplaybook_"
 
+// MaxAgentSessions bounds the open MCP sessions of one run: a new one
+// beyond it is refused (429) until others end (a client closes its
+// session, or it is idle for 30 minutes).
+const MaxAgentSessions = 256
+
 // MaxAgentMessageBytes bounds one JSON-RPC message an agent sends.
 const MaxAgentMessageBytes = 4 << 20
 
@@ -51,7 +56,12 @@ type gateway struct {
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]string // -> run
+	owners   map[string]sessionOwner        // by MCP session id
 }
+
+// sessionOwner is the run and agent token a session was opened with: a
+// request naming the session must come with both.
+type sessionOwner struct{ run, token string }
 
 type ctxKey int
 
@@ -61,7 +71,7 @@ const (
 )
 
 func newGateway(s *Server) *gateway {
-	g := &gateway{s: s, sessions: map[*mcp.ServerSession]string{}}
+	g := &gateway{s: s, sessions: map[*mcp.ServerSession]string{}, owners: map[string]sessionOwner{}}
 	g.http = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		run, _ := r.Context().Value(runKey).(string)
 		tok, _ := r.Context().Value(tokenKey).(string)
@@ -113,6 +123,22 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook", error="invalid_token"`)
 		http.Error(w, "unauthorized: "+ErrBadAgentToken.Error()+"; the operator issues one with POST /api/v1/runs/"+run+"/agent-token", http.StatusUnauthorized)
+		return
+	}
+	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+		// The handler's sessions are shared by every run: a session is
+		// used only under the run and token that opened it.
+		g.mu.Lock()
+		o, known := g.owners[sid]
+		g.mu.Unlock()
+		if known && (o.run != run || o.token != rec.ID) {
+			http.Error(w, "the MCP session was opened for another run or with another token", http.StatusNotFound)
+			return
+		}
+	}
+	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && g.s.x.Attached(run) >= MaxAgentSessions {
+		w.Header().Set("Retry-After", "60")
+		http.Error(w, fmt.Sprintf("run %s has %d open agent sessions, the most it may have; close one (DELETE with its Mcp-Session-Id) or wait", run, MaxAgentSessions), http.StatusTooManyRequests)
 		return
 	}
 	if r.Method == http.MethodPost {
@@ -217,6 +243,9 @@ func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSe
 	detach := g.s.x.Attach(run)
 	g.mu.Lock()
 	g.sessions[ss] = run
+	if id := ss.ID(); id != "" {
+		g.owners[id] = sessionOwner{run: run, token: tokenID}
+	}
 	g.mu.Unlock()
 	client := ""
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
@@ -242,6 +271,7 @@ func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSe
 			case <-done:
 				g.mu.Lock()
 				delete(g.sessions, ss)
+				delete(g.owners, ss.ID())
 				g.mu.Unlock()
 				detach()
 				return

@@ -297,3 +297,36 @@ func TestGatewayResource(t *testing.T) {
 		t.Fatalf("instructions: %s", ins)
 	}
 }
+
+// TestGatewaySessionBinding: an MCP session is used only under the run and
+// the token that opened it: another run's agent that learned the session
+// id cannot drive it, nor can a holder of another token of the same run.
+func TestGatewaySessionBinding(t *testing.T) {
+	r := newRig(t, "")
+	ctx := context.Background()
+	runA, tokA, a := startAgentRun(t, r)
+	runB, _, err := r.srv.CreateRun(ctx, "agent.json", readTestdata(t, "agent.json"), []byte(`{"customerId":"cus_grace"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitStatus(runB, "waiting", "agent")
+	tokB, err := r.srv.IssueAgentToken(ctx, runB, "tester")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokA2, err := r.srv.IssueAgentToken(ctx, runA, "tester")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := []byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"note__add","arguments":{"customerId":"cus_ada","body":"hijacked"}}}`)
+	if code, body := post(t, tokB.MCPURL, tokB.Token, a.cs.ID(), call, nil); code != http.StatusNotFound {
+		t.Errorf("run B's token with run A's session: %d %s", code, body)
+	}
+	if code, body := post(t, tokA.MCPURL, tokA2.Token, a.cs.ID(), call, nil); code != http.StatusNotFound {
+		t.Errorf("another token of run A with the session: %d %s", code, body)
+	}
+	if n := countNotes(t, r.st, "cus_ada"); n != 0 {
+		t.Fatalf("%d notes added through a borrowed session", n)
+	}
+	_ = runA
+}
