@@ -166,6 +166,10 @@ func (s *Server) Close() {
 // ServeHTTP checks the request's Host and Origin, then routes it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if msg := s.checkOrigin(r); msg != "" {
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			writeError(w, http.StatusForbidden, msg) // the API answers JSON
+			return
+		}
 		http.Error(w, msg, http.StatusForbidden)
 		return
 	}
