@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +19,6 @@ import (
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/external"
 	"github.com/openplaybook/openplaybook/runtime"
-	"github.com/openplaybook/openplaybook/store"
 )
 
 // FinishTool is the control tool that ends the executing step. The
@@ -98,12 +98,12 @@ func (g *gateway) close() {
 	}
 }
 
-// revoked ends the sessions of a run whose tokens were revoked.
-func (g *gateway) revoked(run string) {
+// revoked ends the sessions of a run opened with the tokens revoked.
+func (g *gateway) revoked(run string, tokens []string) {
 	g.mu.Lock()
 	var ss []*mcp.ServerSession
 	for s, r := range g.sessions {
-		if r == run {
+		if r == run && slices.Contains(tokens, g.owners[s.ID()].token) {
 			ss = append(ss, s)
 		}
 	}
@@ -485,7 +485,6 @@ func (g *gateway) instructions(run string) string {
 	return b.String()
 }
 
-var _ = store.RunWaiting
 
 // objectSchema returns the tool's input schema when it is a JSON object
 // whose "type" is "object", as MCP requires of a tool's inputSchema;

@@ -47,8 +47,14 @@ func NewRunner(h *launch.Harness, st *store.Store, x *external.Exchange, events 
 	return &Runner{h: h, st: st, x: x, events: events, ctx: ctx, cancel: cancel, active: map[string]*execution{}}
 }
 
-// ErrInput wraps an input that does not match the document's inputSchema.
+// ErrInput wraps an input that does not match the document's inputSchema
+// (errors.Is finds it; the message is the runtime's, which says where).
 var ErrInput = errors.New("the input does not match the document's inputSchema")
+
+type inputError struct{ err error }
+
+func (e inputError) Error() string   { return e.err.Error() }
+func (e inputError) Unwrap() []error { return []error{ErrInput, e.err} }
 
 // Create imports the document (name and src), checks it against the
 // harness, creates a run with input and starts executing it here. It
@@ -67,7 +73,7 @@ func (r *Runner) Create(ctx context.Context, name string, src []byte, input json
 		o.Close()
 		var bad *runtime.InputError
 		if errors.As(err, &bad) {
-			return "", ds, fmt.Errorf("%w: %v", ErrInput, err)
+			return "", ds, inputError{err}
 		}
 		return "", ds, err
 	}

@@ -380,14 +380,14 @@ func (s *Server) IssueAgentToken(ctx context.Context, runID, by string) (IssuedT
 // RevokeAgentTokens revokes the run's agent tokens (id "" for all) and
 // ends the sessions that used them.
 func (s *Server) RevokeAgentTokens(ctx context.Context, runID, id, by string) (int, error) {
-	var n int
+	var ids []string
 	err := s.st.Tx(ctx, func(tx *store.Tx) error {
 		toks, err := tx.RevokeAgentTokens(runID, id)
 		if err != nil {
 			return err
 		}
-		n = len(toks)
 		for _, t := range toks {
+			ids = append(ids, t.ID)
 			if err := runtime.NoteTx(tx, runID, runtime.AgentTokenRevoked{Token: t.ID, By: by}); err != nil {
 				return err
 			}
@@ -395,9 +395,9 @@ func (s *Server) RevokeAgentTokens(ctx context.Context, runID, id, by string) (i
 		return nil
 	})
 	if err == nil {
-		s.gateway.revoked(runID)
+		s.gateway.revoked(runID, ids)
 	}
-	return n, err
+	return len(ids), err
 }
 
 // MCPURL is the MCP endpoint of a run.

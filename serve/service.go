@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -186,4 +185,3 @@ func (s *Server) ResumeRun(ctx context.Context, runID string) ([]diag.Diagnostic
 // not exist.
 func IsNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
 
-var _ = fmt.Sprintf
