@@ -56,7 +56,7 @@ type gateway struct {
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]string // -> run
-	owners   map[string]sessionOwner        // by MCP session id
+	owners   map[string]sessionOwner       // by MCP session id
 }
 
 // sessionOwner is the run and agent token a session was opened with: a
@@ -484,7 +484,6 @@ func (g *gateway) instructions(run string) string {
 	}
 	return b.String()
 }
-
 
 // objectSchema returns the tool's input schema when it is a JSON object
 // whose "type" is "object", as MCP requires of a tool's inputSchema;

@@ -184,4 +184,3 @@ func (s *Server) ResumeRun(ctx context.Context, runID string) ([]diag.Diagnostic
 // IsNotFound reports whether err says a run (or what was asked for) does
 // not exist.
 func IsNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
-
