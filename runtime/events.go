@@ -336,7 +336,10 @@ type RunCancelled struct {
 // AgentTokenIssued: a bearer token for the run's external agent was
 // issued (its id; the token itself is stored only as a SHA-256 hash).
 type AgentTokenIssued struct {
-	Token   string `json:"token"`
+	Token string `json:"token"`
+	// Agent is the agent name the token is for ("" for every step of
+	// the run bound to driver mcp).
+	Agent   string `json:"agent,omitempty"`
 	By      string `json:"by,omitempty"`
 	Expires string `json:"expires"`
 }

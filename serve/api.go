@@ -181,6 +181,8 @@ func (s *Server) apiFail(w http.ResponseWriter, err error) {
 		switch {
 		case IsNotFound(err):
 			status = http.StatusNotFound
+		case errors.Is(err, ErrNoSuchAgent):
+			status = http.StatusUnprocessableEntity
 		case errors.Is(err, ErrExecuting), errors.Is(err, store.ErrRunBusy), errors.Is(err, store.ErrState), errors.Is(err, store.ErrExpired):
 			status = http.StatusConflict
 		}
@@ -541,13 +543,14 @@ func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request) error {
 }
 
 var tokenShape = bodyShape{
-	example: `{"by": "..."}`,
-	members: []member{{"by", "must be a string (who issues the token)"}},
+	example: `{"by": "...", "agent": "..."}`,
+	members: []member{{"by", "must be a string (who issues the token)"}, {"agent", "must be a string (the agent name the token is for; absent: every agent bound to driver mcp)"}},
 }
 
 func (s *Server) apiIssueToken(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
-		By string `json:"by"`
+		By    string `json:"by"`
+		Agent string `json:"agent"`
 	}
 	if err := readBody(w, r, &body, tokenShape, false); err != nil {
 		return err
@@ -560,7 +563,7 @@ func (s *Server) apiIssueToken(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.liveRunOf(r, run, "its agent needs no token"); err != nil {
 		return err
 	}
-	tok, err := s.IssueAgentToken(r.Context(), run, s.redact(by))
+	tok, err := s.IssueAgentToken(r.Context(), run, body.Agent, s.redact(by))
 	if err != nil {
 		return err
 	}

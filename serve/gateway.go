@@ -19,6 +19,7 @@ import (
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/external"
 	"github.com/openplaybook/openplaybook/runtime"
+	"github.com/openplaybook/openplaybook/store"
 )
 
 // FinishTool is the control tool that ends the executing step. The
@@ -74,8 +75,8 @@ func newGateway(s *Server) *gateway {
 	g := &gateway{s: s, sessions: map[*mcp.ServerSession]string{}, owners: map[string]sessionOwner{}}
 	g.http = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		run, _ := r.Context().Value(runKey).(string)
-		tok, _ := r.Context().Value(tokenKey).(string)
-		return g.newServer(run, tok)
+		tok, _ := r.Context().Value(tokenKey).(store.AgentToken)
+		return g.newServer(run, tok.ID, tok.Agent)
 	}, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      30 * time.Minute,
 		MaxRequestBodyBytes: MaxAgentMessageBytes,
@@ -162,7 +163,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	ctx = context.WithValue(ctx, runKey, run)
-	ctx = context.WithValue(ctx, tokenKey, rec.ID)
+	ctx = context.WithValue(ctx, tokenKey, rec)
 	g.http.ServeHTTP(w, r.WithContext(ctx))
 }
 
@@ -179,15 +180,16 @@ func (g *gateway) reject(w http.ResponseWriter, run, tokenID string, id jsontext
 	_, _ = w.Write(body)
 }
 
-// newServer is the MCP server of one agent session on run.
-func (g *gateway) newServer(run, tokenID string) *mcp.Server {
+// newServer is the MCP server of one agent session on run, opened with
+// token tokenID for agent ("" for every agent bound to driver mcp).
+func (g *gateway) newServer(run, tokenID, agent string) *mcp.Server {
 	if run == "" {
 		return nil
 	}
-	as := &agentServer{}
+	as := &agentServer{agent: agent}
 	var srv *mcp.Server
 	srv = mcp.NewServer(&mcp.Implementation{Name: "openplaybook", Title: "openplaybook run " + run, Version: g.s.opt.Version}, &mcp.ServerOptions{
-		Instructions: g.instructions(run),
+		Instructions: g.instructions(run, agent),
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
@@ -198,7 +200,7 @@ func (g *gateway) newServer(run, tokenID string) *mcp.Server {
 		Description: "The executing step's purpose, the run's input and the outputs of earlier steps (JSON).",
 		MIMEType:    "application/json",
 	}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		b, err := json.MarshalIndent(g.stepView(run), "", "  ")
+		b, err := json.MarshalIndent(g.stepView(run, agent), "", "  ")
 		if err != nil {
 			return nil, err
 		}
@@ -215,7 +217,7 @@ func (g *gateway) newServer(run, tokenID string) *mcp.Server {
 				as.once.Do(func() { g.attach(run, tokenID, as, ss) })
 			}
 			if ct, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && ct.Params != nil && ct.Params.Name != FinishTool {
-				return g.dispatch(ctx, run, ct)
+				return g.dispatch(ctx, run, as.agent, ct)
 			}
 			return next(ctx, method, req)
 		}
@@ -228,10 +230,21 @@ func (g *gateway) newServer(run, tokenID string) *mcp.Server {
 // agentServer is the MCP server of one agent session, with the names of
 // the tools it offers.
 type agentServer struct {
+	agent   string // the token's agent ("" any)
 	srv     *mcp.Server
 	once    sync.Once // attaches the session
 	mu      sync.Mutex
 	offered []string
+}
+
+// current is the run's executing external step if it is agent's (any,
+// for ""), and a channel closed when the executing step changes.
+func (g *gateway) current(run, agent string) (*external.Step, <-chan struct{}) {
+	cur, changed := g.s.x.Current(run)
+	if cur != nil && agent != "" && cur.In.Agent != agent {
+		cur = nil
+	}
+	return cur, changed
 }
 
 func stepURI(run string) string { return "openplaybook://runs/" + run + "/step" }
@@ -261,7 +274,7 @@ func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSe
 		}()
 		var last *external.Step
 		for {
-			cur, changed := g.s.x.Current(run)
+			cur, changed := g.current(run, srv.agent)
 			if cur != last {
 				g.syncTools(srv, run, cur)
 				last = cur
@@ -304,7 +317,7 @@ func (g *gateway) syncTools(as *agentServer, run string, cur *external.Step) {
 			Description: "Ends the executing step of the run with its output (any JSON value: the answer the step's purpose asks for). " +
 				"The run then goes on to the next step; its tools replace these.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"output":{"description":"The step's output: any JSON value."}},"required":["output"],"additionalProperties":false}`),
-		}, g.finish(run))
+		}, g.finish(run, as.agent))
 	}
 	if cur == nil {
 		return
@@ -325,8 +338,8 @@ func listed(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) 
 // dispatch passes one tools/call to the executing step's decision path.
 // The tool name is the one in the request, mapped from its wire name and
 // otherwise untouched: the decision path compares it byte for byte.
-func (g *gateway) dispatch(ctx context.Context, run string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	step, _ := g.s.x.Current(run)
+func (g *gateway) dispatch(ctx context.Context, run, agent string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	step, _ := g.current(run, agent)
 	if step == nil {
 		return errorResult(fmt.Sprintf("no step of the run is waiting for this agent now (the run waits for a person, or has moved on or ended), so the call to %q was not run; read %s", req.Params.Name, stepURI(run))), nil
 	}
@@ -408,9 +421,9 @@ func (g *gateway) pendingApproval(run, step, tool string) string {
 	return "id unknown"
 }
 
-func (g *gateway) finish(run string) mcp.ToolHandler {
+func (g *gateway) finish(run, agent string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		step, _ := g.s.x.Current(run)
+		step, _ := g.current(run, agent)
 		if step == nil {
 			return errorResult("no step of the run is waiting for this agent now (the run waits for a person, or has moved on or ended); read " + stepURI(run)), nil
 		}
@@ -448,8 +461,8 @@ type priorView struct {
 	Output json.RawMessage `json:"output"`
 }
 
-func (g *gateway) stepView(run string) stepView {
-	cur, _ := g.s.x.Current(run)
+func (g *gateway) stepView(run, agent string) stepView {
+	cur, _ := g.current(run, agent)
 	if cur == nil {
 		v := stepView{Run: run, Status: "no step for this agent now"}
 		if r, err := g.s.st.GetRun(context.Background(), run); err == nil {
@@ -471,14 +484,17 @@ func (g *gateway) stepView(run string) stepView {
 
 // instructions is the server's instructions at initialize: how to act
 // as the run's agent, and the executing step when there is one.
-func (g *gateway) instructions(run string) string {
+func (g *gateway) instructions(run, agent string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "You are the agent of openplaybook run %s. The run's steps bound to you are given to you one at a time: "+
 		"the tools listed are exactly the executing step's allowed tools (a call to any other is refused), plus %s, which ends the step with its output. "+
 		"When the run moves to another step the tool list changes (notifications/tools/list_changed). "+
 		"The resource %s holds the executing step's purpose, the run's input and earlier steps' outputs.", run, FinishTool, stepURI(run))
-	if cur, _ := g.s.x.Current(run); cur != nil {
-		v := g.stepView(run)
+	if agent != "" {
+		fmt.Fprintf(&b, " You act as agent %q: only its steps are given to you.", agent)
+	}
+	if cur, _ := g.current(run, agent); cur != nil {
+		v := g.stepView(run, agent)
 		b2, _ := json.Marshal(v)
 		fmt.Fprintf(&b, "\n\nThe executing step: %s", b2)
 	}

@@ -30,7 +30,7 @@ func startAgentRun(t *testing.T, r *rig) (run string, tok serve.IssuedToken, a *
 		t.Fatalf("create: %v %v", err, ds)
 	}
 	r.waitStatus(run, "waiting", "agent")
-	tok, err = r.srv.IssueAgentToken(ctx, run, "tester")
+	tok, err = r.srv.IssueAgentToken(ctx, run, "", "tester")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestGatewayTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitStatus(other, "waiting", "agent")
-	otherTok, err := r.srv.IssueAgentToken(ctx, other, "tester")
+	otherTok, err := r.srv.IssueAgentToken(ctx, other, "", "tester")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestGatewayTokens(t *testing.T) {
 	expired := "opa_expired-token-for-the-test"
 	h := sha256.Sum256([]byte(expired))
 	if err := r.st.Tx(ctx, func(tx *store.Tx) error {
-		_, err := tx.CreateAgentToken(run, hex.EncodeToString(h[:]), "tester", time.Now().Add(-time.Second))
+		_, err := tx.CreateAgentToken(run, "", hex.EncodeToString(h[:]), "tester", time.Now().Add(-time.Second))
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -310,11 +310,11 @@ func TestGatewaySessionBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitStatus(runB, "waiting", "agent")
-	tokB, err := r.srv.IssueAgentToken(ctx, runB, "tester")
+	tokB, err := r.srv.IssueAgentToken(ctx, runB, "", "tester")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokA2, err := r.srv.IssueAgentToken(ctx, runA, "tester")
+	tokA2, err := r.srv.IssueAgentToken(ctx, runA, "", "tester")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,4 +329,57 @@ func TestGatewaySessionBinding(t *testing.T) {
 		t.Fatalf("%d notes added through a borrowed session", n)
 	}
 	_ = runA
+}
+
+// TestAgentScopedTokens: a token issued for one agent name serves only
+// that agent's steps; the other agent's token is offered nothing while
+// the first agent's step executes, and the reverse; a token for an agent
+// the playbook does not have is refused.
+func TestAgentScopedTokens(t *testing.T) {
+	r := newRig(t, "")
+	ctx := context.Background()
+	run, ds, err := r.srv.CreateRun(ctx, "two-agents.json", readTestdata(t, "two-agents.json"), nil)
+	if err != nil {
+		t.Fatalf("create: %v %v", err, ds)
+	}
+	r.waitStatus(run, "waiting", "agent")
+	if _, err := r.srv.IssueAgentToken(ctx, run, "mallory", "tester"); err == nil || !strings.Contains(err.Error(), "researcher") {
+		t.Fatalf("a token for an unknown agent: %v", err)
+	}
+	rt, err := r.srv.IssueAgentToken(ctx, run, "researcher", "tester")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := r.srv.IssueAgentToken(ctx, run, "writer", "tester")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer := r.connect(wt.MCPURL, wt.Token)
+	researcher := r.connect(rt.MCPURL, rt.Token)
+	researcher.tools(t, "customer__get", serve.FinishTool)
+	writer.tools(t, serve.FinishTool)
+	if _, isErr := writer.call(t, "customer__get", map[string]any{"customerId": "cus_ada"}); !isErr {
+		t.Fatal("the writer ran the researcher's tool")
+	}
+	if _, isErr := writer.call(t, serve.FinishTool, map[string]any{"output": "not mine"}); !isErr {
+		t.Fatal("the writer finished the researcher's step")
+	}
+	if _, isErr := researcher.call(t, serve.FinishTool, map[string]any{"output": "Ada"}); isErr {
+		t.Fatal("the researcher could not finish its step")
+	}
+	writer.tools(t, "note__add", serve.FinishTool)
+	researcher.tools(t, serve.FinishTool)
+	if _, isErr := researcher.call(t, "note__add", map[string]any{"customerId": "cus_ada", "body": "x"}); !isErr {
+		t.Fatal("the researcher ran the writer's tool")
+	}
+	if _, isErr := writer.call(t, "note__add", map[string]any{"customerId": "cus_ada", "body": "written"}); isErr {
+		t.Fatal("note.add failed")
+	}
+	if _, isErr := writer.call(t, serve.FinishTool, map[string]any{"output": "done"}); isErr {
+		t.Fatal("finish failed")
+	}
+	r.waitStatus(run, "completed", "")
+	if n := countNotes(t, r.st, "cus_ada"); n != 1 {
+		t.Fatalf("%d notes, want 1", n)
+	}
 }

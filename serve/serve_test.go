@@ -53,6 +53,8 @@ func newRig(t *testing.T, extra string) *rig {
     env: {MEMORY_FILE_PATH: ` + mem + `}
 agents:
   outside: {driver: mcp}
+  researcher: {driver: mcp}
+  writer: {driver: mcp}
 store:
   sqlite: store.db
   seed: ` + filepath.Join(root, "examples/data/customers.json") + `
@@ -221,7 +223,7 @@ func TestExternalAgentRunsSteps(t *testing.T) {
 	}
 	r.waitStatus(run, "waiting", "agent")
 
-	tok, err := r.srv.IssueAgentToken(ctx, run, "tester")
+	tok, err := r.srv.IssueAgentToken(ctx, run, "", "tester")
 	if err != nil {
 		t.Fatal(err)
 	}

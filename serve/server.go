@@ -36,6 +36,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/driver/external"
 	"github.com/openplaybook/openplaybook/launch"
+	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
 )
@@ -348,11 +349,18 @@ type IssuedToken struct {
 	// Expires is when it expires at the latest (RFC 3339); it also ends
 	// with the run.
 	Expires string `json:"expires"`
+	// Agent is the agent name the token is for; absent, every step of the
+	// run bound to driver mcp.
+	Agent string `json:"agent,omitempty"`
 }
 
 // IssueAgentToken makes a bearer token for the external agent of a run
-// that has not ended, records it (hashed) and audits it.
-func (s *Server) IssueAgentToken(ctx context.Context, runID, by string) (IssuedToken, error) {
+// that has not ended, records it (hashed) and audits it. With agent set
+// (an agent name the document's steps use), the token serves only the
+// steps of that agent: an agent holding it is offered nothing while
+// another agent's step executes. "" serves every step bound to driver
+// mcp.
+func (s *Server) IssueAgentToken(ctx context.Context, runID, agent, by string) (IssuedToken, error) {
 	run, err := s.st.GetRun(ctx, runID)
 	if err != nil {
 		return IssuedToken{}, err
@@ -360,21 +368,33 @@ func (s *Server) IssueAgentToken(ctx context.Context, runID, by string) (IssuedT
 	if run.Status.Ended() {
 		return IssuedToken{}, fmt.Errorf("run %s has ended (%s); its agent needs no token", runID, run.Status)
 	}
+	if agent != "" {
+		doc, _ := playbook.Read("run", run.Document, nil)
+		var agents []string
+		for _, st := range doc.Steps {
+			if a := playbook.Str(st.Agent); a != "" && !slices.Contains(agents, a) {
+				agents = append(agents, a)
+			}
+		}
+		if !slices.Contains(agents, agent) {
+			return IssuedToken{}, fmt.Errorf("%w: run %s's playbook has no agent %q; its agents are %s", ErrNoSuchAgent, runID, agent, strings.Join(agents, ", "))
+		}
+	}
 	tok := randomToken("opa_")
 	expires := time.Now().Add(s.opt.AgentTokenTTL).UTC()
 	var rec store.AgentToken
 	err = s.st.Tx(ctx, func(tx *store.Tx) error {
 		var err error
-		rec, err = tx.CreateAgentToken(runID, hashHex(tok), by, expires)
+		rec, err = tx.CreateAgentToken(runID, agent, hashHex(tok), by, expires)
 		if err != nil {
 			return err
 		}
-		return runtime.NoteTx(tx, runID, runtime.AgentTokenIssued{Token: rec.ID, By: by, Expires: expires.Format(time.RFC3339)})
+		return runtime.NoteTx(tx, runID, runtime.AgentTokenIssued{Token: rec.ID, Agent: agent, By: by, Expires: expires.Format(time.RFC3339)})
 	})
 	if err != nil {
 		return IssuedToken{}, err
 	}
-	return IssuedToken{Token: tok, ID: rec.ID, MCPURL: s.MCPURL(runID), Expires: expires.Format(time.RFC3339)}, nil
+	return IssuedToken{Token: tok, ID: rec.ID, MCPURL: s.MCPURL(runID), Expires: expires.Format(time.RFC3339), Agent: agent}, nil
 }
 
 // RevokeAgentTokens revokes the run's agent tokens (id "" for all) and
@@ -404,6 +424,10 @@ func (s *Server) RevokeAgentTokens(ctx context.Context, runID, id, by string) (i
 func (s *Server) MCPURL(runID string) string {
 	return s.opt.BaseURL + "/mcp/runs/" + url.PathEscape(runID)
 }
+
+// ErrNoSuchAgent is the error of a token asked for an agent name the
+// run's playbook does not use.
+var ErrNoSuchAgent = errors.New("no such agent")
 
 // ErrBadAgentToken is the error of an agent token that is unknown,
 // revoked, expired, for another run, or whose run has ended.

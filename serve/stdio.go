@@ -55,7 +55,7 @@ func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader
 		}
 		pw.Close()
 	}()
-	srv := s.gateway.newServer(run, rec.ID)
+	srv := s.gateway.newServer(run, rec.ID, rec.Agent)
 	err = srv.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: nopCloser{w}, MaxLineLength: MaxAgentMessageBytes + 1})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil

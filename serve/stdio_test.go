@@ -51,7 +51,7 @@ func TestStdioAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitStatus(run, "waiting", "agent")
-	tok, err := r.srv.IssueAgentToken(ctx, run, "tester")
+	tok, err := r.srv.IssueAgentToken(ctx, run, "", "tester")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -176,6 +176,7 @@ ALTER TABLE calls ADD COLUMN code TEXT NOT NULL DEFAULT '';
 CREATE TABLE agent_tokens (
 	id         TEXT PRIMARY KEY,
 	run        TEXT NOT NULL REFERENCES runs (id),
+	agent      TEXT NOT NULL,
 	hash       TEXT NOT NULL UNIQUE,
 	created_by TEXT NOT NULL,
 	created_at TEXT NOT NULL,

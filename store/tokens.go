@@ -12,8 +12,11 @@ import (
 // The store keeps only the SHA-256 of the token, hex (Hash): a copy of the
 // database does not hold a usable token.
 type AgentToken struct {
-	ID        string // "tok_" and 16 hex digits
-	Run       string
+	ID  string // "tok_" and 16 hex digits
+	Run string
+	// Agent is the agent name the token is for ("": every step of the
+	// run bound to driver mcp).
+	Agent     string
 	Hash      string
 	CreatedBy string
 	Created   time.Time
@@ -24,12 +27,13 @@ type AgentToken struct {
 // ErrNoToken is returned when no agent token has the hash or id asked for.
 var ErrNoToken = errors.New("no such agent token")
 
-// CreateAgentToken stores a token of run by its hash and returns it.
-func (t *Tx) CreateAgentToken(run, hash, by string, expires time.Time) (AgentToken, error) {
+// CreateAgentToken stores a token of run (for agent, "" for any) by its
+// hash and returns it.
+func (t *Tx) CreateAgentToken(run, agent, hash, by string, expires time.Time) (AgentToken, error) {
 	now, at := t.stamp()
-	tok := AgentToken{ID: newID("tok_"), Run: run, Hash: hash, CreatedBy: by, Created: at, Expires: expires.UTC()}
-	_, err := t.exec(`INSERT INTO agent_tokens (id, run, hash, created_by, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		tok.ID, run, hash, by, now, formatTime(tok.Expires))
+	tok := AgentToken{ID: newID("tok_"), Run: run, Agent: agent, Hash: hash, CreatedBy: by, Created: at, Expires: expires.UTC()}
+	_, err := t.exec(`INSERT INTO agent_tokens (id, run, agent, hash, created_by, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		tok.ID, run, agent, hash, by, now, formatTime(tok.Expires))
 	if err != nil {
 		return AgentToken{}, fmt.Errorf("store: creating an agent token: %w", err)
 	}
@@ -71,7 +75,7 @@ func (s *Store) AgentTokens(ctx context.Context, run string) ([]AgentToken, erro
 }
 
 func listTokens(ctx context.Context, q querier, where string, args ...any) ([]AgentToken, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, run, hash, created_by, created_at, expires_at, revoked_at FROM agent_tokens `+where, args...)
+	rows, err := q.QueryContext(ctx, `SELECT id, run, agent, hash, created_by, created_at, expires_at, revoked_at FROM agent_tokens `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading agent tokens: %w", err)
 	}
@@ -80,7 +84,7 @@ func listTokens(ctx context.Context, q querier, where string, args ...any) ([]Ag
 	for rows.Next() {
 		var tok AgentToken
 		var created, expires, revoked sql.NullString
-		if err := rows.Scan(&tok.ID, &tok.Run, &tok.Hash, &tok.CreatedBy, &created, &expires, &revoked); err != nil {
+		if err := rows.Scan(&tok.ID, &tok.Run, &tok.Agent, &tok.Hash, &tok.CreatedBy, &created, &expires, &revoked); err != nil {
 			return nil, fmt.Errorf("store: reading agent tokens: %w", err)
 		}
 		tok.Created, tok.Expires, tok.Revoked = parseTime(created), parseTime(expires), parseTime(revoked)

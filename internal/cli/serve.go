@@ -158,16 +158,17 @@ this process while the client is connected. See docs/serve.md.`,
 }
 
 func (c *CLI) agentTokenCommand() *cobra.Command {
-	var harnessPath, by string
+	var harnessPath, by, agent string
 	var revoke bool
 	format := newChoice("text", []string{"text", "json"})
 	cmd := &cobra.Command{
-		Use:                   "agent-token [--harness FILE] [--revoke] [--format text|json] RUN",
+		Use:                   "agent-token [--harness FILE] [--agent NAME] [--revoke] [--format text|json] RUN",
 		DisableFlagsInUseLine: true,
 		Short:                 "Issue (or revoke) the bearer token of a run's external agent",
 		Long: `Agent-token issues a bearer token for the external agent (an MCP client) of
 RUN and prints it once: the store keeps only its SHA-256. The token is
-valid for RUN only, until it is revoked, expires (7 days) or the run ends.
+valid for RUN only, until it is revoked, expires (7 days) or the run ends;
+with --agent, only for the steps of that agent.
 --revoke revokes every token of RUN. Issuing and revoking are audited.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: c.completeRuns,
@@ -199,7 +200,7 @@ valid for RUN only, until it is revoked, expires (7 days) or the run ends.
 				}
 				return nil
 			}
-			tok, err := srv.IssueAgentToken(ctx, args[0], by)
+			tok, err := srv.IssueAgentToken(ctx, args[0], agent, by)
 			if err != nil {
 				return &exitError{code: ExitProblems, err: runError(err, args[0])}
 			}
@@ -216,6 +217,7 @@ valid for RUN only, until it is revoked, expires (7 days) or the run ends.
 	}
 	harnessFlag(cmd, &harnessPath, "the harness file the run was started with")
 	cmd.Flags().BoolVar(&revoke, "revoke", false, "revoke every agent token of RUN")
+	cmd.Flags().StringVar(&agent, "agent", "", "the agent name (a step's agent) the token is for; default every agent bound to driver mcp")
 	cmd.Flags().StringVar(&by, "by", "", "who issues it (default: the OS user)")
 	formatFlag(cmd, format, "output format: text or json")
 	return cmd
