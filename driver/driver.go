@@ -57,6 +57,24 @@ type Prior struct {
 	Output jsontext.Value
 }
 
+// MadeCall is a call the step's attempt made before this run of the step
+// (the step was resumed), with what it returned: from the store, secrets
+// redacted. A model driver puts them in the conversation before it asks
+// the model for more, so the model goes on instead of starting over; the
+// runtime answers a call asked again from the store, never running it
+// twice.
+type MadeCall struct {
+	// ID is the call's id in the conversation: "made_" and its index in
+	// the attempt.
+	ID string
+	// Name is the tool name as the agent sent it; Arguments its arguments
+	// as recorded (canonical JSON, redacted).
+	Name      string
+	Arguments jsontext.Value
+	// Result is what the agent was answered.
+	Result Result
+}
+
 // StepInput is everything a driver sees of the run.
 type StepInput struct {
 	RunID   string
@@ -74,6 +92,10 @@ type StepInput struct {
 	// MaxCalls is the most tool calls the step may make (the Caller
 	// enforces it too).
 	MaxCalls int
+	// Made are the calls this attempt of the step already made and that
+	// have an answer (succeeded, failed or refused), in order; empty for
+	// a step run the first time.
+	Made []MadeCall
 }
 
 // Caller makes a tool call through the runtime's decision path. It returns
@@ -90,6 +112,16 @@ type StepInput struct {
 // for the runtime to record as refused under the error's Code.
 type Caller interface {
 	Call(ctx context.Context, c Call) (Result, error)
+}
+
+// Deterministic is implemented by a driver whose step, run again, asks
+// exactly the calls it asked before, in the same order (a recorded
+// transcript). The runtime then answers them from the store as they come,
+// and does not hold back a resumed step's new side-effecting calls to a
+// tool that already ran (see docs/drivers.md, "Resumed steps"), as it
+// does for a model, which may reword a call it already made.
+type Deterministic interface {
+	Deterministic() bool
 }
 
 // Driver runs one agent step and returns its output: the agent's final

@@ -45,8 +45,12 @@ type Caller struct {
 	count   int // calls the agent made in this run of the step
 	fresh   int // of them, calls not answered from memo
 
-	memo []store.Call // the attempt's recorded calls
-	used []bool
+	memo   []store.Call // the attempt's recorded calls
+	used   []bool
+	loaded int // how many of memo were read from the store
+	// replays is set when the step's driver is [driver.Deterministic]:
+	// a resumed step's new side-effecting calls are not held back.
+	replays bool
 
 	pending []*store.Queued // call records handed to the store, not known durable yet
 
@@ -63,7 +67,7 @@ func (s *Session) NewCaller(ctx context.Context, runID, stepID string, attempt i
 	if err != nil {
 		return nil, err
 	}
-	c := &Caller{s: s, run: runID, step: stepID, attempt: attempt, memo: memo, used: make([]bool, len(memo))}
+	c := &Caller{s: s, run: runID, step: stepID, attempt: attempt, memo: memo, used: make([]bool, len(memo)), loaded: len(memo)}
 	if si := s.im.steps[stepID]; si != nil {
 		c.agent = playbook.Str(si.step.Agent)
 	}
@@ -137,7 +141,14 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 		return c.refuse(ctx, call.Name, d, CodeDrifted, reason)
 	}
 	if d.tool.approval {
-		return c.approvalGate(ctx, call.Name, d, nil, bind)
+		return c.approvalGate(ctx, call.Name, d, nil, bind, ReasonRequiresApproval)
+	}
+	if d.tool.sideEff && !c.replays && c.ranBefore(call.Name) {
+		// A resumed step: a side-effecting call that matches none of the
+		// recorded ones, to a tool that already ran in this attempt, may
+		// be an executed call reworded (a model asked again rephrases):
+		// a person decides whether it is a new one.
+		return c.approvalGate(ctx, call.Name, d, nil, bind, ReasonResumedSameTool)
 	}
 	if !d.tool.sideEff {
 		// A read call is recorded with its outcome after it ran (queued:
@@ -259,6 +270,31 @@ func (c *Caller) append(tx *store.Tx, tool string, ev Event) error {
 	return c.s.append(tx, c.run, c.step, tool, ev)
 }
 
+// Why a call waits for a person's approval (the reason of its approval
+// request and call.waiting record).
+const (
+	// ReasonRequiresApproval: the tool's definition says requiresApproval.
+	ReasonRequiresApproval = "requiresApproval"
+	// ReasonResumedSameTool: in a resumed step, a side-effecting call
+	// that matches none of the attempt's recorded calls by name and
+	// arguments, to a tool a recorded call already ran (docs/drivers.md,
+	// "Resumed steps").
+	ReasonResumedSameTool = "resumed-same-tool"
+)
+
+// ranBefore reports whether a call to name that this attempt made before
+// this run of the step (read from the store) ran, or may have: it
+// succeeded, failed after it was sent, started, or its outcome is unknown.
+func (c *Caller) ranBefore(name string) bool {
+	for _, m := range c.memo[:c.loaded] {
+		if m.Tool == name && (m.State == store.CallSucceeded || m.State == store.CallStarted || m.State == store.CallOutcomeUnknown ||
+			(m.State == store.CallFailed && m.Decision == store.DecisionAllowed)) {
+			return true
+		}
+	}
+	return false
+}
+
 // match returns the index in memo of the first recorded call of this
 // attempt, not yet answered in this run of the step, with the same tool
 // bytes and arguments digest, marking it answered; -1 when none is.
@@ -326,7 +362,7 @@ func (c *Caller) refuse(ctx context.Context, name string, d Decision, code Code,
 // person is asked; existing is the waiting call on resume. An approval
 // whose bind no longer holds is voided (approval.voided) and a person is
 // asked again.
-func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, existing *store.Call, bind string) (driver.Result, error) {
+func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, existing *store.Call, bind, why string) (driver.Result, error) {
 	var (
 		key     store.CallKey
 		run     bool
@@ -397,14 +433,14 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 			return nil
 		}
 		if existing == nil {
-			key, err = c.start(tx, name, d, store.DecisionWaiting, "", "requiresApproval")
+			key, err = c.start(tx, name, d, store.DecisionWaiting, "", why)
 			if err != nil {
 				return err
 			}
 		}
 		ap, err := tx.CreateApproval(store.Approval{
 			Run: c.run, Step: c.step, Tool: name, DefDigest: bind, ArgsDigest: d.ArgsDigest,
-			Call: &key, Reason: "requiresApproval", Expires: c.s.now().Add(c.s.opt.ApprovalExpiry),
+			Call: &key, Reason: why, Expires: c.s.now().Add(c.s.opt.ApprovalExpiry),
 		})
 		if err != nil {
 			return err
@@ -427,7 +463,7 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 		// this Caller (an external agent that keeps its step open), it
 		// is this call, not a new one.
 		c.memo = append(c.memo, store.Call{CallKey: key, Tool: name, ArgsDigest: d.ArgsDigest, DefDigest: d.tool.defDigest,
-			Decision: store.DecisionWaiting, State: store.CallWaiting, SideEffecting: d.tool.sideEff})
+			Decision: store.DecisionWaiting, State: store.CallWaiting, SideEffecting: d.tool.sideEff, Reason: why})
 		c.used = append(c.used, false)
 	}
 	c.s.progress("  waiting for approval %s of %s", asked, quote(name))
@@ -543,7 +579,7 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 			return c.refuseWaiting(ctx, m, CodeDrifted, reason)
 		}
 		_, bind := c.confirm(ctx, d.tool)
-		return c.approvalGate(ctx, m.Tool, d, m, bind)
+		return c.approvalGate(ctx, m.Tool, d, m, bind, m.Reason)
 	case store.CallStarted:
 		// Side-effecting if the row or the imported definition says so:
 		// a row edited to say "read" does not make a side effect safe

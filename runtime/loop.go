@@ -168,6 +168,9 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 	if err != nil {
 		return "", Outcome{}, true, err
 	}
+	if dd, ok := drv.(driver.Deterministic); ok && dd.Deterministic() {
+		c.replays = true
+	}
 	output, err := drv.RunStep(ctx, in, c)
 	// Every call record is durable before the step is suspended, failed
 	// or finished.
@@ -321,6 +324,33 @@ func (s *Session) StepInput(ctx context.Context, runID, stepID string) (driver.S
 			continue
 		}
 		in.Tools = append(in.Tools, driver.Tool{Name: name, Description: ti.def.Description, InputSchema: ti.def.InputSchema})
+	}
+	// The calls the executing attempt already made, for a resumed step.
+	attempt := 0
+	for _, st := range steps {
+		if st.Step == stepID && (st.Status == store.StepRunning || st.Status == store.StepWaiting) && st.Attempt > attempt {
+			attempt = st.Attempt
+		}
+	}
+	if attempt > 0 {
+		calls, err := s.opt.Store.Calls(ctx, runID, store.CallFilter{Step: stepID, Attempt: attempt})
+		if err != nil {
+			return driver.StepInput{}, err
+		}
+		for _, c := range calls {
+			var res driver.Result
+			switch c.State {
+			case store.CallSucceeded:
+				res.Content = c.Result
+			case store.CallFailed:
+				res.Error = c.Error
+			case store.CallRefused:
+				res.Error = c.Reason
+			default:
+				continue // no answer yet: asked again, it is answered then
+			}
+			in.Made = append(in.Made, driver.MadeCall{ID: fmt.Sprintf("made_%d", c.Index), Name: c.Tool, Arguments: c.Args, Result: res})
+		}
 	}
 	return in, nil
 }

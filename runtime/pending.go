@@ -74,6 +74,9 @@ func Pendings(ctx context.Context, s *store.Store, runID string) ([]Pending, err
 			p.Summary = fmt.Sprintf("the outcome of call %s in step %s is unknown: approve to run it again, deny to leave it", quote(a.Tool), a.Step)
 		} else {
 			p.Summary = fmt.Sprintf("call %s in step %s needs approval", quote(a.Tool), a.Step)
+			if a.Reason == ReasonResumedSameTool {
+				p.Summary = fmt.Sprintf("call %s in step %s needs approval: the step was resumed, and this call matches none it made before, but a call to %s already ran; approve it only if it is not the same action again", quote(a.Tool), a.Step, quote(a.Tool))
+			}
 		}
 		out = append(out, p)
 	}

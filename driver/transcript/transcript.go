@@ -270,6 +270,10 @@ func New(t *Transcript) *Driver {
 // Transcript returns the transcript the driver replays.
 func (d *Driver) Transcript() *Transcript { return d.t }
 
+// Deterministic reports true: a transcript asks the same calls in the
+// same order every time a step runs ([driver.Deterministic]).
+func (d *Driver) Deterministic() bool { return true }
+
 // RunStep makes the calls recorded for in.StepID through caller, in order,
 // each with the name and arguments exactly as recorded. It stops at the
 // first error from caller and returns it unchanged ([driver.ErrSuspended],
