@@ -179,6 +179,22 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 
 	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
 	seen := llm.IDs{}
+	if len(in.Made) > 0 {
+		// A resumed step: the calls already made, and their answers, as
+		// the conversation had them (docs/drivers.md, "Resumed steps").
+		uses := make([]sdk.ContentBlockParamUnion, 0, len(in.Made))
+		results := make([]sdk.ContentBlockParamUnion, 0, len(in.Made))
+		for _, m := range in.Made {
+			uses = append(uses, sdk.NewToolUseBlock(m.ID, json.RawMessage(llm.CanonicalArgs(m.Arguments)), driver.WireName(m.Name)))
+			if m.Result.Error != "" {
+				results = append(results, sdk.NewToolResultBlock(m.ID, m.Result.Error, true))
+			} else {
+				results = append(results, sdk.NewToolResultBlock(m.ID, llm.ResultText(m.Result), false))
+			}
+		}
+		params.Messages = append(params.Messages, sdk.NewAssistantMessage(uses...), sdk.NewUserMessage(results...))
+		seen.Add(llm.MadeCalls(in.Made))
+	}
 	for turn := 0; turn < turns; turn++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err

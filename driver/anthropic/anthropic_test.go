@@ -581,3 +581,34 @@ func TestTimeout(t *testing.T) {
 		t.Errorf("timeout 2m: %v", err)
 	}
 }
+
+// A resumed step: the calls already made and their answers come first in
+// the conversation, as tool_use and tool_result blocks.
+func TestResumedStepHistory(t *testing.T) {
+	api := newAPI(t)
+	api.Turns = append(api.Turns,
+		func(t *testing.T, req messagesRequest, raw map[string]jsontext.Value) (int, string) {
+			if len(req.Messages) != 3 || req.Messages[1].Role != "assistant" || req.Messages[2].Role != "user" {
+				t.Fatalf("messages %+v", req.Messages)
+			}
+			uses, results := req.Messages[1].Content, req.Messages[2].Content
+			if len(uses) != 2 || uses[0].Type != "tool_use" || uses[0].ID != "made_0" || uses[0].Name != "customer__get" || string(uses[0].Input) != `{"customerId":"cus_1"}` {
+				t.Errorf("tool_use blocks %+v", uses)
+			}
+			if len(results) != 2 || results[0].ToolUseID != "made_0" || results[1].ToolUseID != "made_1" || results[1].IsError == nil || !*results[1].IsError {
+				t.Errorf("tool_result blocks %+v", results)
+			}
+			return 200, response("end_turn", text("done"))
+		},
+	)
+	srv := api.Start()
+	in := stepInput()
+	in.Made = []driver.MadeCall{
+		{ID: "made_0", Name: "customer.get", Arguments: jsontext.Value(`{"customerId":"cus_1"}`), Result: driver.Result{Content: jsontext.Value(`{"name":"Ada"}`)}},
+		{ID: "made_1", Name: "note.add", Arguments: jsontext.Value(`{}`), Result: driver.Result{Error: "refused"}},
+	}
+	out, err := newDriver(t, srv, nil).RunStep(context.Background(), in, &drivertest.Caller{Allowed: []string{"customer.get"}})
+	if err != nil || string(out) != `"done"` {
+		t.Fatalf("%s %v", out, err)
+	}
+}

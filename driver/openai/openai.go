@@ -178,6 +178,24 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 
 	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
 	seen := llm.IDs{}
+	if len(in.Made) > 0 {
+		// A resumed step: the calls already made, and their answers, as
+		// the conversation had them (docs/drivers.md, "Resumed steps").
+		asst := sdk.ChatCompletionAssistantMessageParam{}
+		var results []sdk.ChatCompletionMessageParamUnion
+		for _, m := range in.Made {
+			asst.ToolCalls = append(asst.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+					ID:       m.ID,
+					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: driver.WireName(m.Name), Arguments: string(llm.CanonicalArgs(m.Arguments))},
+				},
+			})
+			results = append(results, sdk.ToolMessage(llm.ResultText(m.Result), m.ID))
+		}
+		params.Messages = append(params.Messages, sdk.ChatCompletionMessageParamUnion{OfAssistant: &asst})
+		params.Messages = append(params.Messages, results...)
+		seen.Add(llm.MadeCalls(in.Made))
+	}
 	for turn := 0; turn < turns; turn++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -643,3 +643,40 @@ func TestTimeout(t *testing.T) {
 		t.Errorf("timeout 2m: %v", err)
 	}
 }
+
+// A resumed step: the calls already made and their answers come first in
+// the conversation, and a reply reusing one of their ids is malformed.
+func TestResumedStepHistory(t *testing.T) {
+	api := newAPI(t)
+	api.Turns = append(api.Turns,
+		func(t *testing.T, req chatRequest, raw map[string]jsontext.Value) (int, string) {
+			if len(req.Messages) != 5 {
+				t.Fatalf("%d messages, want system, user, assistant and 2 tool results", len(req.Messages))
+			}
+			asst := req.Messages[2]
+			if len(asst.ToolCalls) != 2 || asst.ToolCalls[0].ID != "made_0" || asst.ToolCalls[0].Function.Name != "customer__get" || asst.ToolCalls[1].ID != "made_1" {
+				t.Errorf("assistant message %+v", asst)
+			}
+			if req.Messages[3].ToolCallID != "made_0" || !strings.Contains(fmt.Sprint(req.Messages[3].Content), "Ada") ||
+				req.Messages[4].ToolCallID != "made_1" || !strings.Contains(fmt.Sprint(req.Messages[4].Content), "not on") {
+				t.Errorf("tool results %+v", req.Messages[3:])
+			}
+			return 200, completion("tool_calls", toolCallsMessage([3]string{"made_0", "customer__get", `{"customerId":"cus_1"}`}))
+		},
+	)
+	srv := api.Start()
+	in := stepInput()
+	in.Made = []driver.MadeCall{
+		{ID: "made_0", Name: "customer.get", Arguments: jsontext.Value(`{"customerId":"cus_1"}`), Result: driver.Result{Content: jsontext.Value(`{"name":"Ada"}`)}},
+		{ID: "made_1", Name: "note.add", Arguments: jsontext.Value(`{}`), Result: driver.Result{Error: "note.add is not on the step's allowedTools"}},
+	}
+	caller := &drivertest.Caller{Allowed: []string{"customer.get"}}
+	_, err := newDriver(t, srv, nil).RunStep(context.Background(), in, caller)
+	var re *driver.ReplyError
+	if !errors.As(err, &re) || re.Code != driver.ReplyMalformed {
+		t.Fatalf("a reply reusing a made call's id: %v", err)
+	}
+	if n := len(caller.Calls()); n != 0 {
+		t.Fatalf("%d calls ran", n)
+	}
+}

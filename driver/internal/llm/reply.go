@@ -63,3 +63,13 @@ func CanonicalArgs(args []byte) jsontext.Value {
 	}
 	return canon
 }
+
+// MadeCalls returns the calls a resumed step already made as calls (for
+// [IDs.Add]: a reply that reuses one of their ids is malformed).
+func MadeCalls(made []driver.MadeCall) []driver.Call {
+	out := make([]driver.Call, len(made))
+	for i, m := range made {
+		out[i] = driver.Call{ID: m.ID, Name: m.Name, Arguments: m.Arguments}
+	}
+	return out
+}
