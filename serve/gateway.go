@@ -184,6 +184,12 @@ func (g *gateway) newServer(run, tokenID string) *mcp.Server {
 	// tool" by the SDK); only the control tool is the SDK's.
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" || method == "tools/call" {
+				// A session that has just attached resumed the run: let
+				// it reach its step, so that a client's first list (or
+				// call) sees the step's tools.
+				g.syncTools(as, run, g.settle(ctx, run))
+			}
 			if ct, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && ct.Params != nil && ct.Params.Name != FinishTool {
 				return g.dispatch(ctx, run, ct)
 			}
@@ -200,7 +206,43 @@ func (g *gateway) newServer(run, tokenID string) *mcp.Server {
 type agentServer struct {
 	srv     *mcp.Server
 	mu      sync.Mutex
+	synced  bool           // the tools offered are those of step
+	step    *external.Step // nil: the control tool only
 	offered []string
+}
+
+// SettleWait bounds how long an agent's tools/list or tools/call waits
+// for a run that is executing here but has no step for the agent yet
+// (the session's attach has just resumed it, or it is between steps).
+const SettleWait = 5 * time.Second
+
+// settle returns the run's step for its agent. When there is none but
+// the run is executing here, it first waits until there is one or the
+// run stops executing (a gate, the end), at most [SettleWait] or until
+// ctx ends.
+func (g *gateway) settle(ctx context.Context, run string) *external.Step {
+	cur, changed := g.s.x.Current(run)
+	if cur != nil || !g.s.runner.Executing(run) {
+		return cur
+	}
+	ch, cancel := g.s.events.Subscribe(run)
+	defer cancel()
+	t := time.NewTimer(SettleWait)
+	defer t.Stop()
+	for {
+		cur, changed = g.s.x.Current(run)
+		if cur != nil || !g.s.runner.Executing(run) {
+			return cur
+		}
+		select {
+		case <-changed:
+		case <-ch:
+		case <-t.C:
+			return cur
+		case <-ctx.Done():
+			return cur
+		}
+	}
 }
 
 func stepURI(run string) string { return "openplaybook://runs/" + run + "/step" }
@@ -251,6 +293,10 @@ func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSe
 func (g *gateway) syncTools(as *agentServer, run string, cur *external.Step) {
 	as.mu.Lock()
 	defer as.mu.Unlock()
+	if as.synced && as.step == cur {
+		return
+	}
+	as.synced, as.step = true, cur
 	srv := as.srv
 	var keep []string
 	if cur != nil {
