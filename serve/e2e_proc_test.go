@@ -209,4 +209,3 @@ func (p *proc) statusOf(run string) string {
 	}
 	return m[1]
 }
-
