@@ -1,9 +1,11 @@
 // Command gateway measures what `openplaybook serve`'s MCP gateway adds
-// to a tool call (BENCHMARKS.md, "MCP gateway"): the same go-sdk client
-// calls the echo tool of @modelcontextprotocol/server-everything
+// to a tool call (BENCHMARKS.md, round 4): the same go-sdk client calls
+// the echo tool of @modelcontextprotocol/server-everything
 //
 //   - direct: over streamable HTTP, to the server started with
 //     `node .../dist/index.js streamableHttp` (PORT in its environment);
+//   - direct, stdio: over stdio, one server process per session, the
+//     transport the gateway itself uses to the server;
 //   - gateway: over streamable HTTP to `openplaybook serve`, as the
 //     external agent (driver mcp) of a run whose one step allows
 //     mcp.everything.echo; the gateway calls the server over stdio,
@@ -27,9 +29,9 @@
 // -cpuprofile profiles it; the client is then in the profile too.
 //
 // It prints, for each configuration, calls/s and the p50, p90 and p99
-// latency of one call, then the added p50 latency (gateway p50 - direct
-// p50) and the throughput ratio (gateway / direct) of each round, and
-// their medians. Run it from the repository root after npm ci.
+// latency of one call, then, against each baseline, the added p50
+// latency (gateway p50 - direct p50) and the throughput ratio (gateway /
+// direct) of each round, and their medians. Run it from the repository root after npm ci.
 package main
 
 import (
