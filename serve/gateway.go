@@ -216,6 +216,12 @@ func (g *gateway) newServer(run, tokenID, agent string) *mcp.Server {
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
 				as.once.Do(func() { g.attach(run, tokenID, as, ss) })
 			}
+			if method == "tools/list" || method == "tools/call" {
+				// A session that has just attached resumed the run: let
+				// it reach its step, so that a client's first list (or
+				// call) sees the step's tools.
+				g.syncTools(as, run, g.settle(ctx, run, as.agent))
+			}
 			if ct, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && ct.Params != nil && ct.Params.Name != FinishTool {
 				return g.dispatch(ctx, run, as.agent, ct)
 			}
@@ -234,6 +240,8 @@ type agentServer struct {
 	srv     *mcp.Server
 	once    sync.Once // attaches the session
 	mu      sync.Mutex
+	synced  bool           // the tools offered are those of step
+	step    *external.Step // nil: the control tool only
 	offered []string
 }
 
@@ -241,10 +249,51 @@ type agentServer struct {
 // for ""), and a channel closed when the executing step changes.
 func (g *gateway) current(run, agent string) (*external.Step, <-chan struct{}) {
 	cur, changed := g.s.x.Current(run)
+	return mine(cur, agent), changed
+}
+
+// mine is cur if it is agent's step (any agent's, for ""), else nil.
+func mine(cur *external.Step, agent string) *external.Step {
 	if cur != nil && agent != "" && cur.In.Agent != agent {
-		cur = nil
+		return nil
 	}
-	return cur, changed
+	return cur
+}
+
+// SettleWait bounds how long an agent's tools/list or tools/call waits
+// for a run that is executing here but has no step for the agent yet
+// (the session's attach has just resumed it, or it is between steps).
+const SettleWait = 5 * time.Second
+
+// settle returns the run's step for its agent. When there is none but
+// the run is executing here, it first waits until there is one or the
+// run stops executing (a gate, the end), at most [SettleWait] or until
+// ctx ends.
+func (g *gateway) settle(ctx context.Context, run, agent string) *external.Step {
+	cur, changed := g.s.x.Current(run)
+	if cur != nil || !g.s.runner.Executing(run) {
+		// A step is published (for this agent, or for another: then
+		// none is this agent's now), or nothing will be soon.
+		return mine(cur, agent)
+	}
+	ch, cancel := g.s.events.Subscribe(run)
+	defer cancel()
+	t := time.NewTimer(SettleWait)
+	defer t.Stop()
+	for {
+		cur, changed = g.s.x.Current(run)
+		if cur != nil || !g.s.runner.Executing(run) {
+			return mine(cur, agent)
+		}
+		select {
+		case <-changed:
+		case <-ch:
+		case <-t.C:
+			return mine(cur, agent)
+		case <-ctx.Done():
+			return mine(cur, agent)
+		}
+	}
 }
 
 func stepURI(run string) string { return "openplaybook://runs/" + run + "/step" }
@@ -299,6 +348,10 @@ func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSe
 func (g *gateway) syncTools(as *agentServer, run string, cur *external.Step) {
 	as.mu.Lock()
 	defer as.mu.Unlock()
+	if as.synced && as.step == cur {
+		return
+	}
+	as.synced, as.step = true, cur
 	srv := as.srv
 	var keep []string
 	if cur != nil {
