@@ -213,7 +213,9 @@ func (g *gateway) newServer(run, tokenID, agent string) *mcp.Server {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			// The first message of a session attaches it (a client of the
 			// sessionless protocol sends no initialize).
-			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+			// server/discover is the client asking what the server speaks,
+			// in a session of its own, before it opens the real one.
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && method != "server/discover" {
 				as.once.Do(func() { g.attach(run, tokenID, as, ss) })
 			}
 			if method == "tools/list" || method == "tools/call" {
