@@ -1,0 +1,486 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/openplaybook/openplaybook/audit"
+	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/explain"
+	"github.com/openplaybook/openplaybook/runtime"
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// Login.
+
+type loginData struct {
+	Next  string
+	Error string
+}
+
+func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, http.StatusOK, "login", "Log in", loginData{Next: localPath(r.URL.Query().Get("next"), "/")})
+}
+
+// login exchanges the operator token for a session cookie. A wrong token
+// gets the form again, saying only that it is wrong.
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	next := localPath(r.PostFormValue("next"), "/")
+	if !c.b.CheckOperatorToken(r.PostFormValue("token")) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook"`)
+		c.render(w, r, http.StatusUnauthorized, "login", "Log in", loginData{Next: next,
+			Error: "That is not the operator token. Paste the value of the secret that the harness's serve.operatorTokenSecret names."})
+		return
+	}
+	cookie, _ := c.b.Login()
+	http.SetCookie(w, cookie)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, c.b.Logout(r))
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// Runs.
+
+type runRow struct {
+	runtime.RunStatus
+	Executing bool
+}
+
+func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
+	runs, err := c.b.Runs(r.Context())
+	if err != nil {
+		c.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	rows := make([]runRow, len(runs))
+	for i, rs := range runs {
+		rows[i] = runRow{RunStatus: rs, Executing: c.b.Executing(rs.Run)}
+	}
+	c.renderView(w, r, http.StatusOK, "runs", view{Title: "Runs", Nav: "runs", Events: "/events?since=" + c.runsState(runs), Data: rows})
+}
+
+// A run.
+
+type runData struct {
+	runRow
+	Record  store.Run
+	Ended   bool
+	Waiting []pendingView
+	Graph   template.HTML
+	Steps   []stepView
+	Other   []runtime.StepStatus // attempts of steps the document does not have
+	Records []audit.Record
+	Invalid []diag.Diagnostic // the document's errors, if it has any now
+}
+
+// stepView is a step of the run's document and its attempts.
+type stepView struct {
+	explain.Step
+	Attempts []runtime.StepStatus
+	Current  bool
+}
+
+func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("run")
+	// The state the page's event stream compares with is read first:
+	// whatever changes after it is announced to the page.
+	executing := c.b.Executing(id)
+	rec, err := c.b.RunRecord(ctx, id)
+	if err != nil {
+		c.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	since := fmt.Sprintf("%s-%d-%t", rec.Status, rec.AuditSeq, executing)
+	rs, err := c.b.Run(ctx, id)
+	if err != nil {
+		c.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	au, err := c.b.Audit(ctx, id, false)
+	if err != nil {
+		c.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	rc := &runContext{rs: rs, rec: rec, checked: check("document of "+id, rec.Document), records: au.Records}
+	d := runData{runRow: runRow{RunStatus: rs, Executing: executing}, Record: rec, Records: au.Records,
+		Ended: store.RunStatus(rs.Status).Ended(), Graph: graph(rc.checked.Explanation)}
+	for _, dg := range rc.checked.Diagnostics {
+		if dg.Severity == diag.Error {
+			d.Invalid = append(d.Invalid, dg)
+		}
+	}
+	if apr, err := c.b.Approvals(ctx, id); err == nil {
+		rc.approvals = apr
+	}
+	pend, err := c.b.Pending(ctx, id)
+	if err != nil {
+		c.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	csrf := c.b.SessionCSRF(ctx)
+	for _, p := range pend {
+		d.Waiting = append(d.Waiting, rc.pendingView(p, csrf, "/runs/"+id))
+	}
+	seen := map[string]bool{}
+	for _, st := range rc.checked.Explanation.Steps {
+		sv := stepView{Step: st, Current: st.ID != "" && st.ID == rs.Step}
+		if st.ID != "" && !seen[st.ID] {
+			seen[st.ID] = true
+			for _, a := range rs.Steps {
+				if a.Step == st.ID {
+					sv.Attempts = append(sv.Attempts, a)
+				}
+			}
+		}
+		d.Steps = append(d.Steps, sv)
+	}
+	for _, a := range rs.Steps {
+		if !seen[a.Step] {
+			d.Other = append(d.Other, a)
+		}
+	}
+	c.renderView(w, r, http.StatusOK, "run", view{Title: "Run " + id, Nav: "runs", Events: "/events?run=" + urlQueryEscape(id) + "&since=" + urlQueryEscape(since), Data: d})
+}
+
+// runContext is what the pending items of one run are shown with.
+type runContext struct {
+	rs        runtime.RunStatus
+	rec       store.Run
+	checked   checked
+	approvals []store.Approval
+	records   []audit.Record
+}
+
+// pendingView is one thing a run waits for, with what a person reads to
+// decide it.
+type pendingView struct {
+	Pending
+	CSRF string
+	// Back is where the decision form returns to.
+	Back string
+	// Purpose is the step's purpose in the run's document.
+	Purpose string
+	// Def is the called tool's embedded definition, as explain reads
+	// it; nil when the document embeds none.
+	Def *explain.Tool
+	// Approval is the stored approval (its bound digest, expiry); nil
+	// when it is not pending in the store.
+	Approval *store.Approval
+	// Requested is the approval.requested audit record's data: the
+	// embedded definition's digest, the digest the approval is bound to
+	// and what serves the tool; nil when the log has none.
+	Requested *runtime.ApprovalRequested
+	// BindMismatch is set when the stored approval is bound to another
+	// digest than the audit log recorded.
+	BindMismatch bool
+	// Prior are the run's step attempts before a gate, with their
+	// outputs: what its reviewer reads.
+	Prior []runtime.StepStatus
+}
+
+func (rc *runContext) pendingView(p Pending, csrf, back string) pendingView {
+	v := pendingView{Pending: p, CSRF: csrf, Back: back}
+	e := rc.checked.Explanation
+	for _, st := range e.Steps {
+		if st.ID != "" && st.ID == p.Step {
+			v.Purpose = st.Purpose
+			for _, t := range st.AllowedTools {
+				if p.Tool != "" && t.Name == p.Tool && t.Defined {
+					v.Def = &t
+					break
+				}
+			}
+			break
+		}
+	}
+	if p.Kind == "call" || p.Kind == "outcome_unknown" {
+		for i := range rc.approvals {
+			if rc.approvals[i].ID == p.ID {
+				v.Approval = &rc.approvals[i]
+				break
+			}
+		}
+		for _, rec := range rc.records {
+			if rec.Kind != string(runtime.KindApprovalRequested) {
+				continue
+			}
+			var ar runtime.ApprovalRequested
+			if json.Unmarshal(rec.Data, &ar) == nil && ar.Approval == p.ID {
+				v.Requested = &ar
+			}
+		}
+		if v.Approval != nil && v.Requested != nil && v.Requested.BindDigest != v.Approval.DefDigest {
+			v.BindMismatch = true
+		}
+	}
+	if p.Kind == "gate" {
+		for _, a := range rc.rs.Steps {
+			if a.Step != p.Step && (len(a.Output) > 0 || a.Error != "") {
+				v.Prior = append(v.Prior, a)
+			}
+		}
+	}
+	return v
+}
+
+// Approvals across runs.
+
+type approvalsData struct {
+	Items  []pendingView
+	Errors []string
+}
+
+func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	since := c.state(ctx, "")
+	pend, err := c.b.Pending(ctx, "")
+	if err != nil {
+		c.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	csrf := c.b.SessionCSRF(ctx)
+	var d approvalsData
+	runs := map[string]*runContext{}
+	for _, p := range pend {
+		rc, ok := runs[p.Run]
+		if !ok {
+			rc, err = c.runContext(ctx, p.Run)
+			if err != nil {
+				d.Errors = append(d.Errors, fmt.Sprintf("run %s: %v", p.Run, err))
+			}
+			runs[p.Run] = rc
+		}
+		if rc == nil {
+			continue
+		}
+		d.Items = append(d.Items, rc.pendingView(p, csrf, "/approvals"))
+	}
+	c.renderView(w, r, http.StatusOK, "approvals", view{Title: "Approvals", Nav: "approvals", Events: "/events?since=" + since, Data: d})
+}
+
+func (c *Console) runContext(ctx context.Context, id string) (*runContext, error) {
+	rs, err := c.b.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := c.b.RunRecord(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	au, err := c.b.Audit(ctx, id, false)
+	if err != nil {
+		return nil, err
+	}
+	apr, err := c.b.Approvals(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &runContext{rs: rs, rec: rec, checked: check("document of "+id, rec.Document), approvals: apr, records: au.Records}, nil
+}
+
+// decide records a verdict on a gate or approval; the form's decision
+// is "approve" or "deny".
+func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
+	run := r.PathValue("run")
+	var approve bool
+	switch r.PostFormValue("decision") {
+	case "approve":
+		approve = true
+	case "deny":
+	default:
+		c.errorPage(w, r, http.StatusBadRequest, `the form's decision must be "approve" or "deny"`)
+		return
+	}
+	id := r.PostFormValue("id")
+	if id == "" {
+		c.errorPage(w, r, http.StatusBadRequest, "the form names no gate or approval (field id)")
+		return
+	}
+	v := runtime.Verdict{Approve: approve, Reason: c.b.Redact(r.PostFormValue("reason")), By: c.by(r)}
+	if _, err := c.b.Decide(r.Context(), run, id, v); err != nil {
+		c.fail(w, r, http.StatusConflict, err)
+		return
+	}
+	http.Redirect(w, r, localPath(r.PostFormValue("back"), "/runs/"+run), http.StatusSeeOther)
+}
+
+// by is who the form says decides, "console" when it says nothing.
+func (c *Console) by(r *http.Request) string {
+	if by := strings.TrimSpace(r.PostFormValue("by")); by != "" {
+		return c.b.Redact(by)
+	}
+	return "console"
+}
+
+func (c *Console) cancel(w http.ResponseWriter, r *http.Request) {
+	run := r.PathValue("run")
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	if reason == "" {
+		reason = "cancelled in the console"
+	}
+	if err := c.b.CancelRun(r.Context(), run, c.by(r), c.b.Redact(reason)); err != nil {
+		c.fail(w, r, http.StatusConflict, err)
+		return
+	}
+	http.Redirect(w, r, "/runs/"+run, http.StatusSeeOther)
+}
+
+func (c *Console) resume(w http.ResponseWriter, r *http.Request) {
+	run := r.PathValue("run")
+	ds, err := c.b.ResumeRun(r.Context(), run)
+	if err != nil {
+		msg := err.Error()
+		for _, d := range ds {
+			if d.Severity == diag.Error {
+				msg += "\n" + diagLine(d)
+			}
+		}
+		c.fail(w, r, http.StatusConflict, errors.New(msg))
+		return
+	}
+	http.Redirect(w, r, "/runs/"+run, http.StatusSeeOther)
+}
+
+func diagLine(d diag.Diagnostic) string {
+	at := d.File
+	if p := position(d); p != "" {
+		at += ":" + p
+	}
+	return fmt.Sprintf("%s: %s: %s [%s]", at, d.Severity, d.Message, d.Rule)
+}
+
+// Audit.
+
+type auditData struct {
+	Run      string
+	Records  []audit.Record
+	Verified *bool
+	Problems []Problem
+}
+
+func (c *Console) auditPage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("run")
+	verify := r.URL.Query().Get("verify") != ""
+	au, err := c.b.Audit(r.Context(), id, verify)
+	if err != nil {
+		c.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	c.renderView(w, r, http.StatusOK, "audit", view{Title: "Audit of " + id, Nav: "runs",
+		Data: auditData{Run: id, Records: au.Records, Verified: au.Verified, Problems: au.Problems}})
+}
+
+// Playbooks.
+
+type playbooksData struct {
+	Name string
+	// Document and Input are shown again in the form, redacted and with
+	// unsafe characters escaped as \uXXXX: inside a JSON string (the
+	// only place a valid document can hold them) that is the same
+	// value, so sending the form again sends the same document.
+	Document string
+	Input    string
+	// Checked is set once a document was checked or a run of it refused.
+	Checked     bool
+	Diagnostics []diag.Diagnostic
+	Counts      [3]int // errors, warnings, infos
+	Explain     string // explain's text
+	Graph       template.HTML
+	// Error says why a run was not started.
+	Error string
+}
+
+func (c *Console) playbooksPage(w http.ResponseWriter, r *http.Request) {
+	c.renderView(w, r, http.StatusOK, "playbooks", view{Title: "Playbooks", Nav: "playbooks", Data: playbooksData{Input: "{}"}})
+}
+
+// playbooksPost checks a document (action "check") or starts a run of it
+// (action "run"). The document is the uploaded file (field "file") when
+// one was chosen, else the text of field "document".
+func (c *Console) playbooksPost(w http.ResponseWriter, r *http.Request) {
+	// A browser sends a textarea's line breaks as CR LF (HTML, "form
+	// submission"); the text had LF.
+	crlf := strings.NewReplacer("\r\n", "\n")
+	d := playbooksData{Name: "document.json", Document: crlf.Replace(r.PostFormValue("document")), Input: crlf.Replace(r.PostFormValue("input"))}
+	if f, fh, err := r.FormFile("file"); err == nil {
+		b, err := io.ReadAll(io.LimitReader(f, MaxDocumentBody))
+		f.Close()
+		if err != nil {
+			c.errorPage(w, r, http.StatusBadRequest, "reading the uploaded file: "+err.Error())
+			return
+		}
+		if len(b) > 0 || d.Document == "" {
+			d.Document = string(b)
+			if n := path.Base(strings.ReplaceAll(fh.Filename, `\`, "/")); n != "." && n != "/" && n != "" {
+				d.Name = n
+			}
+		}
+	}
+	src := []byte(d.Document)
+	// Shown again as text to edit: a CR left (whitespace between JSON
+	// tokens; not allowed raw in a string) is a line break there.
+	d.Document = strings.ReplaceAll(d.Document, "\r", "\n")
+	action := r.PostFormValue("action")
+	status := http.StatusOK
+	switch action {
+	case "check":
+	case "run":
+		var input jsontext.Value
+		if s := strings.TrimSpace(d.Input); s != "" {
+			input = jsontext.Value(s)
+			if !input.IsValid() {
+				d.Error = "the input is not valid JSON (RFC 8259); give a JSON value, such as {} or {\"customerId\": \"cus_ada\"}"
+				status = http.StatusBadRequest
+				break
+			}
+		}
+		id, ds, err := c.b.CreateRun(r.Context(), d.Name, src, input)
+		if err == nil {
+			http.Redirect(w, r, "/runs/"+id, http.StatusSeeOther)
+			return
+		}
+		d.Error = "no run was started: " + err.Error()
+		status = http.StatusUnprocessableEntity
+		if len(ds) > 0 {
+			d.Diagnostics = ds
+		}
+	default:
+		c.errorPage(w, r, http.StatusBadRequest, `the form's action must be "check" or "run"`)
+		return
+	}
+	ch := check(d.Name, src)
+	if d.Diagnostics == nil {
+		d.Diagnostics = ch.Diagnostics
+	}
+	d.Checked = true
+	for _, dg := range d.Diagnostics {
+		switch dg.Severity {
+		case diag.Error:
+			d.Counts[0]++
+		case diag.Warning:
+			d.Counts[1]++
+		default:
+			d.Counts[2]++
+		}
+	}
+	var buf bytes.Buffer
+	if err := explain.Render(&buf, ch.Explanation, "text"); err == nil {
+		d.Explain = buf.String()
+	}
+	d.Graph = graph(ch.Explanation)
+	c.renderView(w, r, status, "playbooks", view{Title: "Playbooks", Nav: "playbooks", Data: d})
+}
