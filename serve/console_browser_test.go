@@ -126,7 +126,7 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Fatalf("create: %v %v", err, ds)
 	}
 	r.waitStatus(run, "waiting", "agent")
-	tok, err := r.srv.IssueAgentToken(ctx, run, "tester")
+	tok, err := r.srv.IssueAgentToken(ctx, run, "", "tester")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,17 +100,6 @@ func newConsoleRig(t *testing.T, stripeURL string) *rig {
 	return newRig(t, "connections:\n  stripe:\n    authKind: api_token\n    secrets: {apiKey: STRIPE_API_KEY}\n    baseURL: "+stripeURL+"\n")
 }
 
-// refunds counts the requests that reached Stripe to create a refund.
-func refunds(rec *stripemock.Recorder) int {
-	n := 0
-	for _, q := range rec.Requests() {
-		if q.Method == http.MethodPost && q.Path == "/v1/refunds" {
-			n++
-		}
-	}
-	return n
-}
-
 // TestConsoleApprovals runs the tests of call approvals in the console
 // over one stripe-mock, each behind its own recorder.
 func TestConsoleApprovals(t *testing.T) {
@@ -267,7 +256,7 @@ func waitingRefund(t *testing.T, r *rig, args map[string]any) (string, *agent) {
 		t.Fatalf("create: %v %v", err, ds)
 	}
 	r.waitStatus(run, "waiting", "agent")
-	tok, err := r.srv.IssueAgentToken(ctx, run, "tester")
+	tok, err := r.srv.IssueAgentToken(ctx, run, "", "tester")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,7 +539,7 @@ func TestConsoleGate(t *testing.T) {
 		t.Fatalf("create: %v %v", err, ds)
 	}
 	r.waitStatus(run, "waiting", "agent")
-	tok, err := r.srv.IssueAgentToken(ctx, run, "tester")
+	tok, err := r.srv.IssueAgentToken(ctx, run, "", "tester")
 	if err != nil {
 		t.Fatal(err)
 	}

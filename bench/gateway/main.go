@@ -504,7 +504,7 @@ func inprocGateway(ctx context.Context, harness, doc string, runs int) (*gateway
 			g.stop()
 			return nil, fmt.Errorf("creating a run: %v %v", err, ds)
 		}
-		tok, err := srv.IssueAgentToken(ctx, id, "bench")
+		tok, err := srv.IssueAgentToken(ctx, id, "", "bench")
 		if err != nil {
 			g.stop()
 			return nil, err
