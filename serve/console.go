@@ -17,20 +17,7 @@ import (
 // Paths the API and MCP handlers register are more specific and stay
 // theirs.
 func (s *Server) consoleRoutes() {
-	s.mux.Handle("/", console.New(consoleBackend{s: s, redact: allSecrets(s)}))
-}
-
-// allSecrets returns a redactor of every secret the harness names (its
-// connections', agents' and servers' secrets and the operator token).
-// The server's own resolver redacts only the values it has looked up,
-// and a run's secrets are looked up by the run's host, not by it.
-func allSecrets(s *Server) func(string) string {
-	h := s.opt.Harness.H
-	sec := h.SecretResolver()
-	for _, name := range append(h.SecretNames(), h.Serve.OperatorTokenSecret) {
-		_, _, _ = sec.Lookup(name)
-	}
-	return func(v string) string { return sec.Redact(s.redact(v)) }
+	s.mux.Handle("/", console.New(consoleBackend{s: s, redact: s.redact}))
 }
 
 // consoleBackend is the server as the console sees it: the service
@@ -55,7 +42,8 @@ func (b consoleBackend) Logout(r *http.Request) *http.Cookie { return b.s.Logout
 func (b consoleBackend) SessionCSRF(ctx context.Context) string {
 	return SessionCSRF(ctx)
 }
-func (b consoleBackend) Redact(s string) string { return b.redact(s) }
+func (b consoleBackend) Redact(s string) string   { return b.redact(s) }
+func (b consoleBackend) Closing() <-chan struct{} { return b.s.runner.ctx.Done() }
 
 func (b consoleBackend) Runs(ctx context.Context) ([]runtime.RunStatus, error) { return b.s.Runs(ctx) }
 func (b consoleBackend) Run(ctx context.Context, run string) (runtime.RunStatus, error) {

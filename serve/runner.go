@@ -12,7 +12,9 @@ import (
 
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/driver/external"
+	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/launch"
+	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
 )
@@ -24,6 +26,7 @@ import (
 // Steps bound to driver "mcp" are served by the Runner's Exchange.
 type Runner struct {
 	h      *launch.Harness
+	sec    *harness.Secrets // the server's resolver: redacts every secret looked up
 	st     *store.Store
 	x      *external.Exchange
 	events *Broker
@@ -125,8 +128,15 @@ func (r *Runner) Kick(runID string) {
 		}
 	}
 	if _, err := r.Resume(r.ctx, runID); err != nil && !errors.Is(err, ErrExecuting) {
-		r.events.Publish(runID, Event{Type: "progress", Text: "resume: " + r.h.H.SecretResolver().Redact(err.Error())})
+		r.events.Publish(runID, Event{Type: "progress", Text: "resume: " + r.redact(err.Error())})
 	}
+}
+
+func (r *Runner) redact(s string) string {
+	if r.sec == nil {
+		return s
+	}
+	return r.sec.Redact(s)
 }
 
 // Executing reports whether the run is executing in this process.
@@ -158,9 +168,17 @@ func (r *Runner) Close() {
 }
 
 func (r *Runner) openWith(ctx context.Context, name string, src []byte, progress io.Writer) (*launch.Opened, []diag.Diagnostic, error) {
-	return launch.Open(ctx, r.h, launch.Options{
+	o, ds, err := launch.Open(ctx, r.h, launch.Options{
 		Name: name, Src: src, Store: r.st, External: r.x.Driver(), Progress: progress,
 	})
+	if o != nil && r.sec != nil && o.Doc.Requires != nil {
+		// The server redacts what the run's secrets could reach it
+		// through (an error, a reason typed by a person) too.
+		for _, sc := range o.Doc.Requires.Secrets {
+			_, _, _ = r.sec.Lookup(playbook.Str(sc.Name))
+		}
+	}
+	return o, ds, err
 }
 
 // start runs o's run in a goroutine; false when it already executes.

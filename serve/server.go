@@ -118,7 +118,14 @@ func New(opt Options) (*Server, error) {
 		return nil, fmt.Errorf("serve: BaseURL %q is not an http or https URL", opt.BaseURL)
 	}
 	h := opt.Harness.H
+	// One resolver for the server, which has looked up every secret the
+	// harness names (and, as runs open, those their documents require):
+	// its Redact removes all of them from what the server records or
+	// shows (an error, a reason a person typed, a page).
 	sec := h.SecretResolver()
+	for _, name := range h.SecretNames() {
+		_, _, _ = sec.Lookup(name)
+	}
 	name := h.Serve.OperatorTokenSecret
 	var tok string
 	if opt.AgentsOnly {
@@ -139,6 +146,7 @@ func New(opt Options) (*Server, error) {
 		sessions: map[string]*consoleSession{},
 	}
 	s.runner = NewRunner(opt.Harness, opt.Store, s.x, s.events)
+	s.runner.sec = sec
 	s.gateway = newGateway(s)
 	s.mux = http.NewServeMux()
 	s.routes()
@@ -175,7 +183,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer a browser sends
+	// "Origin: null" with a form POST, which the Origin check refuses.
+	w.Header().Set("Referrer-Policy", "same-origin")
 	s.mux.ServeHTTP(w, r)
 }
 

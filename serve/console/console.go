@@ -63,6 +63,8 @@ type Backend interface {
 	SessionCSRF(ctx context.Context) string
 	// Redact replaces every secret value of the harness in s.
 	Redact(s string) string
+	// Closing is closed when the server is closing: event streams end.
+	Closing() <-chan struct{}
 
 	// Runs lists every run, newest first.
 	Runs(ctx context.Context) ([]runtime.RunStatus, error)
