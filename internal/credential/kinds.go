@@ -123,7 +123,9 @@ var kinds = []kind{
 	// GitLab token prefixes (glpat-, gldt-, glrt-, glptt-, glft-, glsoat-,
 	// glcbt-, glimt-, gloas-, glagent-, glffct-, glwt- ...) and runner
 	// registration tokens (GR1348941):
-	// https://docs.gitlab.com/security/tokens/#token-prefixes
+	// https://docs.gitlab.com/security/tokens/#token-prefixes (and
+	// https://docs.gitlab.com/development/secure_coding_guidelines/#token-prefixes);
+	// newer tokens are routable, with '.'-separated parts after the prefix.
 	prefixed(GitLabToken, "a GitLab token", []string{"glpat-", "gldt-", "glrt-", "glrtr-", "glptt-", "glft-", "glsoat-", "glcbt-", "glimt-", "gloas-", "glagent-", "glffct-", "glwt-"},
 		`gl(?:pat|dt|rtr|rt|ptt|ft|soat|cbt|imt|oas|agent|ffct|wt)-`, `[0-9A-Za-z_.-]{20,}`),
 	prefixed(GitLabToken, "a GitLab token", []string{"GR1348941"}, `GR1348941`, `[0-9A-Za-z_-]{20,}`),
@@ -199,8 +201,9 @@ var kinds = []kind{
 	prefixed(PlaidAccessToken, "a Plaid access token", []string{"access-"}, `access-(?:sandbox|development|production)-`, uuid),
 
 	// Shopify: shpat_ (Admin API), shpca_ (custom app), shppa_ (private
-	// app), shpss_ (shared secret), each + 32 hexadecimal digits:
-	// https://shopify.dev/docs/apps/build/authentication-authorization/access-tokens
+	// app), shpss_ (app secret), each + 32 hexadecimal digits:
+	// https://shopify.dev/changelog/length-of-the-shopify-access-token-is-increasing,
+	// https://shopify.dev/changelog/app-secret-key-length-has-increased
 	prefixed(ShopifyToken, "a Shopify token", []string{"shpat_", "shpca_", "shppa_", "shpss_"}, `shp(?:at|ca|pa|ss)_`, `[0-9a-fA-F]{32}`),
 
 	// Ramp: OAuth access tokens ramp_tok_ and client secrets ramp_sec_

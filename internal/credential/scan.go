@@ -95,34 +95,37 @@ func scanLits(s string) (set kindSet) {
 }
 
 // mayHoldPassword reports whether s may hold a password assignment: an
-// '=' or ':', and "passw" or "passphrase" in any ASCII case (password,
-// PASSWORD, passwd, passPhrase). It is the test a string with no
-// generated-looking run must pass before the [Password] kind is tried on
-// it, so it looks for single rare bytes ('=', ':', the 'w' of "passw",
-// the second 'p' of "passphrase") with the vectorised [strings.IndexByte], and checks
-// the word around each one found.
+// '=' or ':' right after "password", "passwd" or "passphrase" in any ASCII
+// case (an optional quote and blanks between), as the [Password] kind's
+// pattern wants. It is the test a string with no generated-looking run
+// must pass before that kind is tried on it, so it finds the rare '=' and
+// ':' with the vectorised [strings.IndexByte] and looks back from each.
 func mayHoldPassword(s string) bool {
-	if strings.IndexByte(s, '=') < 0 && strings.IndexByte(s, ':') < 0 {
-		return false
-	}
-	return wordAround(s, "passw", 4) || wordAround(s, "passphrase", 4)
+	return passwordBefore(s, '=') || passwordBefore(s, ':')
 }
 
-// wordAround reports whether s holds word (in lower case) in any ASCII
-// case, searching for its byte at index at, in lower and upper case.
-func wordAround(s, word string, at int) bool {
-	c := word[at]
-	for _, b := range [2]byte{c, c - 'a' + 'A'} {
-		for i := at; i < len(s); {
-			j := strings.IndexByte(s[i:], b)
-			if j < 0 {
-				break
-			}
-			i += j
-			if start := i - at; start+len(word) <= len(s) && strings.EqualFold(s[start:start+len(word)], word) {
+// passwordBefore reports whether an op byte of s follows a password's name.
+func passwordBefore(s string, op byte) bool {
+	for i := 0; i < len(s); i++ {
+		j := strings.IndexByte(s[i:], op)
+		if j < 0 {
+			return false
+		}
+		i += j
+		k := i
+		for k > 0 && (s[k-1] == ' ' || s[k-1] == '\t') {
+			k--
+		}
+		if k > 0 && (s[k-1] == '"' || s[k-1] == '\'') {
+			k--
+		}
+		if k == 0 || lowerByte[s[k-1]] != 'd' && lowerByte[s[k-1]] != 'e' {
+			continue // the last letter of each name below
+		}
+		for _, w := range [...]string{"password", "passwd", "passphrase"} {
+			if k >= len(w) && strings.EqualFold(s[k-len(w):k], w) {
 				return true
 			}
-			i++
 		}
 	}
 	return false
