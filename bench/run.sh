@@ -31,6 +31,8 @@ bench ./drift '^BenchmarkCompare5000$'
 bench ./runtime '^BenchmarkDecide'
 bench ./runtime '^BenchmarkAuditedCallPath$'
 bench ./store '^BenchmarkAuditedCall$'
+bench ./validate '^BenchmarkCredential$'
+bench ./internal/credential '^Benchmark(FindProse|FindCorpus|RedactMessage|RedactPointer)$'
 if [ -z "$only" ]; then
 	echo "## bench/peakmem.sh $count"
 	bench/peakmem.sh "$count" || failed="$failed peakmem"

@@ -12,7 +12,8 @@ import (
 
 // fakeSecrets are fake credentials of every kind, from [credtest].
 var fakeSecrets = []string{credtest.StripeLive, credtest.StripeTest, credtest.StripeRK, credtest.Webhook, credtest.GitHubPAT, credtest.GitHubOAuth,
-	credtest.GitHubApp, credtest.GitHubFine, credtest.Slack, credtest.AWS, credtest.OpenAI, credtest.Anthropic, credtest.BearerHeader, credtest.PEM, credtest.URLPass, credtest.URLToken}
+	credtest.GitHubApp, credtest.GitHubFine, credtest.Slack, credtest.AWS, credtest.OpenAI, credtest.Anthropic, credtest.BearerHeader, credtest.PEM, credtest.URLPass, credtest.URLToken,
+	credtest.GitLab, credtest.GoogleAPIKey, credtest.SlackHook, credtest.Shopify, credtest.SendGrid, credtest.Vault, credtest.PuTTY}
 
 // TestCredentialNeverEchoed validates documents holding each fake
 // credential in a string value, in a member name and inside an

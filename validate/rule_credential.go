@@ -16,7 +16,10 @@ import (
 // member names and string values alike, that looks like a credential is an
 // error naming where it is, without echoing the value".
 //
-// The kinds recognised are those of package internal/credential. The
+// The kinds recognised are those of package internal/credential; a
+// string value is also reported for the name of the member holding it
+// ([credential.FindAssigned]: a generated-looking value of "api_key",
+// "token" or "client_secret", a password of "password"). The
 // message names the kind, and the diagnostic's pointer names the place; no
 // part of the value is ever shown: a pointer that passes through a member
 // named like a credential is redacted by [playbook.Document.At], as every
@@ -25,7 +28,7 @@ type ruleCredential struct{}
 
 func (ruleCredential) Name() string { return "credential" }
 func (ruleCredential) Description() string {
-	return "the document holds no credential (API keys, tokens, bearer headers, private keys, URLs with passwords)"
+	return "the document holds no credential (API keys, tokens, bearer headers, private keys, URLs with passwords, passwords and secrets assigned to names that say so)"
 }
 
 // credentialFix is the advice every credential message ends with.
@@ -52,6 +55,14 @@ func credentialWalk(c *Context, n *syntax.Node) {
 				if kind, ok := credential.Find(m.Name); ok {
 					c.diags = append(c.diags, c.Doc.At(m.NameOffset, m.Value.Pointer(), diag.Error, c.rule,
 						"a member name looks like %s; %s", credential.Describe(kind), credentialFix))
+				}
+			}
+			if v := m.Value; v.Kind == syntax.String && len(v.Text) >= minCredentialLen {
+				if kind, ok := credential.FindAssigned(m.Name, v.Text); ok {
+					if _, found := credential.Find(v.Text); !found {
+						c.diags = append(c.diags, c.Doc.At(v.Offset, v.Pointer(), diag.Error, c.rule,
+							"%s looks like %s; %s", credentialSubject(v), credential.Describe(kind), credentialFix))
+					}
 				}
 			}
 			credentialWalk(c, m.Value)

@@ -38,24 +38,6 @@ const MinLen = 8
 // (see [randomRun]).
 const minTokenRun = 10
 
-// Kinds, as [Find] and [Span] name them and [Redact] writes them.
-const (
-	StripeSecretKey      = "Stripe secret key"
-	StripeRestrictedKey  = "Stripe restricted key"
-	StripeWebhookSecret  = "Stripe webhook signing secret"
-	GitHubToken          = "GitHub token"
-	GitHubFineGrainedPAT = "GitHub fine-grained personal access token"
-	SlackToken           = "Slack token"
-	AWSAccessKeyID       = "AWS access key id"
-	AnthropicAPIKey      = "Anthropic API key"
-	OpenAIAPIKey         = "OpenAI API key"
-	PEMPrivateKey        = "PEM private key block"
-	BearerToken          = "bearer token"
-	JSONWebToken         = "JSON Web Token"
-	BasicCredentials     = "HTTP Basic credentials"
-	URLWithCredentials   = "URL with credentials"
-)
-
 const (
 	// urlWhat names [URLWithCredentials] in messages.
 	urlWhat = "a URL with credentials in its user info"
@@ -87,126 +69,35 @@ type kind struct {
 	name string
 	// what names the kind in messages ("a Stripe secret key").
 	what string
-	// trigger is a cheap test run before the pattern: most strings fail
-	// it, so the pattern runs on few of them.
+	// lits and foldLits are literal strings (foldLits in lower case, found
+	// in any ASCII case), one of which every match holds: one pass over a
+	// string finds which kinds may match it (see [scanLits]), so the
+	// patterns run on few strings. A kind with neither relies on trigger.
+	lits, foldLits []string
+	// trigger, when not nil, is a further cheap test run before the
+	// pattern.
 	trigger func(s string) bool
+	// anyString: the kind is tried on strings holding no run that looks
+	// generated (see [randomRun]) too.
+	anyString bool
 	// re matches a candidate; token, when >= 0, is the index of the
-	// subgroup holding the random part, which must pass [randomRun].
+	// subgroup holding the random part, which must pass [randomRun] and
+	// not look like a placeholder ([placeholder]).
 	re    *regexp.Regexp
 	token int
 	// cred is the index of the subgroup that is the credential: 0 for the
 	// whole match, 1 for a pattern starting with [keyStart] or for a
 	// header value without its word ("Bearer").
 	cred int
-	// valid, when not nil, is a last test of the credential.
-	valid func(cred string) bool
-}
-
-// kinds are tried in order: where two match the same text ("sk-ant-..."
-// is also an OpenAI-shaped key), the first names it.
-var kinds = []kind{
-	{
-		name:    StripeSecretKey,
-		what:    "a Stripe secret key",
-		trigger: func(s string) bool { return strings.Contains(s, "sk_live_") || strings.Contains(s, "sk_test_") },
-		re:      regexp.MustCompile(keyStart + `(sk_(?:live|test)_([0-9A-Za-z]{10,}))`),
-		token:   2,
-		cred:    1,
-	},
-	{
-		name:    StripeRestrictedKey,
-		what:    "a Stripe restricted key",
-		trigger: func(s string) bool { return strings.Contains(s, "rk_live_") || strings.Contains(s, "rk_test_") },
-		re:      regexp.MustCompile(keyStart + `(rk_(?:live|test)_([0-9A-Za-z]{10,}))`),
-		token:   2,
-		cred:    1,
-	},
-	{
-		name:    StripeWebhookSecret,
-		what:    "a Stripe webhook signing secret",
-		trigger: func(s string) bool { return strings.Contains(s, "whsec_") },
-		re:      regexp.MustCompile(keyStart + `(whsec_([0-9A-Za-z]{20,}))`),
-		token:   2,
-		cred:    1,
-	},
-	{
-		name:    GitHubToken,
-		what:    "a GitHub token",
-		trigger: func(s string) bool { return strings.Contains(s, "gh") },
-		re:      regexp.MustCompile(keyStart + `(gh[pousr]_([0-9A-Za-z]{20,}))`),
-		token:   2,
-		cred:    1,
-	},
-	{
-		name:    GitHubFineGrainedPAT,
-		what:    "a GitHub fine-grained personal access token",
-		trigger: func(s string) bool { return strings.Contains(s, "github_pat_") },
-		re:      regexp.MustCompile(keyStart + `(github_pat_([0-9A-Za-z_]{22,}))`),
-		token:   2,
-		cred:    1,
-	},
-	{
-		name:    SlackToken,
-		what:    "a Slack token",
-		trigger: func(s string) bool { return strings.Contains(s, "xox") },
-		re:      regexp.MustCompile(keyStart + `(xox[abprs]-([0-9]+-[0-9A-Za-z-]{10,}))`),
-		token:   2,
-		cred:    1,
-	},
-	{
-		name:    AWSAccessKeyID,
-		what:    "an AWS access key id",
-		trigger: func(s string) bool { return strings.Contains(s, "AKIA") || strings.Contains(s, "ASIA") },
-		re:      regexp.MustCompile(keyStart + `((?:AKIA|ASIA)([0-9A-Z]{16}))\b`),
-		token:   2,
-		cred:    1,
-	},
-	{
-		name:    AnthropicAPIKey,
-		what:    "an Anthropic API key",
-		trigger: func(s string) bool { return strings.Contains(s, "sk-ant-") },
-		re:      regexp.MustCompile(keyStart + `(sk-ant-[a-z]+[0-9]*-([0-9A-Za-z_-]{20,}))`),
-		token:   2,
-		cred:    1,
-	},
-	{
-		name:    OpenAIAPIKey,
-		what:    "an OpenAI API key",
-		trigger: func(s string) bool { return strings.Contains(s, "sk-") },
-		re:      regexp.MustCompile(keyStart + `(sk-(?:proj-|svcacct-|admin-)?([0-9A-Za-z_-]{20,}))`),
-		token:   2,
-		cred:    1,
-	},
-	{
-		name:    PEMPrivateKey,
-		what:    "a PEM private key block",
-		trigger: func(s string) bool { return strings.Contains(s, "PRIVATE KEY-----") },
-		// The header alone (as in "paste the block that starts with
-		// -----BEGIN PRIVATE KEY-----") is not a key; it must be followed
-		// by key material.
-		re:    regexp.MustCompile(`-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----[\s\S]*?[A-Za-z0-9+/=]{24,}`),
-		token: -1,
-	},
-	{
-		name:    BearerToken,
-		what:    "a bearer token (an Authorization header value)",
-		trigger: containsBearer,
-		re:      regexp.MustCompile(`\b(?i:bearer)(?:[ \t]|\\+t)+([A-Za-z0-9._~+/-]{16,}=*)`),
-		token:   1,
-		cred:    1,
-	},
-	{
-		// header.payload.signature, each base64url; the header is a JSON
-		// object naming its "alg", so it always starts with "eyJ" ('{"').
-		// After the bearer token, so that "Bearer eyJ..." is named that.
-		name:    JSONWebToken,
-		what:    "a JSON Web Token (JWT)",
-		trigger: func(s string) bool { return strings.Contains(s, "eyJ") },
-		re:      regexp.MustCompile(keyStart + `(eyJ[0-9A-Za-z_-]+\.[0-9A-Za-z_-]+\.[0-9A-Za-z_-]*)`),
-		token:   -1,
-		cred:    1,
-		valid:   jwtHeader,
-	},
+	// valid, when not nil, is a last test of the credential s[start:end].
+	valid func(s string, start, end int) bool
+	// extend, when not nil, takes the end of a match and returns where
+	// the credential ends (a key block runs on past what the pattern
+	// matched), or -1 when the match is no credential after all; cache
+	// carries what it found from one match of a string to the next (-1
+	// before the first), so that all the calls for one string are linear
+	// together.
+	extend func(s string, end, cache int) (newEnd, newCache int)
 }
 
 // basic is HTTP Basic credentials: "Basic " and the base64 of
@@ -220,7 +111,7 @@ var basic = kind{
 	re:      regexp.MustCompile(`\b(?i:basic)(?:[ \t]|\\+t)+([A-Za-z0-9+/]{8,}={0,2})`),
 	token:   -1,
 	cred:    1,
-	valid:   basicUserPass,
+	valid:   func(s string, start, end int) bool { return basicUserPass(s[start:end]) },
 }
 
 // Find reports whether s holds a credential, and names its kind (one of
@@ -228,19 +119,22 @@ var basic = kind{
 // it names one. It never returns any part of s.
 //
 // It is built to be fast on ordinary strings, which hold no credential:
-// every kind but URL user info and HTTP Basic credentials needs a run of
-// letters and digits that looks generated, and one pass over the bytes
-// finds whether there is one; only then are the kinds' triggers and
-// patterns tried. URL user info needs an '@', and HTTP Basic credentials
-// the word "Basic" (see [mayHoldBasic]).
+// every kind but passwords, URL user info and HTTP Basic credentials
+// needs a run of letters and digits that looks generated, and one pass
+// over the bytes finds whether there is one; only then does a second pass
+// find which kinds' literals the string holds ([scanLits]), and only
+// those kinds' patterns run. A password needs the word "passw" or
+// "passphrase", URL user info an '@', and HTTP Basic credentials the word
+// "Basic" (see [mayHoldBasic]).
 func Find(s string) (kind string, ok bool) {
 	if len(s) < MinLen {
 		return "", false
 	}
 	random := randomRun(s)
-	if random {
+	if random || mayHoldPassword(s) {
+		lits := scanLits(s)
 		for i := range kinds {
-			if k := &kinds[i]; k.trigger(s) && k.any(s) {
+			if k := &kinds[i]; (random || k.anyString) && k.eligible(s, &lits, i) && k.any(s) {
 				return k.name, true
 			}
 		}
@@ -260,7 +154,8 @@ func Find(s string) (kind string, ok bool) {
 // article ("a Stripe secret key", "a URL with credentials in its user
 // info"). An unknown kind is "a credential".
 func Describe(kind string) string {
-	for i := range kinds {
+	for i := range kinds { // the first of several entries of one name
+
 		if kinds[i].name == kind {
 			return kinds[i].what
 		}
@@ -309,17 +204,14 @@ func matches(s string) []match {
 	}
 	var ms []match
 	random := randomRun(s)
-	if random {
+	if random || mayHoldPassword(s) {
+		lits := scanLits(s)
 		for i := range kinds {
 			k := &kinds[i]
-			if !k.trigger(s) {
+			if !(random || k.anyString) || !k.eligible(s, &lits, i) {
 				continue
 			}
-			endAt := -1 // see pemBlockEnd
 			k.each(s, func(start, end int) bool {
-				if k.name == PEMPrivateKey {
-					end, endAt = pemBlockEnd(s, end, endAt)
-				}
 				ms = append(ms, match{Span{start, end, k.name}, i})
 				return true
 			})
@@ -344,20 +236,39 @@ func matches(s string) []match {
 
 // each calls f with where each credential of kind k in s is, s[start:end],
 // in order, until f returns false: each match of the pattern whose token
-// looks generated and that passes the kind's last test.
+// looks generated and is no placeholder, and that passes the kind's last
+// test, extended to the end of the credential.
 func (k *kind) each(s string, f func(start, end int) bool) {
+	cache := -1
 	for _, m := range k.re.FindAllStringSubmatchIndex(s, -1) {
-		if k.token >= 0 && !randomRun(s[m[2*k.token]:m[2*k.token+1]]) {
-			continue
+		if k.token >= 0 {
+			if tok := s[m[2*k.token]:m[2*k.token+1]]; !randomRun(tok) || placeholder(tok) {
+				continue
+			}
 		}
 		start, end := m[2*k.cred], m[2*k.cred+1]
-		if k.valid != nil && !k.valid(s[start:end]) {
+		if k.valid != nil && !k.valid(s, start, end) {
 			continue
+		}
+		if k.extend != nil {
+			if end, cache = k.extend(s, end, cache); end < 0 {
+				continue
+			}
 		}
 		if !f(start, end) {
 			return
 		}
 	}
+}
+
+// eligible reports whether the pattern of k, kinds[i], is worth running on
+// s: s holds one of its literals (lits, from [scanLits]), and passes its
+// trigger.
+func (k *kind) eligible(s string, lits *kindSet, i int) bool {
+	if (len(k.lits) > 0 || len(k.foldLits) > 0) && !lits.has(i) {
+		return false
+	}
+	return k.trigger == nil || k.trigger(s)
 }
 
 // any reports whether s holds a credential of kind k.

@@ -35,6 +35,13 @@ var fakes = []struct{ secret, kind string }{
 	{credtest.Basic, BasicCredentials},
 	{credtest.BasicShort, BasicCredentials},
 	{credtest.JWT, JSONWebToken},
+	{credtest.GitLab, GitLabToken},
+	{credtest.GoogleAPIKey, GoogleAPIKey},
+	{credtest.SlackHook, SlackWebhookURL},
+	{credtest.Shopify, ShopifyToken},
+	{credtest.SendGrid, SendGridAPIKey},
+	{credtest.Vault, VaultToken},
+	{credtest.PuTTY, PuTTYPrivateKey},
 }
 
 func TestFind(t *testing.T) {
@@ -44,7 +51,7 @@ func TestFind(t *testing.T) {
 	}{
 		{"key=" + credtest.StripeTest, StripeSecretKey},
 		{"token " + credtest.GitHubOAuth, GitHubToken},
-		{"authorization: BEARER " + "AbCdEf0123456789xyzXYZ", BearerToken},
+		{"authorization: BEARER " + "eemYiBpuF9MyqQW8X3sYrT", BearerToken},
 		{"PEM without its END line: -----BEGIN " + "PRIVATE KEY-----\n" + credtest.PEMBody, PEMPrivateKey},
 
 		// Prose and placeholders are not credentials.
@@ -79,7 +86,7 @@ func TestFind(t *testing.T) {
 		{"x_sk_live_XXXXXXXXXXXXXXXX", ""},
 		// HTTP Basic credentials decode to text with a ':'.
 		{"Authorization: Basic " + "YWI6Y2Rl", BasicCredentials},
-		{`"Authorization: Bearer\t` + "AbCdEf0123456789xyzXYZ" + `"`, BearerToken}, // a tab, quoted
+		{`"Authorization: Bearer\t` + "eemYiBpuF9MyqQW8X3sYrT" + `"`, BearerToken}, // a tab, quoted
 		{"Use HTTP Basic authentication over TLS.", ""},
 		{"Send Basic base64(user:pass) in the Authorization header.", ""},
 		{"Authorization: Basic <credentials>", ""},
@@ -94,6 +101,28 @@ func TestFind(t *testing.T) {
 		{"eyJhbGciOiJIUzI1NiJ9" + ".%%%.sig", ""},
 		{"additionalProperties", ""},
 		{"", ""},
+		// Placeholders: templates, masks, doc examples, dummy bodies.
+		{"api_key=${API_KEY}", ""},
+		{"PASSWORD=$DB_PASSWORD", ""},
+		{"secret: {{ secret }}", ""},
+		{"token: <token>", ""},
+		{"API_KEY=your-api-key-here", ""},
+		{"password=changeme", ""},
+		{"password: ********", ""},
+		{"password: [redacted]", ""},
+		{"AKIAIOSFODNN7" + "EXAMPLE", ""},
+		{"sk_" + "test_1234567890abcdefghij", ""},
+		{"sk_" + "test_abc123abc123abc123", ""},
+		{"ghp_" + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", ""},
+		{"sk_" + "live_dummyKey0123456789abcd", ""},
+		// Generic assignments.
+		{"api_key=" + "q7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0X", Secret},
+		{"password: " + "Tr0ub4dor&3x", Password},
+		{"password=process.env.DB_PASSWORD", ""},
+		{"password: Optional[str] = None", ""},
+		{"password_min_length=12", ""},
+		// A PuTTY header alone, as in prose, is no key.
+		{"A .ppk file starts with PuTTY-User-Key-File-3: ssh-ed25519 and then Private-Lines: 4", ""},
 	}
 	for _, f := range fakes {
 		tests = append(tests, struct{ s, want string }{f.secret, f.kind})
@@ -109,6 +138,45 @@ func TestFind(t *testing.T) {
 	}
 }
 
+func TestFindAssigned(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"api_key", "q7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0X", Secret},
+		{"apiKey", "q7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0X", Secret},
+		{"STRIPE_ACCESS_TOKEN", "q7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0X", Secret},
+		{"client-secret", "q7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0X", Secret},
+		{"credentials", "q7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0X", Secret},
+		{"db_password", "Tr0ub4dor&3x", Password},
+		{"Passphrase", "correct-Horse-7", Password},
+		{"apiKeySecret", "OPENAI_API_KEY", ""},
+		{"token", "The token is sent as a header.", ""},
+		{"token", "${secret:TOKEN}", ""},
+		{"password", "changeme", ""},
+		{"password", "hunter2hunter2", ""},
+		{"password", "DB_PASSWORD_V2", ""},
+		{"description", "q7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0X", ""},
+		{"token_type", "q7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0X", ""},
+		{"api_key", "short1", ""},
+	} {
+		got, ok := FindAssigned(tc.name, tc.value)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("FindAssigned(%q, %q) = %q, %v; want %q", tc.name, tc.value, got, ok, tc.want)
+		}
+	}
+}
+
+func TestPlaceholder(t *testing.T) {
+	for v, want := range map[string]bool{
+		"XXXXXXXXXXXXXXXX": true, "xxxxxxxx": true, "<token>": true, "${VAR}": true, "$VAR": true, "{{ secret }}": true,
+		"your-api-key-here": true, "changeme": true, "1234567890abcdef": true, "abc123abc123": true, "0000000000000000": true,
+		"AAAAAAAAAAAAAAAA": true, "exampleKey12345": true, "DUMMY0123456789x": true, "[redacted]": true, "****": true,
+		"q7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0X": false, "9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c": false, "Tr0ub4dor&3x": false,
+	} {
+		if got := placeholder(v); got != want {
+			t.Errorf("placeholder(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
 func TestDescribe(t *testing.T) {
 	for kind, want := range map[string]string{
 		StripeSecretKey:    "a Stripe secret key",
@@ -118,6 +186,8 @@ func TestDescribe(t *testing.T) {
 		URLWithCredentials: "a URL with credentials in its user info",
 		BasicCredentials:   "HTTP Basic credentials (an Authorization header value)",
 		JSONWebToken:       "a JSON Web Token (JWT)",
+		GitLabToken:        "a GitLab token",
+		AWSSecretAccessKey: "an AWS secret access key",
 		"no such kind":     "a credential",
 	} {
 		if got := Describe(kind); got != want {
@@ -184,7 +254,7 @@ func TestRedactForms(t *testing.T) {
 		// A replacement takes the word around it along, so that it does not
 		// give a token in the same word the boundary (\b) its pattern needs
 		// (a case found by FuzzRedact).
-		{"292C6912gh" + "s_0000000000000000000A gh" + "s_00010000292C69120000", "[redacted GitHub token] [redacted GitHub token]"},
+		{"292C6912gh" + "s_7Rk2Qx9Lm4Vb8Tz1Wd3A gh" + "s_7Rk2Qx9L292C6912m4Vb", "[redacted GitHub token] [redacted GitHub token]"},
 		{"no credential here at all", "no credential here at all"},
 		{"short", "short"},
 	} {
@@ -260,6 +330,15 @@ func TestLinear(t *testing.T) {
 		"asics":         strings.Repeat("asic", n/4),
 		"jwts":          strings.Repeat("eyJhbGciOiJIUzI1NiJ9.eyJ.eyJ.", n/30),
 		"jwt headers":   strings.Repeat("eyJ", n/3) + ".x.y",
+		"putty headers": strings.Repeat("PuTTY-User-Key-File-3: ssh-rsa\nA0b1C2d3E4f5G6h7I8j9\n", n/52),
+		"putty lines":   "PuTTY-User-Key-File-3: x " + strings.Repeat("Private-Lines: 1\nPrivate-MAC: A0b1C2d3E4f5G6h7I8j9K0\n", n/56),
+		"passwords":     strings.Repeat("password=Tr0ub4dor&3 passw ", n/27),
+		"assignments":   strings.Repeat("api_key: A0b1C2d3E4f5 token=", n/29),
+		"aws pairs":     strings.Repeat("AKIA"+"Z3MNQ7RT5XK2PL4W, ", n/22),
+		"sas":           "sv=2022 " + strings.Repeat("&sig=A0b1C2d3E4f5G6h7I8j9K0l1M2n3", n/34),
+		"service accts": "service_account " + strings.Repeat(`"private_key": "-----BEGIN A0b1C2d3E4f5`, n/40),
+		"etsy-shaped":   strings.Repeat("12345678.A0b1C2d3E4f5G6h7I8j9", n/29),
+		"literals":      strings.Repeat("sk_ghp_xoxb-AKIAeyJre0_1//s.hvs.SG.AC0 ", n/39),
 	}
 	for name, s := range inputs {
 		start := time.Now()

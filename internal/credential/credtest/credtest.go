@@ -15,7 +15,7 @@ var (
 	GitHubPAT    = "ghp_" + "R2d2C3p0BB8aLuKeSkYwAlKeR0123456789"
 	GitHubOAuth  = "gho_" + "16C7e42F292c6912E7710c838347Ae178B4a"
 	GitHubApp    = "ghs_" + "16C7e42F292c6912E7710c838347Ae178B4a"
-	GitHubFine   = "github_" + "pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGH"
+	GitHubFine   = "github_" + "pat_" + "11eRqhqWJYAXeRpzds3mOj_AqnJcXKV5NDk0MEgr0VrZz1FB6D06qgOFb8cHqbIiU4njKs4DjKg0FZmaqm"
 	Slack        = "xoxb-" + "2048123456-4096123456789-AbCdEfGhIjKlMnOpQrStUvWx"
 	AWS          = "AKIA" + "Z3MNQ7RT5XK2PL4W"
 	OpenAI       = "sk-" + "proj-" + "Qx7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0"
@@ -34,6 +34,14 @@ var (
 	// "Basic " and the base64 of "user:password", and of "ab:cdef".
 	Basic      = "Basic " + "dXNlcjpwYXNzd29yZA=="
 	BasicShort = "basic\t" + "YWI6Y2RlZg=="
+	// Kinds added with the corpus of testdata/credentials.
+	GitLab       = "glpat-" + "Qx7Lm2Vb9TzR4cWd8Kp3"
+	GoogleAPIKey = "AIza" + "SyQx7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0T"
+	SlackHook    = "https://hooks.slack.com/" + "services/TQ7LM2VB9/BZR4CWD8K/Qx7Lm2Vb9TzR4cWd8Kp3Hn6Y"
+	Shopify      = "shpat_" + "9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c"
+	SendGrid     = "SG." + "Qx7Lm2Vb9TzR4cWd8Kp3Hn" + "." + "Ys1Ga5Ef0T3bLkFJr8Wq2Zc5Xv1Nb7Mh4Gd9Sa6Pe0U"
+	Vault        = "hvs." + "CAESIQx7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0T3bLkFJr8Wq"
+	PuTTY        = "PuTTY-User-Key-File-3: " + "ssh-ed25519\nEncryption: none\nComment: ci\nPublic-Lines: 1\nQx7Lm2Vb9TzR4cWd8Kp3Hn6Ys1Ga5Ef0T3bLkFJr8Wq2Zc5Xv1Nb7Mh4G\nPrivate-Lines: 1\nYs1Ga5Ef0T3bLkFJr8Wq2Zc5Xv1Nb7Mh4Gd9Sa6Pe0UQx7Lm2Vb9\nPrivate-MAC: 4f1e9a3c7b2d8e6f0a5c"
 	// header {"alg":"HS256","typ":"JWT"}, payload {"sub":"1234567890"}.
 	JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" + "." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0" + "." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
 )
