@@ -9,6 +9,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/registry"
 	"github.com/openplaybook/openplaybook/validate"
 )
 
@@ -36,6 +37,7 @@ func leakyDocument() (src string, pieces []string) {
 	const template = `{
   "openplaybook": @,
   "manifest": {"id": @, "name": @, "version": @, "description": @, "requiredConnectors": [@]},
+  "inputSchema": {"type": "object", "properties": {"PROP": {"type": @, "format": @, "description": @}}, "required": ["PROP"]},
   "requires": {
     "connections": [{"provider": @, "authKind": @, "scopes": [@], "capabilities": [@]}],
     "mcpServers": [{"name": @, "toolNames": [@]}],
@@ -54,6 +56,7 @@ func leakyDocument() (src string, pieces []string) {
 	bare := map[string]string{
 		"STRIPE": fakeCredentials[0], "GITHUB": fakeCredentials[1], "URL": fakeCredentials[2],
 		"AWS": fakeCredentials[6], "SLACK": fakeCredentials[7], "BASIC": fakeCredentials[8], "JWT": fakeCredentials[9],
+		"PROP": fakeCredentials[5],
 	}
 	var b strings.Builder
 	n := 0
@@ -97,7 +100,13 @@ func TestNoFormatShowsCredentials(t *testing.T) {
 	doc, ds := playbook.Read("leaky.json", []byte(src), nil)
 	ds = append(ds, validate.Document(doc, nil)...)
 	diag.Sort(ds)
-	e := Build(doc, ds)
+	// A registry that has the tool, from a source whose name holds a
+	// credential too, and says something else of every value.
+	reg := registry.New()
+	if err := reg.Add(playbook.Definition{Name: fakeCredentials[0]}, registry.Origin{Kind: registry.MCP, Name: "see " + fakeCredentials[3] + " now"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e := BuildWith(doc, ds, &Options{Registry: reg, Source: "see " + fakeCredentials[4] + " now", Unavailable: []string{"see " + fakeCredentials[7] + " now"}})
 
 	// The document fills every string of the explanation somewhere.
 	seen, filled := map[string]bool{}, map[string]bool{}

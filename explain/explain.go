@@ -1,13 +1,15 @@
 // Package explain tells a person what an OpenPlaybook document does, from
-// the document alone (no registry), so they can decide whether to trust it:
-// which steps can move money or contact customers, which data they write,
-// which MCP servers they call, which tool calls need approval, which gates a
-// person must pass, and what a harness must provide.
+// the document alone, so they can decide whether to trust it: which steps
+// can move money or contact customers, which data they write, which MCP
+// servers they call, which tool calls need approval, which gates a person
+// must pass, what input a run takes and what a harness must provide. With
+// a registry ([Options.Registry]), every value the document declares of a
+// tool that the registry does not confirm is marked as a claim.
 //
-// [Build] computes an [Explanation] once from a document that may be partly
-// invalid; [Render] writes it in any of [Formats]. The JSON encoding of
-// Explanation is the output of `openplaybook explain --format json` and a
-// public contract, documented in docs/explain.md.
+// [Build] (or [BuildWith]) computes an [Explanation] once from a document
+// that may be partly invalid; [Render] writes it in any of [Formats]. The
+// JSON encoding of Explanation is the output of `openplaybook explain
+// --format json` and a public contract, documented in docs/explain.md.
 //
 // Explain never guesses: a riskClass, sideEffecting or requiresApproval the
 // document does not declare is "unknown" (JSON null for the booleans), never
@@ -16,6 +18,8 @@
 package explain
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"reflect"
 	"slices"
 	"strconv"
@@ -24,6 +28,7 @@ import (
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/internal/credential"
 	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/registry"
 )
 
 // Values of [Tool.Family].
@@ -58,8 +63,24 @@ type Explanation struct {
 	Problems      []Problem     `json:"problems"`
 	ProblemCounts ProblemCounts `json:"problemCounts"`
 	// OpenPlaybook is the document's format version ("" when absent).
-	OpenPlaybook string   `json:"openplaybook"`
-	Manifest     Manifest `json:"manifest"`
+	OpenPlaybook string `json:"openplaybook"`
+	// DocumentDigest is the SHA-256 (64 lowercase hex digits) of the
+	// document's bytes exactly as read: the file (or standard input) as
+	// it is, with no parsing, normalisation or newline conversion. A run
+	// records the same value as its documentDigest, so a review ties to
+	// the exact bytes a run executes. "" when nothing could be read.
+	DocumentDigest string   `json:"documentDigest"`
+	Manifest       Manifest `json:"manifest"`
+	// InputSchema is the document's inputSchema as written (with any
+	// credential redacted), or null when the document has none: the JSON
+	// Schema a run's input must match.
+	InputSchema Schema `json:"inputSchema"`
+	// Input lists the top-level properties inputSchema declares, in
+	// document order ([] when it declares none or there is none).
+	Input []InputField `json:"input"`
+	// Registry says whether the tool definitions were checked against a
+	// registry; without one, everything is as the document claims.
+	Registry Registry `json:"registry"`
 	// EntryStep names the first step (see [Step.Ref]); "" when there are
 	// no steps.
 	EntryStep string  `json:"entryStep"`
@@ -67,6 +88,46 @@ type Explanation struct {
 	// Steps are all steps in document order.
 	Steps    []Step   `json:"steps"`
 	Requires Requires `json:"requires"`
+}
+
+// InputField is one top-level property of the document's inputSchema.
+type InputField struct {
+	Name string `json:"name"`
+	// Type is the property's "type" ("string"; several joined by " or "),
+	// with its "format" in parentheses ("string (email)"); "" when the
+	// property says none.
+	Type string `json:"type"`
+	// Required is true when the schema's top-level "required" lists it.
+	Required    bool   `json:"required"`
+	Description string `json:"description"`
+}
+
+// Registry says what the tool definitions were checked against.
+type Registry struct {
+	// Consulted is false when explain was given no registry: every value
+	// shown is as the document claims, and no [Tool.Claims] is set.
+	Consulted bool `json:"consulted"`
+	// Source names what was consulted ([Options.Source]), "" when nothing
+	// was.
+	Source string `json:"source"`
+	// Unavailable lists the parts of the registry that could not be
+	// consulted ([Options.Unavailable]): their tools are not in it.
+	Unavailable []string `json:"unavailable"`
+}
+
+// Options configures [BuildWith]. A nil *Options means no registry.
+type Options struct {
+	// Registry, when set, is consulted for every allowed tool: a value the
+	// document declares that the registry's definition of the same name
+	// does not state equally is listed in [Tool.Claims]. Nil means none:
+	// everything is as the document claims.
+	Registry *registry.Registry
+	// Source names the registry for people ("the harness h.yaml: the
+	// built-ins, the stripe connector, MCP servers memory").
+	Source string
+	// Unavailable lists the parts of the registry that could not be
+	// consulted, one sentence each (an MCP server that did not answer).
+	Unavailable []string
 }
 
 // Problem is one validation diagnostic.
@@ -190,6 +251,15 @@ type Step struct {
 	// RiskClass is the highest riskClass of the step's tools: one of
 	// [playbook.RiskClasses], [RiskUnknown] or [RiskNone].
 	RiskClass string `json:"riskClass"`
+	// RiskClaimed is true when a registry was consulted and the step's
+	// risk rests on a riskClass it does not confirm: at least one tool's
+	// riskClass is a claim, and the step's risk is neither "unknown" nor
+	// "money" that a confirmed tool gives.
+	RiskClaimed bool `json:"riskClaimed"`
+	// ApprovalTools are the step's allowed tools that declare
+	// requiresApproval true, in document order: each call to one waits
+	// for a person. The step graph marks such a step.
+	ApprovalTools []string `json:"approvalTools"`
 	// AllowedTools are the step's allowed tools in document order, each
 	// explained from its embedded definition.
 	AllowedTools []Tool `json:"allowedTools"`
@@ -224,6 +294,18 @@ type Tool struct {
 	Permissions        []string `json:"permissions"`
 	DataScopeResources []string `json:"dataScopeResources"`
 	DataScopeWrites    []string `json:"dataScopeWrites"`
+	// InRegistry says where the consulted registry has the tool from
+	// ("builtin", "connector stripe", "mcp server memory"); "" when it
+	// does not have it, or no registry was consulted.
+	InRegistry string `json:"inRegistry"`
+	// Claims lists the members the document declares (of those above:
+	// description, source, connectorType, scope, riskClass, sideEffecting,
+	// requiresApproval, permissions, dataScopeResources, dataScopeWrites)
+	// whose value the consulted registry does not state the same: each is
+	// the document's claim. Null when no registry was consulted; [] when
+	// it confirms every declared value; every declared member when it does
+	// not have the tool.
+	Claims []string `json:"claims"`
 }
 
 // Requires is what a harness must provide: names and purposes, never
@@ -259,18 +341,36 @@ type Secret struct {
 // panicking. problems are the document's diagnostics (from reading and
 // validating it); Build sorts a copy of them.
 //
-// No string of the explanation holds a credential: every one, whether
-// taken from the document (ids, names, purposes, descriptions, scopes,
+// No string of the explanation holds a credential: every one (but the
+// digest, which Build computes), whether taken from the document (ids, names, purposes, descriptions, scopes,
 // anything) or from problems, is passed through [credential.Redact]
 // (pointers through [credential.RedactPointer]), after the explanation is
 // computed from the strings as the document has them. So no format shows
 // a credential the document holds; the validator reports it instead.
 func Build(doc *playbook.Document, problems []diag.Diagnostic) *Explanation {
-	e := explainDocument(doc, problems)
+	return BuildWith(doc, problems, nil)
+}
+
+// BuildWith is [Build] with options: with a registry, each allowed tool's
+// declared values are checked against it ([Tool.Claims]). A nil opts is
+// Build.
+func BuildWith(doc *playbook.Document, problems []diag.Diagnostic, opts *Options) *Explanation {
+	if opts == nil {
+		opts = &Options{}
+	}
+	e := explainDocument(doc, problems, opts)
 	for i := range e.Problems {
 		e.Problems[i].Pointer = credential.RedactPointer(e.Problems[i].Pointer)
 	}
 	redactStrings(reflect.ValueOf(e))
+	e.InputSchema = redactJSON(e.InputSchema)
+	// The digest is computed here, not taken from the document: set after
+	// the redaction, so no credential rule can ever mistake its hex digits
+	// for a secret.
+	if doc != nil && doc.Source != nil {
+		sum := sha256.Sum256(doc.Source)
+		e.DocumentDigest = hex.EncodeToString(sum[:])
+	}
 	return e
 }
 
@@ -299,11 +399,13 @@ func redactStrings(v reflect.Value) {
 	}
 }
 
-// explainDocument is [Build] before the strings are redacted.
-func explainDocument(doc *playbook.Document, problems []diag.Diagnostic) *Explanation {
+// explainDocument is [BuildWith] before the strings are redacted.
+func explainDocument(doc *playbook.Document, problems []diag.Diagnostic, opts *Options) *Explanation {
 	e := &Explanation{
 		Problems: []Problem{},
 		Manifest: Manifest{RequiredConnectors: []string{}},
+		Input:    []InputField{},
+		Registry: Registry{Consulted: opts.Registry != nil, Source: opts.Source, Unavailable: slices.Clone(opts.Unavailable)},
 		Summary: Summary{
 			Money:            []StepTools{},
 			CustomerComms:    []StepTools{},
@@ -337,11 +439,15 @@ func explainDocument(doc *playbook.Document, problems []diag.Diagnostic) *Explan
 			e.ProblemCounts.Infos++
 		}
 	}
+	if e.Registry.Unavailable == nil {
+		e.Registry.Unavailable = []string{}
+	}
 	if doc == nil {
 		e.Summary.RiskClass = RiskNone
 		return e
 	}
 	e.OpenPlaybook = playbook.Str(doc.OpenPlaybook)
+	e.InputSchema, e.Input = explainInput(doc)
 	if m := doc.Manifest; m != nil {
 		e.Manifest = Manifest{
 			ID:                 playbook.Str(m.ID),
@@ -351,13 +457,13 @@ func explainDocument(doc *playbook.Document, problems []diag.Diagnostic) *Explan
 			RequiredConnectors: values(m.RequiredConnectors),
 		}
 	}
-	buildSteps(e, doc)
+	buildSteps(e, doc, opts.Registry)
 	buildSummary(e)
 	buildRequires(e, doc)
 	return e
 }
 
-func buildSteps(e *Explanation, doc *playbook.Document) {
+func buildSteps(e *Explanation, doc *playbook.Document, reg *registry.Registry) {
 	defs := map[string]*playbook.Tool{}
 	for _, t := range doc.Tools {
 		if t == nil || t.Name == nil {
@@ -379,14 +485,15 @@ func buildSteps(e *Explanation, doc *playbook.Document) {
 		}
 		i := len(e.Steps)
 		st := Step{
-			Index:        i,
-			ID:           playbook.Str(s.ID),
-			Kind:         playbook.Str(s.Kind),
-			Purpose:      playbook.Str(s.Purpose),
-			Agent:        playbook.Str(s.Agent),
-			Next:         playbook.Str(s.Next),
-			OnReject:     playbook.Str(s.OnReject),
-			AllowedTools: []Tool{},
+			Index:         i,
+			ID:            playbook.Str(s.ID),
+			Kind:          playbook.Str(s.Kind),
+			Purpose:       playbook.Str(s.Purpose),
+			Agent:         playbook.Str(s.Agent),
+			Next:          playbook.Str(s.Next),
+			OnReject:      playbook.Str(s.OnReject),
+			ApprovalTools: []string{},
+			AllowedTools:  []Tool{},
 		}
 		st.Ref = st.ID
 		if s.ID == nil {
@@ -395,13 +502,21 @@ func buildSteps(e *Explanation, doc *playbook.Document) {
 		st.NextMissing = s.Next != nil && !ids[st.Next]
 		st.OnRejectMissing = s.OnReject != nil && !ids[st.OnReject]
 		for _, name := range s.AllowedTools.Values() {
-			st.AllowedTools = append(st.AllowedTools, explainTool(name, defs[name]))
+			t := explainTool(name, defs[name])
+			if reg != nil {
+				confirm(&t, reg)
+			}
+			st.AllowedTools = append(st.AllowedTools, t)
 		}
 		risks := make([]string, len(st.AllowedTools))
 		for j, t := range st.AllowedTools {
 			risks[j] = t.RiskClass
+			if t.RequiresApproval != nil && *t.RequiresApproval {
+				st.ApprovalTools = appendNew(st.ApprovalTools, t.Name)
+			}
 		}
 		st.RiskClass = highest(risks)
+		st.RiskClaimed = riskClaimed(st)
 		e.Steps = append(e.Steps, st)
 	}
 	if len(e.Steps) > 0 {
@@ -444,6 +559,26 @@ func explainTool(name string, def *playbook.Tool) Tool {
 	t.DataScopeResources = valuesOrNil(def.DataScopeResources)
 	t.DataScopeWrites = valuesOrNil(def.DataScopeWrites)
 	return t
+}
+
+// riskClaimed reports whether st's highest risk rests on a riskClass the
+// consulted registry does not confirm: some tool's is a claim, and the
+// step's risk is neither unknown (which claims nothing) nor money that a
+// confirmed tool already gives (nothing a claim says can change it).
+func riskClaimed(st Step) bool {
+	claimed, confirmedMoney := false, false
+	for _, t := range st.AllowedTools {
+		switch {
+		case slices.Contains(t.Claims, "riskClass"):
+			claimed = true
+		case t.Claims != nil && t.RiskClass == "money":
+			confirmedMoney = true
+		}
+	}
+	if st.RiskClass == RiskUnknown || st.RiskClass == RiskNone || st.RiskClass == "money" && confirmedMoney {
+		return false
+	}
+	return claimed
 }
 
 // mcpServerOf returns the <server> of a tool name mcp.<server>.<tool>

@@ -261,7 +261,7 @@ func TestFailedChargeRecovery(t *testing.T) {
 		}
 	}
 	mm := render(t, e, "mermaid")
-	for _, want := range []string{`s1{"gate<br/>`, `s1 -->|approve| s2`, `s1 -->|reject| s6`, `s4 -->|reject| run_rejected`, `s5 --> run_end`, `s5["refund<br/>risk: money"]`, `class s5 money`} {
+	for _, want := range []string{`s1{"gate<br/>`, `s1 -->|approve| s2`, `s1 -->|reject| s6`, `s4 -->|reject| run_rejected`, `s5 --> run_end`, `s5["refund<br/>risk: money<br/>needs approval"]`, `class s5 money`} {
 		if !strings.Contains(mm, want) {
 			t.Errorf("mermaid lacks %q:\n%s", want, mm)
 		}

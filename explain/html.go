@@ -23,6 +23,7 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"counts":       countsText,
 	"position":     func(p Problem) string { return position(&p) },
 	"riskStyle":    riskStyle,
+	"stepRisk":     func(st Step) string { return stepRisk(&st) },
 	"inc":          func(i int) int { return i + 1 },
 	"isGate":       func(st Step) bool { return isGate(&st) },
 	"kindText":     func(st Step) string { return clean(kindText(&st)) },
@@ -34,6 +35,15 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"riskText":     func(t Tool) string { return clean(riskText(&t)) },
 	"tristate":     tristate,
 	"declared":     func(list []string) string { return clean(declaredList(list)) },
+	"claimsText":   func(t Tool) string { return clean(claimsText(&t)) },
+	// claim marks a value the consulted registry does not confirm; its
+	// markup is a constant, the field name never reaches the page.
+	"claim": func(t Tool, field string) template.HTML {
+		if claimed(&t, field) {
+			return `<span class="claim" title="the document's claim: the registry does not confirm it">claim</span>`
+		}
+		return ""
+	},
 	"writesCell": func(t Tool) string {
 		if n := writesNote(&t); n != "" {
 			return n
@@ -49,9 +59,14 @@ type pageData struct {
 	NoneDeclared string
 	Undefined    string
 	NotValid     string
-	Graph        svgGraph
-	Legend       []struct{ Risk, Text string }
-	RiskCSS      template.CSS
+	NoRegistry   string
+	// NoInputSchema is said when the document has no inputSchema;
+	// Schema is the schema as text (indented) when it has one.
+	NoInputSchema string
+	Schema        string
+	Graph         svgGraph
+	Legend        []struct{ Risk, Text string }
+	RiskCSS       template.CSS
 }
 
 // riskCSS is the style of each risk class. It is built from constants
@@ -109,14 +124,19 @@ func renderHTML(w io.Writer, e *Explanation) error {
 		return err
 	}
 	d := pageData{
-		E:            e,
-		Title:        clean(title(e)),
-		NoneDeclared: "none declared",
-		Undefined:    UndefinedNote,
-		NotValid:     notValid,
-		Graph:        layout(e),
-		Legend:       svgLegend(),
-		RiskCSS:      riskCSS(),
+		E:             e,
+		Title:         clean(title(e)),
+		NoneDeclared:  "none declared",
+		Undefined:     UndefinedNote,
+		NotValid:      notValid,
+		NoRegistry:    noRegistry,
+		NoInputSchema: noInputSchema,
+		Graph:         layout(e),
+		Legend:        svgLegend(),
+		RiskCSS:       riskCSS(),
+	}
+	if e.InputSchema != nil {
+		d.Schema = schemaText(e.InputSchema, true)
 	}
 	if n := len(e.Summary.UndefinedTools) + len(e.Summary.UnknownRisk); n > 0 {
 		d.NoneDeclared = fmt.Sprintf("none declared, but %d tool(s) are undefined or of unknown risk", n)

@@ -102,10 +102,25 @@ func renderMarkdown(w io.Writer, e *Explanation) error {
 		}
 		m.f("\n")
 	}
-	m.f("- **Id:** %s\n- **Version:** %s\n- **Format:** OpenPlaybook %s\n\n",
+	m.f("- **Id:** %s\n- **Version:** %s\n- **Format:** OpenPlaybook %s\n",
 		mdCode(orUnknown(man.ID)), mdText(orUnknown(man.Version)), mdText(orUnknown(e.OpenPlaybook)))
+	if e.DocumentDigest != "" {
+		m.f("- **SHA-256:** %s\n", mdCode(e.DocumentDigest))
+	}
+	m.f("\n")
 	if man.Description != "" {
 		m.f("%s\n\n", mdText(man.Description))
+	}
+	if e.Registry.Consulted {
+		m.f("Checked against %s; a value marked *(claim)* is the document's claim, which the registry does not confirm.\n\n", mdText(orNone(e.Registry.Source, "a registry")))
+		for _, u := range e.Registry.Unavailable {
+			m.f("- Not consulted: %s\n", mdText(u))
+		}
+		if len(e.Registry.Unavailable) > 0 {
+			m.f("\n")
+		}
+	} else {
+		m.f("%s\n\n", mdText(noRegistry))
 	}
 
 	s := &e.Summary
@@ -159,7 +174,24 @@ func renderMarkdown(w io.Writer, e *Explanation) error {
 	}
 	m.row("Unknown risk", joinOr(parts, "none"))
 
-	m.f("\n## Step graph\n\n```mermaid\n%s```\n\n", mermaid(e))
+	m.f("\n## Run input\n\n")
+	switch {
+	case e.InputSchema == nil:
+		m.f("%s\n\n", mdText(noInputSchema))
+	case len(e.Input) == 0:
+		m.f("The inputSchema declares no top-level properties.\n\n")
+	default:
+		m.header("Name", "Type", "Required", "Description")
+		for _, f := range e.Input {
+			m.row(mdCode(f.Name), mdText(orNone(f.Type, "any")), yesNo(f.Required), mdText(f.Description))
+		}
+		m.f("\n")
+	}
+	if e.InputSchema != nil {
+		m.f("```json\n%s\n```\n\n", mdFence(schemaText(e.InputSchema, true)))
+	}
+
+	m.f("## Step graph\n\n```mermaid\n%s```\n\n", mermaid(e))
 
 	m.f("## Steps\n\n")
 	if len(e.Steps) == 0 {
@@ -172,7 +204,7 @@ func renderMarkdown(w io.Writer, e *Explanation) error {
 		m.f("### %d. %s\n\n", i+1, mdText(st.Ref))
 		m.f("- **Kind:** %s\n", mdText(kindText(st)))
 		if !isGate(st) {
-			m.f("- **Highest risk:** %s\n", mdText(st.RiskClass))
+			m.f("- **Highest risk:** %s\n", mdText(stepRisk(st)))
 		}
 		m.f("- **Purpose:** %s\n", mdText(orNone(st.Purpose, "(no purpose given)")))
 		if isGate(st) {
@@ -191,14 +223,39 @@ func renderMarkdown(w io.Writer, e *Explanation) error {
 			continue
 		}
 		m.header("Tool", "Family", "Source", "Connector / server", "riskClass", "sideEffecting", "requiresApproval", "permissions", "dataScopeWrites")
+		// Under the table, each tool's description, then what the
+		// registry does not confirm.
+		var notes []string
 		for j := range st.AllowedTools {
 			tl := &st.AllowedTools[j]
+			c := func(field, cell string) string {
+				if claimed(tl, field) {
+					return cell + " *(claim)*"
+				}
+				return cell
+			}
+			note := mdCode(tl.Name) + ": "
+			if tl.Defined {
+				note += c("description", mdText(orNone(tl.Description, "(no description)")))
+			} else {
+				note += mdText(UndefinedNote)
+			}
+			if n := claimsText(tl); n != "" {
+				note += " — " + mdText(n)
+			}
+			notes = append(notes, note)
 			if !tl.Defined {
 				m.row(mdCode(tl.Name), mdText(tl.Family), "", mdCode(via(tl)), "unknown", "unknown", "unknown", "unknown", "**"+mdText(UndefinedNote)+"**")
 				continue
 			}
-			m.row(mdCode(tl.Name), mdText(tl.Family), mdText(orUnknown(tl.Source)), mdCode(via(tl)), mdText(riskText(tl)),
-				tristate(tl.SideEffecting), tristate(tl.RequiresApproval), mdDeclared(tl.Permissions), mdWrites(tl))
+			m.row(mdCode(tl.Name), mdText(tl.Family),
+				c("source", mdText(orUnknown(tl.Source))), c("connectorType", mdCode(via(tl))), c("riskClass", mdText(riskText(tl))),
+				c("sideEffecting", tristate(tl.SideEffecting)), c("requiresApproval", tristate(tl.RequiresApproval)),
+				c("permissions", mdDeclared(tl.Permissions)), c("dataScopeWrites", mdWrites(tl)))
+		}
+		m.f("\n")
+		for _, n := range notes {
+			m.f("- %s\n", n)
 		}
 		m.f("\n")
 	}
@@ -236,6 +293,11 @@ func renderMarkdown(w io.Writer, e *Explanation) error {
 	_, err := w.Write(m.Bytes())
 	return err
 }
+
+// mdFence makes s safe inside a ``` fenced block: a line of backticks
+// could close the fence, so backticks are written as \u0060 (JSON text
+// means the same).
+func mdFence(s string) string { return strings.ReplaceAll(s, "`", `\u0060`) }
 
 func mdWrites(tl *Tool) string {
 	if n := writesNote(tl); n != "" {

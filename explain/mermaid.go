@@ -35,22 +35,38 @@ func mermaidText(s string, n int) string {
 }
 
 // mermaid renders the step graph as a mermaid flowchart. Node ids are
-// generated (s0, s1, ...), never taken from the document.
+// generated (s0, s1, ...), never taken from the document. The document's
+// digest is a comment on the second line. A step that allows a tool
+// declaring requiresApproval says "needs approval" and has the class
+// approval (a heavier outline); a risk the consulted registry does not
+// confirm says "(claim)".
 func mermaid(e *Explanation) string {
 	var b strings.Builder
 	b.WriteString("flowchart TD\n")
+	if e.DocumentDigest != "" {
+		fmt.Fprintf(&b, "  %%%% document sha256 %s\n", mermaidText(e.DocumentDigest, 64))
+	}
 	if len(e.Steps) == 0 {
 		b.WriteString("  empty([\"no steps\"])\n")
 		return b.String()
 	}
+	var approvals []string
 	for i := range e.Steps {
 		st := &e.Steps[i]
 		ref := mermaidText(st.Ref, 40)
 		if isGate(st) {
 			fmt.Fprintf(&b, "  s%d{\"%s<br/>gate: a person decides\"}\n", i, ref)
-		} else {
-			fmt.Fprintf(&b, "  s%d[\"%s<br/>risk: %s\"]\n", i, ref, mermaidText(st.RiskClass, 20))
+			continue
 		}
+		label := ref + "<br/>risk: " + mermaidText(st.RiskClass, 20)
+		if st.RiskClaimed {
+			label += " (claim)"
+		}
+		if len(st.ApprovalTools) > 0 {
+			label += "<br/>needs approval"
+			approvals = append(approvals, fmt.Sprintf("s%d", i))
+		}
+		fmt.Fprintf(&b, "  s%d[\"%s\"]\n", i, label)
 	}
 	var ends, rejected bool
 	missing := map[string]string{}
@@ -90,6 +106,9 @@ func mermaid(e *Explanation) string {
 	}
 	b.WriteString("  classDef terminal fill:#ffffff,stroke:#616161,stroke-dasharray:4 3\n")
 	b.WriteString("  classDef missing fill:#ffffff,stroke:#b3261e,stroke-dasharray:4 3\n")
+	if approvals != nil {
+		b.WriteString("  classDef approval stroke-width:4px\n")
+	}
 	for _, r := range riskStyles {
 		var ids []string
 		for i := range e.Steps {
@@ -117,6 +136,9 @@ func mermaid(e *Explanation) string {
 			ids = append(ids, fmt.Sprintf("missing%d", i))
 		}
 		fmt.Fprintf(&b, "  class %s missing\n", strings.Join(ids, ","))
+	}
+	if approvals != nil {
+		fmt.Fprintf(&b, "  class %s approval\n", strings.Join(approvals, ","))
 	}
 	return b.String()
 }

@@ -52,6 +52,40 @@ func Render(w io.Writer, e *Explanation, format string) error {
 // notValid is said under the problems when there are errors.
 const notValid = "The document is not valid; what follows is what could be read."
 
+// What every format says about the registry and the run's input.
+const (
+	noRegistry    = "As the document claims: no registry was consulted (explain --harness FILE checks the tool definitions against the harness's registry)."
+	claimLegend   = "a value marked * (claim) is the document's claim, which the registry does not confirm."
+	noInputSchema = "none declared: the document has no inputSchema, so a run takes any JSON object as input ({} when none is given)."
+)
+
+// stepRisk renders a step's highest risk, with "(claim)" when it rests on
+// a value the consulted registry does not confirm.
+func stepRisk(st *Step) string {
+	if st.RiskClaimed {
+		return st.RiskClass + " (claim)"
+	}
+	return st.RiskClass
+}
+
+// claimsText says which of tl's values the consulted registry does not
+// confirm, "" when there are none (or no registry was consulted).
+func claimsText(tl *Tool) string {
+	switch {
+	case tl.Claims == nil:
+		return ""
+	case !tl.Defined && tl.InRegistry == "":
+		return "the registry does not have it either"
+	case !tl.Defined:
+		return "the registry has it (" + tl.InRegistry + "), but the document does not define it, so a run refuses it (openplaybook pin --write embeds it)"
+	case tl.InRegistry == "":
+		return "not in the registry: every value shown is the document's claim"
+	case len(tl.Claims) == 0:
+		return ""
+	}
+	return "claims the registry (" + tl.InRegistry + ") does not confirm: " + strings.Join(tl.Claims, ", ")
+}
+
 // Terminals of the step graph.
 const (
 	toEnd      = -1 // the run ends

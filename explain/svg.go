@@ -3,6 +3,7 @@ package explain
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // The step graph of the html format is laid out here, in Go, and drawn by
@@ -36,6 +37,8 @@ const (
 	maxLine2   = 38                   // runes of a box's second line
 	maxGate1   = 22                   // runes of a gate's id shown in a diamond
 	maxPill    = 24                   // runes of a pill's text
+	approvalW  = 104                  // width of a step's "needs approval" badge
+	approvalH  = 18                   // its height
 )
 
 // svgGraph is the laid-out step graph handed to the page template. Every
@@ -54,7 +57,9 @@ type svgNode struct {
 	X, Y, W, H int
 	Points     string // the diamond's polygon
 	Risk       string // one of riskStyles
-	Title      string // tooltip: the step's id and purpose
+	Approval   bool   // the step allows a tool declaring requiresApproval: a badge on the box
+	AX, AY     int    // the approval badge's top left corner
+	Title      string // tooltip: the step's id and purpose (and the tools needing approval)
 	Line1      string
 	Line2      string
 	TX         int // text centre
@@ -122,9 +127,21 @@ func layout(e *Explanation) svgGraph {
 			n.Line2 = "gate: a person decides"
 			n.TY1, n.TY2 = y+h/2-4, y+h/2+14
 		} else {
+			risk := st.RiskClass
+			if st.RiskClaimed {
+				risk += " (claim)"
+			}
 			n.Line1 = truncate(clean(st.Ref), maxLine1)
-			n.Line2 = truncate(clean(kindText(st)), maxLine2-len(st.RiskClass)-3) + " · " + st.RiskClass
+			n.Line2 = truncate(clean(kindText(st)), maxLine2-len(risk)-3) + " · " + risk
 			n.TY1, n.TY2 = y+22, y+41
+			if len(st.ApprovalTools) > 0 {
+				// The badge straddles the box's bottom edge, at its
+				// right: no edge arrives or leaves there (lanes enter
+				// from above, leave from the sides; the edge straight
+				// down leaves from the middle).
+				n.Approval, n.AX, n.AY = true, boxR-approvalW-8, y+h-approvalH/2
+				n.Title += clean(" · needs approval: " + strings.Join(st.ApprovalTools, ", "))
+			}
 		}
 		g.Nodes = append(g.Nodes, n)
 		y += h + gapY

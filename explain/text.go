@@ -50,6 +50,7 @@ func renderText(w io.Writer, e *Explanation) error {
 	textProblems(t, e)
 	textHeader(t, e)
 	textSummary(t, e)
+	textInput(t, e)
 	textSteps(t, e)
 	textRequires(t, e)
 	_, err := w.Write(t.buf.Bytes())
@@ -104,10 +105,65 @@ func textHeader(t *textWriter, e *Explanation) {
 	m := &e.Manifest
 	t.line(0, clean(title(e)))
 	t.line(2, clean(fmt.Sprintf("id %s · version %s · OpenPlaybook %s", orUnknown(m.ID), orUnknown(m.Version), orUnknown(e.OpenPlaybook))))
+	if e.DocumentDigest != "" {
+		t.line(2, "sha256 "+e.DocumentDigest)
+	}
 	if m.Description != "" {
 		t.para(2, m.Description)
 	}
+	t.para(2, registryText(e))
+	for _, u := range e.Registry.Unavailable {
+		t.para(4, "not consulted: "+u)
+	}
 	t.blank()
+}
+
+// registryText says what the tool definitions were checked against.
+func registryText(e *Explanation) string {
+	if !e.Registry.Consulted {
+		return noRegistry
+	}
+	return "Checked against " + orNone(e.Registry.Source, "a registry") + "; " + claimLegend
+}
+
+// textInput writes what input a run takes: the inputSchema's top-level
+// properties, or the schema itself when it declares none.
+func textInput(t *textWriter, e *Explanation) {
+	t.line(0, "RUN INPUT (inputSchema)")
+	switch {
+	case e.InputSchema == nil:
+		t.para(2, noInputSchema)
+	case len(e.Input) == 0:
+		t.para(2, "no top-level properties declared; the schema: "+schemaText(e.InputSchema, false))
+	default:
+		tw := t.table()
+		cells(tw, 2, "NAME", "TYPE", "REQUIRED", "DESCRIPTION")
+		nameW, typeW := len("NAME"), len("TYPE")
+		for _, f := range e.Input {
+			nameW = max(nameW, len(clean(f.Name)))
+			typeW = max(typeW, len(clean(orNone(f.Type, "any"))))
+		}
+		width := max(textWidth-2-nameW-2-typeW-2-len("REQUIRED")-2, 30)
+		for _, f := range e.Input {
+			lines := wrap(f.Description, width)
+			if len(lines) == 0 {
+				lines = []string{""}
+			}
+			cells(tw, 2, f.Name, orNone(f.Type, "any"), yesNo(f.Required), lines[0])
+			for _, l := range lines[1:] {
+				cells(tw, 2, "", "", "", l)
+			}
+		}
+		tw.Flush()
+	}
+	t.blank()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // kv writes a label and a value whose lines are continued under the
@@ -269,7 +325,7 @@ func textSteps(t *textWriter, e *Explanation) {
 		t.blank()
 		head := fmt.Sprintf("%d. %s — %s", i+1, st.Ref, kindText(st))
 		if !isGate(st) {
-			head += ", highest risk: " + st.RiskClass
+			head += ", highest risk: " + stepRisk(st)
 		}
 		t.line(2, clean(head))
 		if st.Purpose != "" {
@@ -305,15 +361,21 @@ func textSteps(t *textWriter, e *Explanation) {
 }
 
 // textTools writes a step's tool table: one aligned row per tool, each
-// followed by a line of its permissions under the FROM column (so the table
-// stays within 100 columns).
+// followed, under the FROM column (so the table stays within 100 columns),
+// by its description, its permissions and, when a registry was consulted,
+// the values it does not confirm. A value in the row that is such a claim
+// ends in "*".
 func textTools(t *textWriter, tools []Tool) {
 	var tab bytes.Buffer
 	tw := tabwriter.NewWriter(&tab, 0, 0, 2, ' ', 0)
 	cells(tw, 4, "TOOL", "FROM", "RISK", "APPROVAL", "WRITES")
 	for j := range tools {
 		tl := &tools[j]
-		cells(tw, 4, tl.Name, from(tl), riskText(tl), approval(tl), writes(tl))
+		cells(tw, 4, tl.Name,
+			from(tl)+star(tl, "source", "connectorType"),
+			riskText(tl)+star(tl, "riskClass"),
+			approval(tl)+star(tl, "requiresApproval"),
+			writes(tl)+star(tl, "sideEffecting", "dataScopeWrites"))
 	}
 	tw.Flush()
 	rows := strings.Split(strings.TrimSuffix(tab.String(), "\n"), "\n")
@@ -321,12 +383,29 @@ func textTools(t *textWriter, tools []Tool) {
 	t.line(0, strings.TrimRight(rows[0], " "))
 	for j, row := range rows[1:] {
 		t.line(0, strings.TrimRight(row, " "))
-		if j < len(tools) {
-			for _, l := range wrap("permissions: "+declaredList(tools[j].Permissions), textWidth-off) {
-				t.line(off, l)
-			}
+		if j >= len(tools) {
+			continue
+		}
+		tl := &tools[j]
+		if tl.Defined {
+			t.para(off, orNone(tl.Description, "(no description)")+star(tl, "description"))
+			t.para(off, "permissions: "+declaredList(tl.Permissions)+star(tl, "permissions"))
+		}
+		if n := claimsText(tl); n != "" {
+			t.para(off, "* "+n)
 		}
 	}
+}
+
+// star is "*" when any of the fields of tl is a claim the consulted
+// registry does not confirm.
+func star(tl *Tool, fields ...string) string {
+	for _, f := range fields {
+		if claimed(tl, f) {
+			return "*"
+		}
+	}
+	return ""
 }
 
 func textRequires(t *textWriter, e *Explanation) {

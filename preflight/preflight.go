@@ -14,7 +14,8 @@
 //   - drift (rules drift-*, package drift): each embedded definition
 //     compared with the registry's;
 //   - preflight (rules preflight-*): connections, MCP servers and secrets
-//     the document requires are there and work.
+//     the document requires are there and work; the agents' drivers can be
+//     built, and the transcripts they replay fit the document.
 package preflight
 
 import (
@@ -28,6 +29,7 @@ import (
 	"github.com/openplaybook/openplaybook/drift"
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/drivers"
+	"github.com/openplaybook/openplaybook/driver/transcript"
 	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/host"
 	"github.com/openplaybook/openplaybook/internal/suggest"
@@ -44,6 +46,7 @@ const (
 	RuleMCPTool       = "preflight-mcp-tool"
 	RuleMCPToolName   = "preflight-mcp-tool-name"
 	RuleAgent         = "preflight-agent"
+	RuleTranscript    = "preflight-transcript" // see [Transcript]
 	RuleRegistryClash = host.RuleRegistryClash
 	RuleStore         = host.RuleStore
 )
@@ -52,7 +55,7 @@ const (
 // document against the host, positioned in the document. It does not
 // repeat what validate reports.
 func Check(ctx context.Context, h *host.Host, doc *playbook.Document) []diag.Diagnostic {
-	c := &checker{env: h, doc: doc, missingSecrets: map[string]bool{}}
+	c := &checker{env: h, doc: doc, missingSecrets: map[string]bool{}, transcripts: map[string]bool{}}
 	c.resolve()
 	c.drift()
 	c.secrets()
@@ -71,15 +74,25 @@ type checker struct {
 	// so a secret that is both named by the document and the credential
 	// of a connection is reported once.
 	missingSecrets map[string]bool
+	// transcripts are the transcript files already checked (two agents
+	// may replay one file).
+	transcripts map[string]bool
 }
 
 func (c *checker) errorf(n *syntax.Node, rule, format string, args ...any) {
 	c.diags = append(c.diags, c.doc.Diag(n, diag.Error, rule, format, args...))
 }
 
-// resolve: every well-formed allowedTools name is in the registry. A name
-// of an MCP server that could not be reached is left to that server's
-// preflight error.
+// resolve: every well-formed allowedTools name is in the registry and has
+// an embedded definition. A name of an MCP server that could not be
+// reached is left to that server's preflight error.
+//
+// validate, given the registry, takes a registry tool for resolved
+// (docs/format.md); but a run checks every call against the definition
+// the document embeds (its inputSchema, its requiresApproval, the digest
+// an approval is bound to), and refuses a call to a tool the document does
+// not define. Saying so here, where check and run both look, gives them
+// one verdict, before anything runs.
 func (c *checker) resolve() {
 	reported := map[string]bool{}
 	for _, s := range c.doc.Steps {
@@ -88,7 +101,15 @@ func (c *checker) resolve() {
 		}
 		for _, a := range s.AllowedTools.Items {
 			name := a.Value
-			if playbook.ToolNameProblem(name) != "" || c.env.Registry.Has(name) || reported[name] {
+			if playbook.ToolNameProblem(name) != "" || reported[name] {
+				continue
+			}
+			if c.env.Registry.Has(name) {
+				if c.doc.ToolNamed(name) == nil {
+					reported[name] = true
+					c.errorf(a.Node, RuleResolve, "tool %q in %s has no embedded definition in the document's \"tools\", so a run would refuse every call to it; the registry has it (%s): openplaybook pin --write embeds its definition",
+						name, stepName(s), registryOrigin(c.env, name))
+				}
 				continue
 			}
 			if server, _, ok := playbook.MCPParts(name); ok && c.env.Servers[server] == nil {
@@ -99,6 +120,21 @@ func (c *checker) resolve() {
 				name, c.env.Describe(), suggest.Phrase(name, c.env.Registry.Names()))
 		}
 	}
+}
+
+// stepName names a step in messages: step "id", or "a step" without one.
+func stepName(s *playbook.Step) string {
+	if s.ID != nil {
+		return fmt.Sprintf("step %q", s.ID.Value)
+	}
+	return "a step"
+}
+
+// registryOrigin says where the registry's definition of name comes from:
+// "builtin", "connector stripe", "mcp server memory".
+func registryOrigin(h *host.Host, name string) string {
+	e, _ := h.Registry.Lookup(name)
+	return e.Origin.String()
 }
 
 // drift compares every embedded definition that the registry also has.
@@ -287,8 +323,14 @@ func (c *checker) agents() {
 		if c.doc.Manifest != nil {
 			setup.PlaybookID = playbook.Str(c.doc.Manifest.ID)
 		}
-		if _, err := drivers.New(b.Driver, b.Settings, setup); err != nil {
+		d, err := drivers.New(b.Driver, b.Settings, setup)
+		if err != nil {
 			c.errorf(s.Agent.Node, RuleAgent, "the harness's binding of agent %q (%s:%d) cannot be used: %v", s.Agent.Value, c.env.Harness.Path, b.Pos.Line, err)
+			continue
+		}
+		if td, ok := d.(*transcript.Driver); ok && !c.transcripts[td.Transcript().File] {
+			c.transcripts[td.Transcript().File] = true
+			c.diags = append(c.diags, Transcript(c.doc, td.Transcript())...)
 		}
 	}
 }

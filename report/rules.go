@@ -12,7 +12,7 @@ import (
 // on the runtime; TestCheckRulesComplete checks this list against the
 // rule ids those packages' sources define.
 var checkRules = []Rule{
-	{"registry-resolve", "every allowedTools name is a tool the runtime's registry knows"},
+	{"registry-resolve", "every allowedTools name is a tool the runtime's registry knows and the document embeds"},
 
 	{"drift-name", "an embedded tool definition has the registry's name"},
 	{"drift-source", "an embedded tool definition has the registry's source"},
@@ -35,6 +35,7 @@ var checkRules = []Rule{
 	{"preflight-mcp-tool", "every name in a server's toolNames is a tool the live server lists"},
 	{"preflight-mcp-tool-name", "every tool a server lists can be named mcp.<server>.<tool>"},
 	{"preflight-agent", "every step's agent has a binding in the harness"},
+	{"preflight-transcript", "every step id a transcript records calls for is an agent step of the playbook"},
 	{"preflight-registry", "no two sources of the registry claim the same tool name"},
 	{"preflight-store", "the harness's store seed can be used"},
 

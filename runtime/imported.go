@@ -270,7 +270,13 @@ func (im *Imported) Decide(step, name string, args []byte) Decision {
 			quote(name), quote(step), si.list)}
 	}
 	ti := im.tools[name]
-	if ti == nil || !ti.resolved {
+	if ti == nil {
+		// check and run refuse such a document before it runs (rule
+		// registry-resolve); an Imported built directly still says why.
+		return Decision{Code: CodeUnresolved, ArgsDigest: digest(args), Reason: fmt.Sprintf(
+			"tool %s in step %s has no embedded definition in the document's \"tools\"; the call was refused and not run", quote(name), quote(step))}
+	}
+	if !ti.resolved {
 		return Decision{Code: CodeUnresolved, ArgsDigest: digest(args), Reason: fmt.Sprintf(
 			"tool %s in step %s does not resolve in this runtime's registry; the call was refused and not run", quote(name), quote(step))}
 	}

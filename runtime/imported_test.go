@@ -113,3 +113,34 @@ func TestImportRefCycle(t *testing.T) {
 		t.Errorf("recursive schema refused: %v", err)
 	}
 }
+
+// TestDecideUnembedded: a name on the step's list that the document does
+// not define is refused as unresolved, saying the definition is missing
+// (check and run refuse such a document before; an Imported built directly
+// still says why), and a defined name the registry lacks says that.
+func TestDecideUnembedded(t *testing.T) {
+	src := []byte(`{"openplaybook": "1.6",
+ "manifest": {"id": "two", "name": "Two", "version": "1.0.0", "description": "d", "requiredConnectors": []},
+ "requires": {"connections": [], "mcpServers": [], "secrets": []},
+ "tools": [{"name": "records.get", "source": "primitive", "description": "d", "permissions": [],
+   "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}, "riskClass": "read", "sideEffecting": false}],
+ "steps": [{"id": "work", "kind": "agent", "agent": "a", "purpose": "p", "allowedTools": ["records.get", "customer.get"]}]}`)
+	doc, _ := playbook.Read("two.json", src, nil)
+	f := false
+	reg := registry.New()
+	if err := reg.Add(playbook.Definition{Name: "customer.get", Source: "primitive", SideEffecting: &f}, registry.Origin{Kind: registry.Builtin}, nil); err != nil {
+		t.Fatal(err)
+	}
+	im, err := Import(doc, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := im.Decide("work", "customer.get", []byte(`{}`))
+	if d.Allowed || d.Code != CodeUnresolved || !strings.Contains(d.Reason, `no embedded definition in the document's "tools"`) {
+		t.Errorf("a registry tool the document does not define: %+v", d)
+	}
+	d = im.Decide("work", "records.get", []byte(`{}`))
+	if d.Allowed || d.Code != CodeUnresolved || !strings.Contains(d.Reason, "does not resolve in this runtime's registry") {
+		t.Errorf("a defined tool the registry lacks: %+v", d)
+	}
+}

@@ -10,7 +10,7 @@ type Code string
 const (
 	CodeNotAllowed       Code = "not-allowed"       // not on the executing step's allowedTools
 	CodeUnknownStep      Code = "unknown-step"      // the call names a step the document does not have
-	CodeUnresolved       Code = "unresolved"        // on the list, but not in the registry
+	CodeUnresolved       Code = "unresolved"        // on the list, but not in the registry or not embedded
 	CodeUnavailable      Code = "unavailable"       // in the registry, but nothing connected runs it
 	CodeInvalidArguments Code = "invalid-arguments" // not a JSON object valid against the inputSchema
 	CodeDrifted          Code = "drifted"           // the live definition changed since import

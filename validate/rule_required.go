@@ -28,70 +28,84 @@ func (ruleRequired) Check(c *Context) {
 	}
 	// label names the object in a message; it is only called when a
 	// member is missing, so a large valid document costs no formatting.
-	needL := func(obj *syntax.Node, label func() string, names ...string) {
+	// valid lists the object's members: one of them is never taken for a
+	// misspelling of another ("outputSchema" is not a bad "inputSchema").
+	needL := func(obj *syntax.Node, label func() string, valid []string, names ...string) {
 		if obj == nil || obj.Kind != syntax.Object {
 			return
 		}
 		for _, n := range names {
-			if obj.Member(n) == nil && !misspelt(obj, n) {
-				c.Errorf(obj, "%s is missing required member %q", label(), n)
+			if obj.Member(n) == nil {
+				msg := ""
+				if m := notIt(obj, n, valid); m != "" {
+					msg = " (" + m + ")"
+				}
+				c.Errorf(obj, "%s is missing required member %q%s", label(), n, msg)
 			}
 		}
 	}
-	need := func(obj *syntax.Node, what string, names ...string) {
-		needL(obj, func() string { return what }, names...)
+	need := func(obj *syntax.Node, what string, valid []string, names ...string) {
+		needL(obj, func() string { return what }, valid, names...)
 	}
-	need(d.Root, "the document", "openplaybook", "manifest", "requires", "tools", "steps")
+	need(d.Root, "the document", playbook.DocumentMembers, "openplaybook", "manifest", "requires", "tools", "steps")
 	if d.Manifest != nil {
-		need(d.Manifest.Node, `"manifest"`, playbook.ManifestMembers...)
+		need(d.Manifest.Node, `"manifest"`, playbook.ManifestMembers, playbook.ManifestMembers...)
 	}
 	if d.Requires != nil {
-		need(d.Requires.Node, `"requires"`, "connections")
+		need(d.Requires.Node, `"requires"`, playbook.RequiresMembers, "connections")
 		if v, ok := formatVersion(d); !ok || v.minor >= 6 {
 			for _, n := range []string{"mcpServers", "secrets"} {
 				if d.Requires.Node.Member(n) == nil {
-					c.Errorf(d.Requires.Node, "%q is missing required member %q (required from format 1.6 on; write %q: [] when there are none)", "requires", n, n)
+					msg := ""
+					if m := notIt(d.Requires.Node, n, playbook.RequiresMembers); m != "" {
+						msg = "; " + m
+					}
+					c.Errorf(d.Requires.Node, "%q is missing required member %q (required from format 1.6 on; write %q: [] when there are none%s)", "requires", n, n, msg)
 				}
 			}
 		}
 		for _, x := range d.Requires.Connections {
-			need(x.Node, "connection", "provider", "authKind")
+			need(x.Node, "connection", playbook.ConnectionMembers, "provider", "authKind")
 		}
 		for _, x := range d.Requires.MCPServers {
-			need(x.Node, "MCP server", "name")
+			need(x.Node, "MCP server", playbook.MCPServerMembers, "name")
 		}
 		for _, x := range d.Requires.Secrets {
-			need(x.Node, "secret", "name", "purpose")
+			need(x.Node, "secret", playbook.SecretMembers, "name", "purpose")
 		}
 	}
 	for _, t := range d.Tools {
-		needL(t.Node, func() string { return toolLabel(t) }, "name", "source", "description", "permissions", "inputSchema", "outputSchema")
+		needL(t.Node, func() string { return toolLabel(t) }, playbook.ToolMembers, "name", "source", "description", "permissions", "inputSchema", "outputSchema")
 	}
 	if steps := d.Root.Member("steps"); steps != nil && steps.Kind == syntax.Array && len(steps.Elems) == 0 {
 		c.Errorf(steps, "%q is empty; a playbook has at least one step (the first is the entry step)", "steps")
 	}
 	for _, s := range d.Steps {
 		what := func() string { return stepLabel(s) }
-		needL(s.Node, what, "id", "kind", "purpose")
+		needL(s.Node, what, playbook.StepMembers, "id", "kind", "purpose")
 		if playbook.Str(s.Kind) == "agent" {
-			needL(s.Node, what, "agent", "allowedTools")
+			needL(s.Node, what, playbook.StepMembers, "agent", "allowedTools")
 		}
 	}
 }
 
-// misspelt reports whether obj has a member that is a case variant or a
-// close misspelling of name: unknown-member or member-case reports that
-// one, with the fix, so "missing" would say the same thing twice.
-func misspelt(obj *syntax.Node, name string) bool {
+// notIt names, for a message about missing member name, a member of obj
+// that looks meant to be it: a case variant or a close misspelling that
+// is none of the object's valid members (unknown-member or member-case
+// reports that one too, with its fix), as a clause for the message. It
+// returns "" when there is none.
+// Both are reported: the misspelt member is not read, so the required one
+// is missing whatever its neighbour is called.
+func notIt(obj *syntax.Node, name string, valid []string) string {
 	for _, m := range obj.Members {
-		if strings.EqualFold(m.Name, name) {
-			return true
+		if m.Name == name || contains(valid, m.Name) {
+			continue
 		}
-		if c, ok := suggest.Closest(m.Name, []string{name}); ok && c == name {
-			return true
+		if c, ok := suggest.Closest(m.Name, []string{name}); strings.EqualFold(m.Name, name) || ok && c == name {
+			return fmt.Sprintf("member %q is not it: member names are exact", m.Name)
 		}
 	}
-	return false
+	return ""
 }
 
 // toolLabel names a tool definition in messages.

@@ -30,7 +30,9 @@ type Options struct {
 	// Registry, when set, reports whether the runtime's tool registry
 	// knows a tool name; allowedTools entries it knows resolve even
 	// without an embedded definition. Nil means no registry: names
-	// resolve against the embedded tools only.
+	// resolve against the embedded tools only. (A run still needs the
+	// definition embedded: package preflight reports such a name, rule
+	// registry-resolve, for check and run alike.)
 	Registry func(name string) bool
 }
 

@@ -57,6 +57,34 @@ type Transcript struct {
 	File  string
 	steps map[string][]Entry
 	order []string
+	keys  map[string]Step
+}
+
+// Step is one step id of a transcript's "steps" object: where its name
+// stands in the file, and how many calls it records.
+type Step struct {
+	// ID is the step id as the transcript spells it.
+	ID string
+	// Pointer is the RFC 6901 JSON Pointer of the step's list of calls
+	// ("/steps/triage"); Line and Column (1-based, in bytes) are where
+	// the step id's name starts, its opening quote.
+	Pointer      string
+	Line, Column int
+	// Calls is how many calls the step records (0 for []).
+	Calls int
+}
+
+// Steps returns the step ids the transcript has an entry for, in file
+// order, with their positions. A check uses them to report entries no
+// run would ever replay: a step id the playbook does not have, or a gate.
+func (t *Transcript) Steps() []Step {
+	out := make([]Step, 0, len(t.order))
+	for _, id := range t.order {
+		st := t.keys[id]
+		st.Calls = len(t.steps[id])
+		out = append(out, st)
+	}
+	return out
 }
 
 // Calls returns the calls recorded for the step with id step, in order
@@ -134,20 +162,33 @@ func Parse(file string, src []byte) (*Transcript, error) {
 		return nil, at(0, "", "missing member \"steps\": a transcript is {\"steps\": {\"<step id>\": [{\"tool\": ..., \"arguments\": ...}]}}")
 	}
 
-	t := &Transcript{File: file, steps: map[string][]Entry{}}
+	t := &Transcript{File: file, steps: map[string][]Entry{}, keys: map[string]Step{}}
 	// The unmarshal succeeded, so the document is well formed: walk its
-	// tokens once more for the step order and each entry's position.
+	// tokens once more for the step order, each step id's position and
+	// each entry's.
 	dec := jsontext.NewDecoder(bytes.NewReader(src))
+	keyAt := -1 // where the last step id's name starts
 	for {
+		before := dec.InputOffset()
 		tok, err := dec.ReadToken()
 		if err != nil {
 			break
 		}
 		ptr := dec.StackPointer()
 		switch {
+		case dec.StackDepth() == 2 && tok.Kind() == '"' && ptr.Parent() == "/steps":
+			// A string directly in "steps" is a step id: its values
+			// are lists (or the unmarshal would have failed). Only
+			// blanks, ',' and ':' stand between two tokens.
+			keyAt = int(before)
+			for keyAt < len(src) && src[keyAt] != '"' {
+				keyAt++
+			}
 		case dec.StackDepth() == 3 && tok.Kind() == '[':
 			id := ptr.LastToken()
 			t.order = append(t.order, id)
+			line, col := lines.Position(max(keyAt, 0))
+			t.keys[id] = Step{ID: id, Pointer: string(ptr), Line: line, Column: col}
 		case dec.StackDepth() == 4 && tok.Kind() == '{' && ptr.Parent().Parent() == "/steps":
 			id := ptr.Parent().LastToken()
 			off := dec.InputOffset() - 1

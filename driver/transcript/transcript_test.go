@@ -234,3 +234,31 @@ func TestExampleTranscripts(t *testing.T) {
 		}
 	}
 }
+
+// TestSteps: each step id with the position of its name (the opening
+// quote), the pointer of its list, and its number of calls, in file order,
+// however the file is laid out and whatever the id holds.
+func TestSteps(t *testing.T) {
+	src := "{\"steps\":{\"a/b~c\":[],\n" +
+		"  \"r\\u00e9sum\\u00e9\" :\n" +
+		"\t[{\"tool\": \"x\", \"arguments\": {}}, {\"tool\": \"y\", \"arguments\": {\"k\": \"[\"}}],\n" +
+		"  \"z\": [{\"tool\": \"\\\"quoted\\\"\", \"arguments\": []}]}}"
+	tr, err := transcript.Parse("t.json", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []transcript.Step{
+		{ID: "a/b~c", Pointer: "/steps/a~1b~0c", Line: 1, Column: 11, Calls: 0},
+		{ID: "résumé", Pointer: "/steps/résumé", Line: 2, Column: 3, Calls: 2},
+		{ID: "z", Pointer: "/steps/z", Line: 4, Column: 3, Calls: 1},
+	}
+	got := tr.Steps()
+	if len(got) != len(want) {
+		t.Fatalf("Steps = %+v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("step %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}

@@ -28,11 +28,24 @@ func harnessFlag(cmd *cobra.Command, path *string, usage string) {
 	_ = cmd.MarkFlagFilename("harness", "yaml", "yml", "json")
 }
 
-// resolveHarness sets an empty --harness of cmd (if it has one) to the
-// harness [CLI.findHarness] finds.
+// noDiscovery is the annotation of a --harness flag that is optional and
+// never filled by [CLI.findHarness] (explain's: without it, explain
+// contacts nothing).
+const noDiscovery = "openplaybook-no-harness-discovery"
+
+// optionalHarnessFlag registers --harness on cmd, into path, with no
+// discovery: empty unless given.
+func optionalHarnessFlag(cmd *cobra.Command, path *string, usage string) {
+	cmd.Flags().StringVar(path, "harness", "", usage)
+	_ = cmd.MarkFlagFilename("harness", "yaml", "yml", "json")
+	_ = cmd.Flags().SetAnnotation("harness", noDiscovery, []string{"true"})
+}
+
+// resolveHarness sets an empty --harness of cmd (if it has one, and it is
+// not an [optionalHarnessFlag]) to the harness [CLI.findHarness] finds.
 func (c *CLI) resolveHarness(cmd *cobra.Command) error {
 	f := cmd.Flags().Lookup("harness")
-	if f == nil || f.Value.String() != "" {
+	if f == nil || f.Value.String() != "" || f.Annotations[noDiscovery] != nil {
 		return nil
 	}
 	p, err := c.findHarness()

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"text/tabwriter"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/driver/transcript"
+	"github.com/openplaybook/openplaybook/preflight"
 	"github.com/openplaybook/openplaybook/report"
 	"github.com/openplaybook/openplaybook/runtime"
 )
@@ -44,7 +46,9 @@ would decide: the exact name on the step's allowedTools, resolving in the
 registry, arguments valid against the inputSchema. Nothing is executed and
 no store is written; MCP servers are only listed.
 
-Calls recorded for a step the playbook does not have are refused.
+Calls recorded for a step id the playbook does not have, or for a gate
+step, are errors positioned in the transcript (as check and run report them
+for a transcript the harness binds); then nothing is replayed.
 
 Exit status: 0 every call would be allowed, 1 any would be refused (or the
 document does not pass check), 2 bad usage or unreadable input.`,
@@ -68,6 +72,16 @@ document does not pass check), 2 bad usage or unreadable input.`,
 			if diag.Count(res.diags, diag.Error) > 0 {
 				fmt.Fprintln(c.stderr(), "openplaybook: the document does not pass check against the harness; a run would not start:")
 				_ = report.Write(c.stderr(), "text", res.files, keep(res.diags, diag.Error), nil)
+				return failed
+			}
+			// Calls recorded for a step id the playbook does not have, or
+			// for a gate, are errors where they stand in the transcript,
+			// as check and run report them for a transcript the harness
+			// binds.
+			if tds := preflight.Transcript(res.docs[0], tr); len(tds) > 0 {
+				src, _ := os.ReadFile(args[1]) // for the snippets only
+				fmt.Fprintln(c.stderr(), "openplaybook: the transcript does not fit the playbook; nothing was replayed:")
+				_ = report.Write(c.stderr(), "text", []report.File{{Name: tr.File, Src: src}}, tds, nil)
 				return failed
 			}
 			im, err := runtime.Import(res.docs[0], res.env.Registry)
@@ -115,7 +129,8 @@ document does not pass check), 2 bad usage or unreadable input.`,
 }
 
 // replay decides every call of the transcript, in the playbook's step
-// order, then the steps the playbook does not have.
+// order. Entries for steps the playbook does not have, or for gates, are
+// [preflight.Transcript]'s errors, found before.
 func replay(im *runtime.Imported, tr *transcript.Transcript) []ReplayCall {
 	var out []ReplayCall
 	seen := map[string]bool{}
@@ -137,11 +152,6 @@ func replay(im *runtime.Imported, tr *transcript.Transcript) []ReplayCall {
 	for _, s := range im.Doc.Steps {
 		if s.ID != nil && !seen[s.ID.Value] {
 			one(s.ID.Value)
-		}
-	}
-	for _, step := range tr.StepIDs() {
-		if !seen[step] {
-			one(step)
 		}
 	}
 	return out
