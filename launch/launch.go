@@ -121,13 +121,17 @@ func Open(ctx context.Context, h *Harness, opt Options) (*Opened, []diag.Diagnos
 	if opt.Store == nil {
 		return nil, nil, errors.New("launch: Open needs a Store")
 	}
+	var id string // a document without a manifest fails validation below
+	if doc.Manifest != nil {
+		id = playbook.Str(doc.Manifest.ID)
+	}
 	hst := host.Connect(ctx, h.H, []*playbook.Document{doc}, &host.Options{Store: opt.Store})
 	hst.External = opt.External
 	s, ds, err := runtime.Open(ctx, runtime.SessionOptions{
 		Document: doc,
 		Registry: hst.Registry,
 		Store:    opt.Store,
-		Driver:   hst.Drivers(playbook.Str(doc.Manifest.ID)),
+		Driver:   hst.Drivers(id),
 		Check: func(ctx context.Context, doc *playbook.Document) []diag.Diagnostic {
 			ds := append(append(append([]diag.Diagnostic(nil), hds...), rds...), hst.Diagnostics...)
 			return append(ds, preflight.Check(ctx, hst, doc)...)

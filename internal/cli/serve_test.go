@@ -90,3 +90,16 @@ func TestRunWaitsForItsAgent(t *testing.T) {
 		t.Fatalf("serve without the operator token: exit %d %q", code, errs)
 	}
 }
+
+// A document without a manifest is refused with its diagnostics, never a
+// crash (exit 1, not 70).
+func TestRunDocumentWithoutManifest(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bare.json")
+	if err := os.WriteFile(p, []byte(`{"openplaybook":"1.6","steps":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, nil, "run", "--harness", "../../examples/harness.yaml", p)
+	if code != ExitProblems || !strings.Contains(errs, `missing required member "manifest"`) {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+}
