@@ -55,7 +55,7 @@ Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 			}
 			s, err := c.importForRun(ctx, harnessPath, args[0], nil, "", false)
 			if err != nil {
-				return err
+				return c.failRun(format.value, "", err)
 			}
 			defer s.Close()
 			out, err := s.run.Start(ctx, in)
@@ -64,14 +64,14 @@ Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 				if errors.As(err, &bad) && bad.Syntax {
 					return &exitError{code: ExitUsage, err: fmt.Errorf("--input: %w", err)}
 				}
-				return &exitError{code: ExitProblems, err: err}
+				return c.failRun(format.value, "", &exitError{code: ExitProblems, err: err})
 			}
 			return c.finish(out, err, format.value, harnessPath)
 		},
 	}
 	harnessFlag(cmd, &harnessPath, "the harness file (YAML or JSON; see docs/harness.md)")
 	cmd.Flags().StringVar(&input, "input", "", "the run's input: a JSON object, @file to read it from a file, or @- from standard input")
-	formatFlag(cmd, format, "output format: text or json (json prints {run, status, reason, waiting})")
+	formatFlag(cmd, format, "output format: text or json (json prints {run, status, reason, waiting}, or {run, status: \"error\", error})")
 	return cmd
 }
 
@@ -99,19 +99,18 @@ Exit status: as run.`,
 		ValidArgsFunction: c.completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := ctxOf(cmd)
-			st, h, err := c.storeFor(harnessPath)
+			st, _, err := c.storeFor(harnessPath)
 			if err != nil {
-				return err
+				return c.failRun(format.value, args[0], err)
 			}
 			run, err := st.GetRun(ctx, args[0])
 			st.Close()
-			_ = h
 			if err != nil {
-				return &exitError{code: ExitProblems, err: runError(err, args[0])}
+				return c.failRun(format.value, args[0], &exitError{code: ExitProblems, err: runError(err, args[0])})
 			}
 			s, err := c.importForRun(ctx, harnessPath, "", run.Document, "<document of "+run.ID+">", acceptHarness)
 			if err != nil {
-				return err
+				return c.failRun(format.value, run.ID, err)
 			}
 			defer s.Close()
 			out, err := s.run.Resume(ctx, run.ID)
@@ -120,7 +119,7 @@ Exit status: as run.`,
 	}
 	harnessFlag(cmd, &harnessPath, "the harness file the run was started with")
 	cmd.Flags().BoolVar(&acceptHarness, "accept-harness-change", false, "resume with a harness file other than the one the run was started with (recorded in the audit log)")
-	formatFlag(cmd, format, "output format: text or json")
+	formatFlag(cmd, format, "output format: text or json (as run)")
 	return cmd
 }
 
