@@ -22,16 +22,16 @@ func TestDecideErrorsNameTheNextStep(t *testing.T) {
 	o := e.outcome(ExitWaiting, "run", doc)
 	for _, verb := range []string{"approve", "deny"} {
 		_, stderr := e.cli(ExitProblems, verb, "run_nope", "confirm")
-		if !strings.Contains(stderr, "run run_nope not found; 'openplaybook status' lists runs") || strings.Contains(stderr, "store:") {
+		if !strings.Contains(stderr, "run run_nope not found; 'openplaybook status --harness "+e.harness+"' lists runs") || strings.Contains(stderr, "store:") {
 			t.Errorf("%s of an unknown run: %q", verb, stderr)
 		}
 		_, stderr = e.cli(ExitProblems, verb, o.Run, "apr_nope")
-		if want := "run " + o.Run + " has no approval apr_nope; 'openplaybook status " + o.Run + "' lists what it waits for"; !strings.Contains(stderr, want) || strings.Contains(stderr, "store:") {
+		if want := "run " + o.Run + " has no approval apr_nope; 'openplaybook status --harness " + e.harness + " " + o.Run + "' lists what it waits for"; !strings.Contains(stderr, want) || strings.Contains(stderr, "store:") {
 			t.Errorf("%s of an unknown approval: %q, want %q", verb, stderr, want)
 		}
 	}
 	for _, args := range [][]string{{"status", "run_nope"}, {"audit", "run_nope"}, {"resume", "run_nope"}} {
-		if _, stderr := e.cli(ExitProblems, args...); !strings.Contains(stderr, "run run_nope not found; 'openplaybook status' lists runs") {
+		if _, stderr := e.cli(ExitProblems, args...); !strings.Contains(stderr, "run run_nope not found; 'openplaybook status --harness "+e.harness+"' lists runs") {
 			t.Errorf("%s of an unknown run: %q", args[0], stderr)
 		}
 	}
