@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -72,6 +75,9 @@ var (
 	// time.ParseDuration without signs, "0" or exponents. The schema has
 	// the same pattern.
 	durationSyntax = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`)
+	// unitless is a duration written without its unit: a plain decimal
+	// number.
+	unitless = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 )
 
 // decoder checks the sections of a harness tree and fills the Harness.
@@ -204,10 +210,20 @@ func (d *decoder) refs(n *node) bool {
 	return true
 }
 
-// duration reads a positive duration such as "10s", "1m30s" or "24h".
+// duration reads a positive duration such as "10s", "1m30s" or "24h". A
+// number without a unit (15, or "15") is refused with the seconds written
+// out: write "15s".
 func (d *decoder) duration(n *node, label string) (time.Duration, bool) {
+	if n.kind == kNumber && positive(n.text) {
+		d.errN(n, RuleType, "%s is a number without a unit: write %q for %s seconds (a number and a unit: ms, s, m or h)", label, n.text+"s", n.text)
+		return 0, false
+	}
 	s, ok := d.str(n, label)
 	if !ok {
+		return 0, false
+	}
+	if positive(s) {
+		d.errN(n, RuleValue, "%s has no unit: write %q for %s seconds (a number and a unit: ms, s, m or h)", label, s+"s", s)
 		return 0, false
 	}
 	if !durationSyntax.MatchString(s) {
@@ -220,6 +236,49 @@ func (d *decoder) duration(n *node, label string) (time.Duration, bool) {
 		return 0, false
 	}
 	return v, true
+}
+
+// programFile reports whether command names an existing program file as
+// the runtime would look for it: a name with a path separator relative to
+// cwd (or absolute), a bare name in PATH.
+func programFile(command, cwd string) bool {
+	if !strings.ContainsAny(command, `/`+string(filepath.Separator)) {
+		_, err := exec.LookPath(command)
+		return err == nil
+	}
+	if !filepath.IsAbs(command) {
+		command = filepath.Join(cwd, command)
+	}
+	fi, err := os.Stat(command)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// splitCommand splits a command written with its arguments into the
+// program and the arguments: the longest prefix that names a program file
+// (a path with a blank in it), else the first word.
+func splitCommand(command, cwd string) (string, []string) {
+	words := strings.Fields(command)
+	for n := len(words) - 1; n > 1; n-- {
+		// The prefix as written, blanks included, up to the n-th word.
+		end := 0
+		for _, w := range words[:n] {
+			end = strings.Index(command[end:], w) + end + len(w)
+		}
+		if programFile(strings.TrimSpace(command[:end]), cwd) {
+			return strings.TrimSpace(command[:end]), words[n:]
+		}
+	}
+	return words[0], words[1:]
+}
+
+// positive reports whether s is a plain decimal number greater than zero:
+// a duration written without its unit.
+func positive(s string) bool {
+	if !unitless.MatchString(s) {
+		return false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return err == nil && f > 0
 }
 
 // root decodes the top-level map.
@@ -363,9 +422,6 @@ func (d *decoder) mcpServer(m member) *MCPServer {
 	if cmdN != nil {
 		if c, ok := d.nonEmpty(cmdN, `"command"`); ok && d.noRefs(cmdN, `"command"`) {
 			s.Command = c
-			if strings.ContainsAny(c, " \t") && !strings.ContainsAny(c, `/\`) {
-				d.warnN(cmdN, RuleValue, "\"command\" holds a blank: it is run directly, never by a shell; put the program in \"command\" and each argument in \"args\"")
-			}
 		}
 		s.Env = map[string]string{}
 		s.Cwd = d.h.Dir
@@ -403,6 +459,18 @@ func (d *decoder) mcpServer(m member) *MCPServer {
 		if c, ok := d.nonEmpty(v, `"cwd"`); ok && d.noRefs(v, `"cwd"`) {
 			s.Cwd = d.h.ResolvePath(c)
 		}
+	}
+	if strings.ContainsAny(s.Command, " \t") && !programFile(s.Command, s.Cwd) {
+		// A program and its arguments in one string, with or without a
+		// path ("node server.js", "/usr/bin/node /srv/server.js"): the
+		// runtime would look for a program of that whole name. A path
+		// with a blank that names a file ("/opt/My Tools/server") is fine.
+		prog, rest := splitCommand(s.Command, s.Cwd)
+		args := make([]string, len(rest))
+		for i, w := range rest {
+			args[i] = strconv.Quote(w)
+		}
+		d.warnN(cmdN, RuleValue, "\"command\" holds a blank and names no program file: it is run directly, never by a shell; put the program in \"command\" and each argument in \"args\": command: %q, args: [%s]", prog, strings.Join(args, ", "))
 	}
 	if urlN != nil {
 		if u, ok := d.nonEmpty(urlN, `"url"`); ok && d.refs(urlN) {

@@ -208,7 +208,15 @@ func TestStrict(t *testing.T) {
 		{"bad env name", "h.yaml", "mcpServers:\n  m:\n    command: x\n    env: {1ST: a}\n",
 			[]problem{{4, 11, "/mcpServers/m/env/1ST", RuleName, `not an environment variable name`}}},
 		{"bad duration", "h.yaml", "mcpServers:\n  m:\n    command: x\n    timeout: 10\n",
-			[]problem{{4, 14, "/mcpServers/m/timeout", RuleType, `"timeout" must be a string, not a number`}}},
+			[]problem{{4, 14, "/mcpServers/m/timeout", RuleType, `"timeout" is a number without a unit: write "10s" for 10 seconds`}}},
+		{"duration without a unit, quoted", "h.yaml", "mcpServers:\n  m:\n    command: x\n    callTimeout: \"1.5\"\n",
+			[]problem{{4, 18, "/mcpServers/m/callTimeout", RuleValue, `"callTimeout" has no unit: write "1.5s" for 1.5 seconds`}}},
+		{"zero without a unit", "h.yaml", "runtime:\n  approvalExpiry: \"0\"\n",
+			[]problem{{2, 19, "/runtime/approvalExpiry", RuleValue, `not a duration`}}},
+		{"command and arguments in one string", "h.yaml", "mcpServers:\n  m:\n    command: node server.js --port 1\n",
+			[]problem{{3, 14, "/mcpServers/m/command", RuleValue, `put the program in "command" and each argument in "args": command: "node", args: ["server.js", "--port", "1"]`}}},
+		{"a path and an argument in one string", "h.yaml", "mcpServers:\n  m:\n    command: /usr/bin/node /srv/server.js\n",
+			[]problem{{3, 14, "/mcpServers/m/command", RuleValue, `names no program file: it is run directly, never by a shell; put the program in "command" and each argument in "args": command: "/usr/bin/node", args: ["/srv/server.js"]`}}},
 		{"bad duration unit", "h.yaml", "runtime:\n  approvalExpiry: 1d\n",
 			[]problem{{2, 19, "/runtime/approvalExpiry", RuleValue, `not a duration`}}},
 		{"zero duration", "h.yaml", "runtime:\n  approvalExpiry: 0s\n",
@@ -791,5 +799,41 @@ secrets:
 	_, err = h.MCPServers["broken"].Expand(sec)
 	if err == nil || err.Error() != `env C of MCP server "broken": harness: secret "UNSET" is not set (looked in the environment variable UNSET)` {
 		t.Errorf("broken: %v", err)
+	}
+}
+
+// TestCommandPathWithBlank: a command with a blank that names a program
+// file (a path with a space in it) is not flagged; the same path with an
+// argument after it is, with the split shown.
+func TestCommandPathWithBlank(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "My Tools", "server")
+	if err := os.MkdirAll(filepath.Dir(prog), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		command, want string
+	}{
+		{prog, ""},
+		{"My Tools/server", ""}, // relative to the harness directory
+		{prog + " --stdio", fmt.Sprintf(`command: %q, args: ["--stdio"]`, prog)},
+		{"My Tools/server --stdio", `command: "My Tools/server", args: ["--stdio"]`},
+		{"node server.js", `command: "node", args: ["server.js"]`},
+	} {
+		src := fmt.Sprintf("mcpServers:\n  m:\n    command: %q\n", tc.command)
+		_, ds := Parse("h.yaml", []byte(src), dir)
+		var got []string
+		for _, d := range ds {
+			got = append(got, d.Message)
+		}
+		switch {
+		case tc.want == "" && len(ds) != 0:
+			t.Errorf("command %q: want no diagnostic, got %q", tc.command, got)
+		case tc.want != "" && (len(ds) != 1 || ds[0].Severity != diag.Warning || ds[0].Pointer != "/mcpServers/m/command" || !strings.Contains(ds[0].Message, tc.want)):
+			t.Errorf("command %q: want one warning with %q, got %q", tc.command, tc.want, got)
+		}
 	}
 }

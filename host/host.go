@@ -50,6 +50,9 @@ type Options struct {
 	// registry entries get tools. Without it (check, pin) the built-ins
 	// are definitions only.
 	Store *store.Store
+	// AllServers connects every MCP server the harness binds, not only
+	// those the documents require: the check of a harness alone.
+	AllServers bool
 }
 
 // Host is a harness connected. Build it with [Connect] or [Offline];
@@ -124,7 +127,7 @@ func newHost(hs *harness.Harness) *Host {
 // tools where the harness binds a connection whose secrets resolve), and,
 // concurrently, the tools of every MCP server that one of the documents
 // requires and the harness binds (servers no document needs are not
-// started). Each server gets its harness timeout (default 10 s); Connect
+// started; with opt.AllServers, every server the harness binds). Each server gets its harness timeout (default 10 s); Connect
 // never waits longer than the slowest server's timeout. What cannot be
 // connected is recorded in ServerErrs and ConnectionErrs, never fatal.
 func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document, opt *Options) *Host {
@@ -173,7 +176,15 @@ func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document
 		}
 	}
 	var cfgs []mcphost.ServerConfig
-	for _, name := range requiredServers(docs) {
+	servers := requiredServers(docs)
+	if o.AllServers {
+		servers = servers[:0]
+		for name := range hs.MCPServers {
+			servers = append(servers, name)
+		}
+		sort.Strings(servers)
+	}
+	for _, name := range servers {
 		bound := hs.MCPServers[name]
 		if bound == nil {
 			continue // reported per document

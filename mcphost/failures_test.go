@@ -114,6 +114,11 @@ func TestServerExitsAtOnce(t *testing.T) {
 	if !strings.Contains(e.Stderr, "boom") || !strings.Contains(e.Error(), "boom") || !strings.Contains(e.Msg, "exit status 3") {
 		t.Errorf("got %q", e)
 	}
+	// Each stderr line is a line of its own, indented: never one run-on
+	// string.
+	if e.Stderr != "starting\nboom" || !strings.HasSuffix(e.Error(), "; its stderr ends:\n\tstarting\n\tboom") {
+		t.Errorf("stderr tail %q, error %q: want the lines starting and boom, each on a line after a tab", e.Stderr, e.Error())
+	}
 	assertGone(t, pidFile)
 }
 

@@ -231,3 +231,27 @@ func TestTextHidesControlCharacters(t *testing.T) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
+
+// TestTextDetailLines: a message's detail lines (after "\n\t", as an MCP
+// server's stderr tail) are shown each on an indented line of its own,
+// between the diagnostic and its snippet, cleaned like the message; other
+// line breaks stay hidden.
+func TestTextDetailLines(t *testing.T) {
+	ds := []diag.Diagnostic{
+		{File: "a.json", Line: 2, Column: 2, Severity: diag.Error, Rule: "preflight-mcp-server",
+			Message: "mcp server \"m\": initialize: server exited (exit status 3); its stderr ends:\n\tstarting\n\tboom\x1b[2J: no\ndatabase"},
+		{File: "b.json", Severity: diag.Error, Rule: "r", Message: "no place:\n\tone"},
+	}
+	got := render(t, "text", sampleFiles, ds)
+	want := "a.json:2:2: error: mcp server \"m\": initialize: server exited (exit status 3); its stderr ends: [preflight-mcp-server]\n" +
+		"    starting\n" +
+		"    boom\uFFFD[2J: no\uFFFDdatabase\n" +
+		" 2 | \t\"openplaybook\": \"1.6\",\n" +
+		"   | \t^\n" +
+		"b.json: error: no place: [r]\n" +
+		"    one\n" +
+		"2 errors, 0 warnings\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

@@ -30,7 +30,9 @@ const snippetReach = (snippetWidth + 1) * utf8.UTFMax
 //	      |       ^
 //
 // then one summary line ("1 error, 0 warnings"). Nothing at all is written
-// when diags is empty.
+// when diags is empty. A message's detail lines (each after "\n\t") are
+// shown each on a line of its own, indented by four spaces, before the
+// snippet.
 //
 // The snippet never shows a credential: every character of one (see
 // [sources.masks]) is shown as '*', so the caret still lines up.
@@ -39,11 +41,21 @@ func writeText(b *bytes.Buffer, src *sources, diags []diag.Diagnostic) {
 		return
 	}
 	for _, d := range diags {
-		file, msg := shown(d.File), shown(d.Message)
+		// Detail lines of a message (each after "\n\t", as an MCP
+		// server's last stderr lines are) are shown each on a line of its
+		// own, indented under the diagnostic, so none can pass for a
+		// diagnostic of its own. Any other line break is shown as U+FFFD.
+		parts := strings.Split(d.Message, "\n\t")
+		file, msg := shown(d.File), shown(parts[0])
 		if d.Line > 0 {
 			fmt.Fprintf(b, "%s:%d:%d: %s: %s [%s]\n", file, d.Line, d.Column, d.Severity, msg, d.Rule)
 		} else {
 			fmt.Fprintf(b, "%s: %s: %s [%s]\n", file, d.Severity, msg, d.Rule)
+		}
+		for _, l := range parts[1:] {
+			fmt.Fprintf(b, "    %s\n", shown(l))
+		}
+		if d.Line <= 0 {
 			continue
 		}
 		line, start, ok := src.line(d.File, d.Line)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -23,7 +22,7 @@ func (c *CLI) checkCommand() *cobra.Command {
 	var strict bool
 	var harnessPath string
 	cmd := &cobra.Command{
-		Use:                   "check [--harness FILE] [--format " + strings.Join(report.Formats, "|") + "] [--strict] DOC...",
+		Use:                   "check [--harness FILE] [--format " + strings.Join(report.Formats, "|") + "] [--strict] [DOC...]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Validate documents and check them against a harness: registry, drift, preflight",
 		Long: `Check does everything validate does, then checks each document against
@@ -42,16 +41,19 @@ what the harness provides, as a run would before executing anything:
 MCP servers are contacted concurrently, each within its harness timeout
 (default 10 s). Secret values are never printed.
 
+With no DOC, check checks the harness alone: the file itself, every secret
+it uses, every connection (Stripe is asked once), every MCP server it binds
+(each is started or contacted and lists its tools) and every agent's
+driver.
+
 Formats and exit status are those of validate: 0 no errors, 1 errors (or
 warnings under --strict), 2 bad usage or unreadable input.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return errors.New("check needs at least one DOC: a file, a directory (its *.json files) or - for standard input")
-			}
-			return nil
-		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := c.checkWithHarness(cmd.Context(), harnessPath, args)
+			check := c.checkWithHarness
+			if len(args) == 0 {
+				check = c.checkHarnessAlone
+			}
+			res, err := check(cmd.Context(), harnessPath, args)
 			if err != nil {
 				return ioError(err)
 			}
@@ -90,6 +92,39 @@ func (c *CLI) checkWithHarness(ctx context.Context, harnessPath string, paths []
 		return nil, err
 	}
 	return c.checkInputs(ctx, harnessPath, inputs)
+}
+
+// checkHarnessAlone loads the harness and checks it with no document:
+// its diagnostics, then, when it has no error, every server, connection,
+// secret and agent it binds ([preflight.Harness]). The error is for I/O
+// only. The caller closes res.env.
+func (c *CLI) checkHarnessAlone(ctx context.Context, harnessPath string, _ []string) (*checkResult, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	h, hds, err := harness.Load(harnessPath)
+	if err != nil {
+		return nil, fmt.Errorf("reading the harness: %w", err)
+	}
+	hsrc, err := os.ReadFile(harnessPath)
+	if err != nil {
+		return nil, fmt.Errorf("reading the harness: %w", err)
+	}
+	res := &checkResult{h: h, files: []report.File{{Name: harnessPath, Src: hsrc}}}
+	res.diags = append(res.diags, hds...)
+	if diag.Count(hds, diag.Error) > 0 {
+		// As with documents: a harness with errors contacts nothing.
+		res.env = host.Offline(h)
+		return res, nil
+	}
+	res.env = host.Connect(ctx, h, nil, &host.Options{AllServers: true})
+	res.diags = append(res.diags, res.env.Diagnostics...)
+	res.diags = append(res.diags, preflight.Harness(ctx, res.env)...)
+	for i := range res.diags {
+		res.diags[i].Message = res.env.Secrets.Redact(res.diags[i].Message)
+	}
+	diag.Sort(res.diags)
+	return res, nil
 }
 
 // checkInputs is checkWithHarness over inputs already expanded; an input

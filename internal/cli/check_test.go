@@ -313,3 +313,59 @@ func TestPinRefusesABrokenHarness(t *testing.T) {
 		t.Fatalf("pin with a broken harness: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestCheckHarnessAlone: check with --harness and no DOC checks the
+// harness alone, every binding positioned in the harness file: a server
+// that cannot start is an error with its stderr, the live memory server
+// and the Stripe connection on stripe-mock pass; a secret the file uses
+// that is not set is reported at its use, once; a harness with an error
+// in the file starts nothing.
+func TestCheckHarnessAlone(t *testing.T) {
+	h, dir := checkEnv(t, "")
+	code, ds := checkJSON(t, "--harness", h)
+	if code != ExitProblems {
+		t.Fatalf("exit %d, want 1 (the broken server):\n%s", code, dump(ds))
+	}
+	if len(ds) != 1 || find(ds, "preflight-mcp-server", "/mcpServers/broken", diag.Error, `MCP server "broken" cannot be used`, "boom: cannot open the database") == nil ||
+		ds[0].File != h || ds[0].Line != 7 {
+		t.Errorf("want only the broken server's error, at line 7 of %s:\n%s", h, dump(ds))
+	}
+	// Text: the server's stderr line on a line of its own.
+	_, out, _ := run(t, nil, "check", "--harness", h)
+	if !strings.Contains(out, "\n    boom: cannot open the database\n") {
+		t.Errorf("text output does not show the stderr line on its own line:\n%s", out)
+	}
+
+	// Without the broken server: clean, exit 0. The memory server was
+	// started (a command that is not there fails).
+	src := mustRead(t, h)
+	cut := strings.Index(src, "  broken:")
+	end := strings.Index(src, "connections:")
+	clean := writeDoc(t, dir, "clean.yaml", src[:cut]+src[end:])
+	if code, ds := checkJSON(t, "--harness", clean); code != ExitOK || len(ds) != 0 {
+		t.Errorf("clean harness alone: exit %d:\n%s", code, dump(ds))
+	}
+	gone := writeDoc(t, dir, "gone.yaml", strings.Replace(src[:cut]+src[end:], "command: ", "command: /no/such/dir/", 1))
+	if code, ds := checkJSON(t, "--harness", gone); code != ExitProblems || find(ds, "preflight-mcp-server", "/mcpServers/memory", diag.Error, "/no/such/dir/") == nil {
+		t.Errorf("a server whose command is not there: exit %d:\n%s", code, dump(ds))
+	}
+
+	// An agent whose transcript is not there: an error at the agent.
+	noTranscript := writeDoc(t, dir, "no-transcript.yaml", strings.Replace(src[:cut]+src[end:], "transcript: t.json", "transcript: nope.json", 1))
+	if code, ds := checkJSON(t, "--harness", noTranscript); code != ExitProblems || len(ds) != 1 || find(ds, "preflight-agent", "/agents/lou", diag.Error, `agent "lou" cannot be used`, "nope.json") == nil {
+		t.Errorf("an agent whose transcript is not there: exit %d:\n%s", code, dump(ds))
+	}
+
+	// The Stripe key unset: one error, at the secret's use.
+	t.Setenv("STRIPE_API_KEY", "")
+	code, ds = checkJSON(t, "--harness", clean)
+	if code != ExitProblems || len(ds) != 1 || find(ds, "harness-secret-missing", "/connections/stripe/secrets/apiKey", diag.Error, `"STRIPE_API_KEY"`) == nil {
+		t.Errorf("Stripe key unset: exit %d, want one harness-secret-missing error:\n%s", code, dump(ds))
+	}
+
+	// An error in the file: nothing is started, only the file's errors.
+	bad := writeDoc(t, dir, "bad.yaml", src+"runtime: {maxToolCalls: 0}\n")
+	if code, ds := checkJSON(t, "--harness", bad); code != ExitProblems || len(ds) != 1 || ds[0].Rule != "harness-value" {
+		t.Errorf("harness with an error: exit %d:\n%s", code, dump(ds))
+	}
+}

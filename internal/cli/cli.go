@@ -161,6 +161,7 @@ at a gate).`,
 		c.serveCommand(),
 		c.mcpCommand(),
 		c.agentTokenCommand(),
+		c.docsCommand(),
 	)
 	// cobra's completion command (bash, zsh, fish, powershell), added here
 	// rather than at Execute so that it is in the tree like the others.

@@ -3,11 +3,15 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"os/user"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/runtime"
+	"github.com/openplaybook/openplaybook/store"
 )
 
 // TestDecideErrorsNameTheNextStep: approve and deny word an unknown run
@@ -18,16 +22,16 @@ func TestDecideErrorsNameTheNextStep(t *testing.T) {
 	o := e.outcome(ExitWaiting, "run", doc)
 	for _, verb := range []string{"approve", "deny"} {
 		_, stderr := e.cli(ExitProblems, verb, "run_nope", "confirm")
-		if !strings.Contains(stderr, "run run_nope not found; 'openplaybook status' lists runs") || strings.Contains(stderr, "store:") {
+		if !strings.Contains(stderr, "run run_nope not found; 'openplaybook status --harness "+e.harness+"' lists runs") || strings.Contains(stderr, "store:") {
 			t.Errorf("%s of an unknown run: %q", verb, stderr)
 		}
 		_, stderr = e.cli(ExitProblems, verb, o.Run, "apr_nope")
-		if want := "run " + o.Run + " has no approval apr_nope; 'openplaybook status " + o.Run + "' lists what it waits for"; !strings.Contains(stderr, want) || strings.Contains(stderr, "store:") {
+		if want := "run " + o.Run + " has no approval apr_nope; 'openplaybook status --harness " + e.harness + " " + o.Run + "' lists what it waits for"; !strings.Contains(stderr, want) || strings.Contains(stderr, "store:") {
 			t.Errorf("%s of an unknown approval: %q, want %q", verb, stderr, want)
 		}
 	}
 	for _, args := range [][]string{{"status", "run_nope"}, {"audit", "run_nope"}, {"resume", "run_nope"}} {
-		if _, stderr := e.cli(ExitProblems, args...); !strings.Contains(stderr, "run run_nope not found; 'openplaybook status' lists runs") {
+		if _, stderr := e.cli(ExitProblems, args...); !strings.Contains(stderr, "run run_nope not found; 'openplaybook status --harness "+e.harness+"' lists runs") {
 			t.Errorf("%s of an unknown run: %q", args[0], stderr)
 		}
 	}
@@ -154,4 +158,67 @@ func TestCompletion(t *testing.T) {
 func (e *rtEnv) cliOut(t *testing.T, args ...string) (int, string) {
 	code, out, _ := runIn(&CLI{Getenv: noEnv}, args...)
 	return code, out
+}
+
+// TestRunJSONErrorShape: run and resume with --format json print, on every
+// failure that is not a usage error, one object {run, status: "error",
+// error} (run "" when no run exists), never an outcome with an empty or
+// undocumented status: a resume refused by the run lock (another process
+// executes the run), an unknown run, a document that does not pass check.
+// A usage error (exit 2) prints nothing on standard output.
+func TestRunJSONErrorShape(t *testing.T) {
+	t.Parallel()
+	e, doc := gatedEnv(t)
+	o := e.outcome(ExitWaiting, "run", doc)
+
+	// Another process holds the run: its lock is taken here, through a
+	// descriptor of the database of its own.
+	h, _, err := harness.Load(e.harness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(h.Store.SQLite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := st.LockRun(o.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := e.write("bad.json", string(rtDoc(t, "bad",
+		map[string]any{"id": "work", "kind": "agent", "agent": "clerk", "purpose": "Call what is not there.", "allowedTools": []string{"no.such_tool"}},
+	)))
+	for _, tc := range []struct {
+		args      []string
+		run, want string
+	}{
+		{[]string{"resume", o.Run}, o.Run, "being executed by another process"},
+		{[]string{"resume", "run_nosuchrun"}, "run_nosuchrun", "run run_nosuchrun not found"},
+		{[]string{"run", bad}, "", "does not pass check"},
+	} {
+		stdout, stderr := e.cli(ExitProblems, append(tc.args, "-f", "json")...)
+		var got map[string]any
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Errorf("%v -f json: stdout %q is not one JSON object: %v", tc.args, stdout, err)
+			continue
+		}
+		keys := slices.Sorted(maps.Keys(got))
+		if !slices.Equal(keys, []string{"error", "run", "status"}) || got["status"] != "error" || got["run"] != tc.run ||
+			!strings.Contains(got["error"].(string), tc.want) {
+			t.Errorf("%v -f json: %v, want {run: %q, status: error, error: ...%s...}", tc.args, got, tc.run, tc.want)
+		}
+		if !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: stderr %q does not say %q", tc.args, stderr, tc.want)
+		}
+	}
+	unlock()
+	st.Close()
+	// The lock released, the same resume goes on: a waiting outcome.
+	if got := e.outcome(ExitWaiting, "resume", o.Run); got.Run != o.Run || got.Status != runtime.Waiting {
+		t.Errorf("resume after the lock: %+v", got)
+	}
+	// Usage: nothing on standard output.
+	if stdout, _ := e.cli(ExitUsage, "run", "--input", "{", "-f", "json", doc); stdout != "" {
+		t.Errorf("usage error printed %q", stdout)
+	}
 }

@@ -46,7 +46,7 @@ func TestHarnessDiscovery(t *testing.T) {
 	empty := t.TempDir()
 	for _, args := range [][]string{
 		{"run", doc}, {"resume", "run_x"}, {"approve", "run_x", "g"}, {"deny", "run_x", "g"},
-		{"status"}, {"audit", "run_x"}, {"today"}, {"check", doc}, {"pin", doc}, {"replay", doc, doc},
+		{"status"}, {"audit", "run_x"}, {"today"}, {"check", doc}, {"check"}, {"pin", doc}, {"replay", doc, doc},
 	} {
 		code, out, stderr := runIn(&CLI{Getenv: noEnv, Dir: empty}, args...)
 		if code != ExitUsage || out != "" || !strings.Contains(stderr, "--harness FILE") ||

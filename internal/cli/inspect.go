@@ -67,7 +67,7 @@ the exact arguments of every call waiting for approval.`,
 			if len(args) == 1 {
 				r, err := st.GetRun(ctx, args[0])
 				if err != nil {
-					return &exitError{code: ExitProblems, err: runError(err, args[0])}
+					return &exitError{code: ExitProblems, err: runError(err, args[0], harnessPath)}
 				}
 				runs = []store.Run{r}
 			} else if runs, err = st.ListRuns(ctx); err != nil {
@@ -228,7 +228,7 @@ not.`,
 			defer st.Close()
 			ctx := ctxOf(cmd)
 			if _, err := st.GetRun(ctx, args[0]); err != nil {
-				return &exitError{code: ExitProblems, err: runError(err, args[0])}
+				return &exitError{code: ExitProblems, err: runError(err, args[0], harnessPath)}
 			}
 			recs, err := st.Audit(ctx, args[0])
 			if err != nil {

@@ -34,10 +34,12 @@ Every tool call goes through one decision path: the exact name must be on
 the executing step's allowedTools, resolve in the registry, and have
 arguments valid against its inputSchema; a tool with requiresApproval waits
 for 'openplaybook approve'. Everything is recorded in the run's hash-chained
-audit log ('openplaybook audit RUN --verify').
+audit log ('openplaybook audit --harness FILE --verify RUN').
 
 The run outlives the process: when it waits for a person, decide with
-'openplaybook approve|deny RUN ID' and continue with 'openplaybook resume RUN'.
+'openplaybook approve|deny --harness FILE RUN ID' and continue with
+'openplaybook resume --harness FILE RUN' (each printed with the harness
+used).
 
 Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 1 failed (or the document does not pass check), 2 bad usage.`,
@@ -55,7 +57,7 @@ Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 			}
 			s, err := c.importForRun(ctx, harnessPath, args[0], nil, "", false)
 			if err != nil {
-				return err
+				return c.failRun(format.value, "", err)
 			}
 			defer s.Close()
 			out, err := s.run.Start(ctx, in)
@@ -64,14 +66,14 @@ Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 				if errors.As(err, &bad) && bad.Syntax {
 					return &exitError{code: ExitUsage, err: fmt.Errorf("--input: %w", err)}
 				}
-				return &exitError{code: ExitProblems, err: err}
+				return c.failRun(format.value, "", &exitError{code: ExitProblems, err: err})
 			}
 			return c.finish(out, err, format.value, harnessPath)
 		},
 	}
 	harnessFlag(cmd, &harnessPath, "the harness file (YAML or JSON; see docs/harness.md)")
 	cmd.Flags().StringVar(&input, "input", "", "the run's input: a JSON object, @file to read it from a file, or @- from standard input")
-	formatFlag(cmd, format, "output format: text or json (json prints {run, status, reason, waiting})")
+	formatFlag(cmd, format, "output format: text or json (json prints {run, status, reason, waiting}, or {run, status: \"error\", error})")
 	return cmd
 }
 
@@ -99,19 +101,18 @@ Exit status: as run.`,
 		ValidArgsFunction: c.completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := ctxOf(cmd)
-			st, h, err := c.storeFor(harnessPath)
+			st, _, err := c.storeFor(harnessPath)
 			if err != nil {
-				return err
+				return c.failRun(format.value, args[0], err)
 			}
 			run, err := st.GetRun(ctx, args[0])
 			st.Close()
-			_ = h
 			if err != nil {
-				return &exitError{code: ExitProblems, err: runError(err, args[0])}
+				return c.failRun(format.value, args[0], &exitError{code: ExitProblems, err: runError(err, args[0], harnessPath)})
 			}
 			s, err := c.importForRun(ctx, harnessPath, "", run.Document, "<document of "+run.ID+">", acceptHarness)
 			if err != nil {
-				return err
+				return c.failRun(format.value, run.ID, err)
 			}
 			defer s.Close()
 			out, err := s.run.Resume(ctx, run.ID)
@@ -120,7 +121,7 @@ Exit status: as run.`,
 	}
 	harnessFlag(cmd, &harnessPath, "the harness file the run was started with")
 	cmd.Flags().BoolVar(&acceptHarness, "accept-harness-change", false, "resume with a harness file other than the one the run was started with (recorded in the audit log)")
-	formatFlag(cmd, format, "output format: text or json")
+	formatFlag(cmd, format, "output format: text or json (as run)")
 	return cmd
 }
 
@@ -158,14 +159,14 @@ func (c *CLI) decideCommand(approve bool) *cobra.Command {
 				by = c.userName()
 			}
 			if _, err := st.GetRun(ctx, runID); err != nil {
-				return &exitError{code: ExitProblems, err: runError(err, runID)}
+				return &exitError{code: ExitProblems, err: runError(err, runID, harnessPath)}
 			}
 			// A secret value typed into a reason is never stored.
 			redact := secretRedactor(ctx, h, st, runID)
 			v := runtime.Verdict{Approve: approve, Reason: redact(reason), By: redact(by)}
 			what, err := runtime.Decide(ctx, st, runID, id, v)
 			if err != nil {
-				return &exitError{code: ExitProblems, err: decideError(err, runID, id)}
+				return &exitError{code: ExitProblems, err: decideError(err, runID, id, harnessPath)}
 			}
 			decision := map[bool]string{true: "approved", false: "denied"}[approve]
 			resume := fmt.Sprintf("openplaybook resume --harness %s %s", harnessPath, runID)
@@ -201,18 +202,18 @@ type decided struct {
 }
 
 // runError words an error reading run runID: one not found names the
-// command that lists runs.
-func runError(err error, runID string) error {
+// command that lists runs, with the harness file used.
+func runError(err error, runID, harnessPath string) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("run %s not found; 'openplaybook status' lists runs", runID)
+		return fmt.Errorf("run %s not found; 'openplaybook status --harness %s' lists runs", runID, harnessPath)
 	}
 	return fmt.Errorf("run %s: %w", runID, err)
 }
 
 // decideError words an error of [runtime.Decide] (which returns store
 // errors as they are) as what to do next.
-func decideError(err error, runID, id string) error {
-	next := fmt.Sprintf("'openplaybook status %s' lists what it waits for", runID)
+func decideError(err error, runID, id, harnessPath string) error {
+	next := fmt.Sprintf("'openplaybook status --harness %s %s' lists what it waits for", harnessPath, runID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("run %s has no approval %s; %s", runID, id, next)

@@ -248,7 +248,7 @@ func TestRunRefundReviewCLI(t *testing.T) {
 			t.Fatalf("Stripe was asked for %d refunds before the approval", n)
 		}
 		e.cli(ExitOK, "approve", run, apr)
-		if _, stderr := e.cli(ExitProblems, "deny", run, apr); !strings.Contains(stderr, "approval "+apr+" is approved; only a pending approval can be decided; 'openplaybook status "+run+"'") ||
+		if _, stderr := e.cli(ExitProblems, "deny", run, apr); !strings.Contains(stderr, "approval "+apr+" is approved; only a pending approval can be decided; 'openplaybook status --harness "+e.harness+" "+run+"'") ||
 			strings.Contains(stderr, "store:") {
 			t.Errorf("denying an approved request: %q", stderr)
 		}
@@ -337,7 +337,7 @@ func TestRunRefundReviewCLI(t *testing.T) {
 			t.Fatalf("no approval id in the progress output:\n%s", progress)
 		}
 		_, stderr := e.cli(ExitProblems, "approve", run, apr)
-		if !strings.Contains(stderr, "expired") || strings.Contains(stderr, "store:") || !strings.Contains(stderr, "'openplaybook status "+run+"'") {
+		if !strings.Contains(stderr, "expired") || strings.Contains(stderr, "store:") || !strings.Contains(stderr, "'openplaybook status --harness "+e.harness+" "+run+"'") {
 			t.Errorf("approving an expired request: %q", stderr)
 		}
 		e.outcome(ExitOK, "resume", run)

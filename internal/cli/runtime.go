@@ -116,8 +116,50 @@ func (c *CLI) readInput(v string) (jsontext.Value, error) {
 	return jsontext.Value(v), nil
 }
 
-// finish prints the outcome and maps it to the exit code.
+// runFailure is what run and resume print with --format json when the
+// command fails (exit 1) with no outcome of the run to show: the document
+// does not pass check, the run is not found or is being executed by
+// another process, the store is altered, a store error. Status is always
+// [statusError]; Run is "" when no run was created.
+type runFailure struct {
+	Run    string `json:"run"`
+	Status string `json:"status"`
+	Error  string `json:"error"`
+}
+
+// statusError is the status of a [runFailure]: not a status of the run
+// (the run's own status is unchanged), but that the command failed.
+const statusError = "error"
+
+// notRunnable is the error of a document that does not pass check: its
+// diagnostics are on standard error.
+const notRunnable = "the document does not pass check against the harness; nothing was run (the diagnostics are on standard error)"
+
+// failRun ends run or resume with err (an *exitError). With --format
+// json, a failure that is not a usage error (exit 2, which prints nothing
+// on standard output) also prints a [runFailure] for run runID ("" when
+// none) on standard output.
+func (c *CLI) failRun(format, runID string, err error) error {
+	var ee *exitError
+	if format != "json" || !errors.As(err, &ee) || ee.code == ExitUsage {
+		return err
+	}
+	msg := notRunnable
+	if ee.err != nil {
+		msg = ee.err.Error()
+	}
+	if b, jerr := json.Marshal(runFailure{Run: runID, Status: statusError, Error: msg}, jsontext.WithIndent("  ")); jerr == nil {
+		fmt.Fprintln(c.stdout(), string(b))
+	}
+	return err
+}
+
+// finish prints the outcome and maps it to the exit code. With an error
+// (runErr), the JSON output is a [runFailure].
 func (c *CLI) finish(out runtime.Outcome, runErr error, format, harnessPath string) error {
+	if format == "json" && runErr != nil {
+		return c.failRun(format, out.Run, &exitError{code: ExitProblems, err: runErr})
+	}
 	if format == "json" {
 		b, err := json.Marshal(out, jsontext.WithIndent("  "))
 		if err != nil {

@@ -127,7 +127,7 @@ func (c *CLI) mcpCommand() *cobra.Command {
 clients that only launch commands (Claude Desktop): the client is the agent
 of the run's steps bound to 'driver: mcp', exactly as at serve's
 /mcp/runs/RUN. The agent token is read from OPENPLAYBOOK_AGENT_TOKEN (issue
-one with 'openplaybook agent-token RUN' or the API). The run executes in
+one with 'openplaybook agent-token --harness FILE RUN' or the API). The run executes in
 this process while the client is connected. See docs/serve.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -190,7 +190,7 @@ with --agent, only for the steps of that agent.
 			if revoke {
 				n, err := srv.RevokeAgentTokens(ctx, args[0], "", by)
 				if err != nil {
-					return &exitError{code: ExitProblems, err: runError(err, args[0])}
+					return &exitError{code: ExitProblems, err: runError(err, args[0], harnessPath)}
 				}
 				if format.value == "json" {
 					b, _ := json.Marshal(map[string]any{"run": args[0], "revoked": n})
@@ -202,7 +202,7 @@ with --agent, only for the steps of that agent.
 			}
 			tok, err := srv.IssueAgentToken(ctx, args[0], agent, by)
 			if err != nil {
-				return &exitError{code: ExitProblems, err: runError(err, args[0])}
+				return &exitError{code: ExitProblems, err: runError(err, args[0], harnessPath)}
 			}
 			if format.value == "json" {
 				b, _ := json.Marshal(tok, jsontext.WithIndent("  "))
