@@ -167,6 +167,12 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.http.ServeHTTP(w, r.WithContext(ctx))
 }
 
+// note audits a call refused before the decision path (no step of the
+// agent was executing): agent.rejected.
+func (g *gateway) note(run, tokenID, msg string) {
+	_ = runtime.Note(context.Background(), g.s.st, run, runtime.AgentRejected{Token: tokenID, Reason: msg}, g.s.redact)
+}
+
 // reject answers a message refused before MCP handling with a JSON-RPC
 // error, and audits it.
 func (g *gateway) reject(w http.ResponseWriter, run, tokenID string, id jsontext.Value, status, code int, msg string) {
@@ -186,7 +192,7 @@ func (g *gateway) newServer(run, tokenID, agent string) *mcp.Server {
 	if run == "" {
 		return nil
 	}
-	as := &agentServer{agent: agent}
+	as := &agentServer{agent: agent, token: tokenID}
 	var srv *mcp.Server
 	srv = mcp.NewServer(&mcp.Implementation{Name: "openplaybook", Title: "openplaybook run " + run, Version: g.s.opt.Version}, &mcp.ServerOptions{
 		Instructions: g.instructions(run, agent),
@@ -225,7 +231,7 @@ func (g *gateway) newServer(run, tokenID, agent string) *mcp.Server {
 				g.syncTools(as, run, g.settle(ctx, run, as.agent))
 			}
 			if ct, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && ct.Params != nil && ct.Params.Name != FinishTool {
-				return g.dispatch(ctx, run, as.agent, ct)
+				return g.dispatch(ctx, run, as, ct)
 			}
 			return next(ctx, method, req)
 		}
@@ -239,6 +245,7 @@ func (g *gateway) newServer(run, tokenID, agent string) *mcp.Server {
 // the tools it offers.
 type agentServer struct {
 	agent   string // the token's agent ("" any)
+	token   string // the token's id
 	srv     *mcp.Server
 	once    sync.Once // attaches the session
 	mu      sync.Mutex
@@ -393,10 +400,12 @@ func listed(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) 
 // dispatch passes one tools/call to the executing step's decision path.
 // The tool name is the one in the request, mapped from its wire name and
 // otherwise untouched: the decision path compares it byte for byte.
-func (g *gateway) dispatch(ctx context.Context, run, agent string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	step, _ := g.current(run, agent)
+func (g *gateway) dispatch(ctx context.Context, run string, as *agentServer, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	step, _ := g.current(run, as.agent)
 	if step == nil {
-		return errorResult(fmt.Sprintf("no step of the run is waiting for this agent now (the run waits for a person, or has moved on or ended), so the call to %q was not run; read %s", req.Params.Name, stepURI(run))), nil
+		msg := fmt.Sprintf("no step of the run is waiting for this agent now (the run waits for a person, or has moved on or ended), so the call to %q was not run; read %s", req.Params.Name, stepURI(run))
+		g.note(run, as.token, msg)
+		return errorResult(msg), nil
 	}
 	args := jsontext.Value(req.Params.Arguments)
 	if len(args) == 0 {
@@ -427,7 +436,9 @@ func (g *gateway) dispatch(ctx context.Context, run, agent string, req *mcp.Call
 				return errorResult("the call was cancelled while it waited for approval; it has not run"), nil
 			}
 		case errors.Is(err, external.ErrStepEnded):
-			return errorResult("the step has ended; its tools are no longer offered"), nil
+			msg := fmt.Sprintf("the step has ended, so the call to %q was not run; its tools are no longer offered", req.Params.Name)
+			g.note(run, as.token, msg)
+			return errorResult(msg), nil
 		case errors.Is(err, driver.ErrCallLimit):
 			return errorResult("the step reached its tool call limit and has ended"), nil
 		default:

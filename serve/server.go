@@ -95,6 +95,10 @@ type consoleSession struct {
 // cannot be resolved.
 var ErrNoOperatorToken = errors.New("the operator token secret is not set")
 
+// ErrShortOperatorToken is returned by [New] when the operator token is
+// shorter than 16 bytes.
+var ErrShortOperatorToken = errors.New("the operator token is too short")
+
 // New returns a server. It resolves the operator token (the secret that
 // serve.operatorTokenSecret names; it must be at least 16 bytes).
 func New(opt Options) (*Server, error) {
@@ -137,7 +141,7 @@ func New(opt Options) (*Server, error) {
 			return nil, fmt.Errorf("%w: %v (set %s, or name another secret in serve.operatorTokenSecret; docs/serve.md)", ErrNoOperatorToken, err, name)
 		}
 		if len(tok) < 16 {
-			return nil, fmt.Errorf("%w: secret %s is %d bytes; an operator token must be at least 16 (openssl rand -hex 32 makes one)", ErrNoOperatorToken, name, len(tok))
+			return nil, fmt.Errorf("%w: secret %s is set but only %d bytes; an operator token must be at least 16 (openssl rand -hex 32 makes one)", ErrShortOperatorToken, name, len(tok))
 		}
 	}
 	s := &Server{
@@ -310,8 +314,15 @@ func (s *Server) Operator(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ok, viaCookie, sess := s.operatorAuth(r)
 		if !ok {
+			msg := "an operator token is needed: send Authorization: Bearer <token> (the secret serve.operatorTokenSecret names), or log in to the console"
 			w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook"`)
-			writeError(w, http.StatusUnauthorized, "an operator token is needed: send Authorization: Bearer <token> (the secret serve.operatorTokenSecret names), or log in to the console")
+			if r.Header.Get("Authorization") != "" {
+				msg = "the operator token sent is not this server's: send Authorization: Bearer <token> with the value of the secret serve.operatorTokenSecret names"
+				w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook", error="invalid_token"`)
+			} else if _, err := r.Cookie(sessionCookie); err == nil {
+				msg = "the console session has ended (it lasts 12 hours, and ends when the server restarts): log in again"
+			}
+			writeError(w, http.StatusUnauthorized, msg)
 			return
 		}
 		if viaCookie && r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -22,14 +22,30 @@ func (s *Server) Runs(ctx context.Context) ([]runtime.RunStatus, error) {
 		return nil, err
 	}
 	out := make([]runtime.RunStatus, 0, len(runs))
-	for i := len(runs) - 1; i >= 0; i-- {
-		rs, err := runtime.StatusOf(ctx, s.st, runs[i], false)
+	for _, r := range runs { // the store lists newest first
+		rs, err := runtime.StatusOf(ctx, s.st, r, false)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, rs)
+		out = append(out, s.live(rs))
 	}
 	return out, nil
+}
+
+// live drops a "resume" item from what a run waits for when the run is
+// executing here: the server has resumed it already.
+func (s *Server) live(rs runtime.RunStatus) runtime.RunStatus {
+	if !s.runner.Executing(rs.Run) {
+		return rs
+	}
+	kept := rs.Waiting[:0:0]
+	for _, p := range rs.Waiting {
+		if p.Kind != "resume" {
+			kept = append(kept, p)
+		}
+	}
+	rs.Waiting = kept
+	return rs
 }
 
 // Run returns one run with its steps; [store.ErrNotFound] when there is
@@ -39,7 +55,8 @@ func (s *Server) Run(ctx context.Context, runID string) (runtime.RunStatus, erro
 	if err != nil {
 		return runtime.RunStatus{}, err
 	}
-	return runtime.StatusOf(ctx, s.st, r, true)
+	rs, err := runtime.StatusOf(ctx, s.st, r, true)
+	return s.live(rs), err
 }
 
 // PendingItem is one decision a run waits for, with the run it belongs to.

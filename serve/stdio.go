@@ -25,10 +25,27 @@ import (
 // message is checked strictly, as there. It returns when in ends or ctx
 // does; the run stays resumable.
 func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader, out io.Writer) error {
+	r, err := s.st.GetRun(ctx, run)
+	if err != nil {
+		return fmt.Errorf("run %s: %w ('openplaybook status' lists the runs)", run, err)
+	}
+	if r.Status.Ended() {
+		return fmt.Errorf("run %s has ended (%s); there is nothing for an agent to do", run, r.Status)
+	}
+	if token == "" {
+		return fmt.Errorf("OPENPLAYBOOK_AGENT_TOKEN is not set: set it to a token of run %s (the operator issues one with `openplaybook agent-token RUN` or POST /api/v1/runs/%s/agent-token)", run, run)
+	}
 	rec, err := AgentToken(ctx, s.st, run, token)
 	if err != nil {
-		return fmt.Errorf("%w (set OPENPLAYBOOK_AGENT_TOKEN to a token of run %s; the operator issues one with POST /api/v1/runs/%s/agent-token or `openplaybook agent-token`)", err, run, run)
+		return fmt.Errorf("%w (set OPENPLAYBOOK_AGENT_TOKEN to a token of run %s; the operator issues one with `openplaybook agent-token RUN` or POST /api/v1/runs/%s/agent-token)", err, run, run)
 	}
+	// The run executes in this process while the client is connected;
+	// one that another process executes (openplaybook serve) cannot.
+	unlock, err := s.st.LockRun(run)
+	if err != nil {
+		return fmt.Errorf("run %s is executing in another process (an openplaybook serve?): connect the agent there, at its /mcp/runs/%s, or stop it first (%v)", run, run, err)
+	}
+	unlock()
 	w := &lockedWriter{w: out}
 	pr, pw := io.Pipe()
 	go func() {
