@@ -98,6 +98,7 @@ Stop it with Ctrl-C: runs it was executing stay resumable. See docs/serve.md.`,
 			select {
 			case err = <-errc:
 			case <-ctx.Done():
+				fmt.Fprintln(c.stderr(), "openplaybook serve: stopping; the runs it was executing stay resumable")
 			}
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
