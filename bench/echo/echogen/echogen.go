@@ -60,6 +60,7 @@ const playbook = `{
           "message"
         ]
       },
+      "outputSchema": {},
       "riskClass": "read",
       "sideEffecting": false
     }
