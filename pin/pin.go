@@ -293,7 +293,14 @@ func (p *planner) updateTool(i int, t *playbook.Tool, reg playbook.Definition, r
 		}
 		v, says := merged(name, reg)
 		if !says {
-			continue
+			if name != "inputSchema" && name != "outputSchema" {
+				continue
+			}
+			// A required schema the registry states none of (an MCP
+			// server that declares no outputSchema): {} says "any
+			// value", which is what the registry knows.
+			v = map[string]any{}
+			res.Notes = append(res.Notes, fmt.Sprintf("tool %q: the registry states no %s; pin wrote {} (any value): narrow it if you know the shape", t.Name.Value, name))
 		}
 		newVal, err := encode(v)
 		if err != nil {

@@ -243,3 +243,20 @@ func TestPinWritesWhatItCanDecide(t *testing.T) {
 		t.Errorf("summary:\n%s", got)
 	}
 }
+
+// A tool without the required outputSchema whose registry entry states
+// none (an MCP server that declares no output schema): pin writes {} and
+// says so, and the document then validates.
+func TestPinFillsARequiredSchemaTheRegistryLacks(t *testing.T) {
+	tools := `[{"name": "mcp.s.echo", "source": "mcp", "description": "Echoes.", "permissions": [], "inputSchema": {"type": "object"}, "riskClass": "read", "sideEffecting": false}]`
+	src := testDoc(`["mcp.s.echo"]`, tools, "mcp.s.echo")
+	def := mcpDef("echo", "Echoes.", "read", ptr(false))
+	def.OutputSchema = nil
+	res := plan(t, src, testRegistry(t, def))
+	if got := member(t, res.Source, "mcp.s.echo", "outputSchema"); got != "{}" {
+		t.Fatalf("outputSchema is %s, want {}", got)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "the registry states no outputSchema") {
+		t.Errorf("notes: %v", res.Notes)
+	}
+}
