@@ -179,9 +179,11 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }
 
 // localPath returns p when it is a path on this server ("/..." but not
-// "//..." nor "/\..."), else def: a redirect never leaves the console.
+// "//...", and with no backslash anywhere: http.Redirect cleans
+// "/a/../\x" to "/\x", which a browser reads as "//x"), else def: a
+// redirect never leaves the console.
 func localPath(p, def string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, `/\`) || strings.ContainsAny(p, "\r\n") {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, `/\`) || strings.ContainsAny(p, "\r\n\\") {
 		return def
 	}
 	u, err := url.Parse(p)
