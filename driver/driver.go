@@ -150,6 +150,23 @@ var (
 	ErrReplyRefused = errors.New("the model's reply was refused; none of its tool calls ran")
 )
 
+// PendingError is the error of a call that waits for a person: it names
+// the approval a person decides, and unwraps to [ErrSuspended].
+type PendingError struct {
+	// Approval is the id of the approval ("apr_..."), "" when unknown.
+	Approval string
+}
+
+func (e *PendingError) Error() string {
+	if e.Approval == "" {
+		return ErrSuspended.Error()
+	}
+	return ErrSuspended.Error() + " (" + e.Approval + ")"
+}
+
+// Unwrap returns [ErrSuspended].
+func (e *PendingError) Unwrap() error { return ErrSuspended }
+
 // ReplyCode is the stable code of a refused reply.
 type ReplyCode string
 

@@ -114,10 +114,24 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 	}
 	d := c.s.im.Decide(c.step, call.Name, call.Arguments)
 	if i := c.match(call.Name, d.ArgsDigest); i >= 0 {
+		waiting := c.memo[i].State == store.CallWaiting
 		res, err := c.replay(ctx, &c.memo[i], d)
-		if errors.Is(err, driver.ErrSuspended) {
+		switch {
+		case errors.Is(err, driver.ErrSuspended):
 			// Still waiting: the same call asked again (an external
 			// agent polling its approval) matches it again.
+			c.used[i] = false
+		case err == nil && waiting:
+			// Decided and answered now. The agent may not have got this
+			// answer (it asked, went away, asked again): the next ask of
+			// the same call is given the same answer, from the record,
+			// once; it does not run again.
+			m := &c.memo[i]
+			if res.Error != "" {
+				m.State, m.Error = store.CallFailed, res.Error
+			} else {
+				m.State, m.Result = store.CallSucceeded, res.Content
+			}
 			c.used[i] = false
 		}
 		return res, err
@@ -467,7 +481,7 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 		c.used = append(c.used, false)
 	}
 	c.s.progress("  waiting for approval %s of %s", asked, quote(name))
-	return driver.Result{}, driver.ErrSuspended
+	return driver.Result{}, &driver.PendingError{Approval: asked}
 }
 
 // usable says why a recorded call must not run now ("" when it may): on
@@ -609,7 +623,7 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 			return driver.Result{}, err
 		}
 		c.s.progress("  outcome of %s unknown: waiting for a person (%s)", quote(m.Tool), ap.ID)
-		return driver.Result{}, driver.ErrSuspended
+		return driver.Result{}, &driver.PendingError{Approval: ap.ID}
 	case store.CallOutcomeUnknown:
 		return c.outcomeUnknown(ctx, m, d)
 	}
@@ -864,7 +878,7 @@ func (c *Caller) lost(ctx context.Context, key store.CallKey, name string, cause
 		return driver.Result{}, err
 	}
 	c.s.progress("  outcome of %s unknown (%s): waiting for a person (%s)", quote(name), reason, ap.ID)
-	return driver.Result{}, driver.ErrSuspended
+	return driver.Result{}, &driver.PendingError{Approval: ap.ID}
 }
 
 // redactJSON removes secret values from a JSON text, keeping it JSON.

@@ -121,7 +121,16 @@ func TestAgentApproval(t *testing.T) {
 	if progress.Load() == 0 {
 		t.Error("no progress notification while the call waited for approval")
 	}
-	// The approval was used: the same call again is a new one, waiting.
+	// Asked again (the agent may have lost that answer): the recorded
+	// answer, once; nothing runs.
+	text, isErr = a.call(t, "charge__refund", args)
+	if isErr || text != got {
+		t.Fatalf("asked again after it ran: %q, want the recorded %q", text, got)
+	}
+	if n := refunds(rec); n != 1 {
+		t.Fatalf("%d refunds after asking again, want 1", n)
+	}
+	// Then the same call is a new one: it waits for its own approval.
 	text, isErr = a.call(t, "charge__refund", args)
 	if !isErr || !strings.Contains(text, "pending") || approvalID(text) == id {
 		t.Fatalf("a second refund: %q", text)

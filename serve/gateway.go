@@ -423,7 +423,10 @@ func (g *gateway) dispatch(ctx context.Context, run string, as *agentServer, req
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(res.Content)}}, StructuredContent: json.RawMessage(res.Content)}, nil
 		case errors.Is(err, driver.ErrSuspended):
-			id := g.pendingApproval(run, step.In.StepID, c.Name)
+			id := "id unknown"
+			if pe := (*driver.PendingError)(nil); errors.As(err, &pe) && pe.Approval != "" {
+				id = pe.Approval
+			}
 			if !time.Now().Before(deadline) {
 				return errorResult(fmt.Sprintf("the call to %s is pending: it waits for a person's approval (%s) and has not run. Call it again with the same arguments to learn the decision.", c.Name, id)), nil
 			}
@@ -473,19 +476,6 @@ func (g *gateway) waitDecision(ctx context.Context, run string, deadline time.Ti
 	}
 }
 
-// pendingApproval returns the id of the pending approval of a call.
-func (g *gateway) pendingApproval(run, step, tool string) string {
-	as, err := g.s.st.PendingApprovals(context.Background(), run)
-	if err != nil {
-		return "id unknown"
-	}
-	for i := len(as) - 1; i >= 0; i-- {
-		if as[i].Step == step && as[i].Tool == tool {
-			return as[i].ID
-		}
-	}
-	return "id unknown"
-}
 
 func (g *gateway) finish(run, agent string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
