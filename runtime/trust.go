@@ -135,6 +135,34 @@ func approvalRecorded(ctx context.Context, st *store.Store, a store.Approval) er
 // call record names a call row; every decided approval and gate has its
 // decision record; a done or failed step has its record.
 func Reconcile(ctx context.Context, st *store.Store, runID string) ([]string, error) {
+	// The log and the rows are read in several reads. A run that another
+	// goroutine or process executes may change between them, and every
+	// change appends to the log in its transaction: when the log's head
+	// is the same before and after, the reads saw one state.
+	const tries = 8
+	for i := 0; ; i++ {
+		before, _, err := st.AuditHead(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		out, err := reconcileOnce(ctx, st, runID)
+		if err != nil {
+			return nil, err
+		}
+		after, _, err := st.AuditHead(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		if before == after || len(out) == 0 {
+			return out, nil
+		}
+		if i == tries-1 {
+			return append(out, fmt.Sprintf("the run changed during each of %d verifications (it is executing): these may be from reading it while it changed; verify again when it waits or has ended", tries)), nil
+		}
+	}
+}
+
+func reconcileOnce(ctx context.Context, st *store.Store, runID string) ([]string, error) {
 	var out []string
 	recs, err := st.Audit(ctx, runID)
 	if err != nil {

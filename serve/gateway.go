@@ -58,6 +58,7 @@ type gateway struct {
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]string // -> run
 	owners   map[string]sessionOwner       // by MCP session id
+	opening  map[string]int                // by run: requests that may open a session, in flight
 }
 
 // sessionOwner is the run and agent token a session was opened with: a
@@ -72,7 +73,7 @@ const (
 )
 
 func newGateway(s *Server) *gateway {
-	g := &gateway{s: s, sessions: map[*mcp.ServerSession]string{}, owners: map[string]sessionOwner{}}
+	g := &gateway{s: s, sessions: map[*mcp.ServerSession]string{}, owners: map[string]sessionOwner{}, opening: map[string]int{}}
 	g.http = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		run, _ := r.Context().Value(runKey).(string)
 		tok, _ := r.Context().Value(tokenKey).(store.AgentToken)
@@ -110,7 +111,7 @@ func (g *gateway) revoked(run string, tokens []string) {
 	}
 	g.mu.Unlock()
 	for _, s := range ss {
-		_ = s.Close()
+		go s.Close() // not waiting for its handlers: a call waiting for approval sees the revocation itself
 	}
 }
 
@@ -137,10 +138,28 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && g.s.x.Attached(run) >= MaxAgentSessions {
-		w.Header().Set("Retry-After", "60")
-		http.Error(w, fmt.Sprintf("run %s has %d open agent sessions, the most it may have; close one (DELETE with its Mcp-Session-Id) or wait", run, MaxAgentSessions), http.StatusTooManyRequests)
-		return
+	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+		// A request without a session may open one: it holds a place
+		// under the limit from before its body is read until it is
+		// answered (by then, a session it opened is attached).
+		g.mu.Lock()
+		full := g.opening[run]+g.s.x.Attached(run) >= MaxAgentSessions
+		if !full {
+			g.opening[run]++
+		}
+		g.mu.Unlock()
+		if full {
+			w.Header().Set("Retry-After", "60")
+			http.Error(w, fmt.Sprintf("run %s has %d open agent sessions, the most it may have; close one (DELETE with its Mcp-Session-Id) or wait", run, MaxAgentSessions), http.StatusTooManyRequests)
+			return
+		}
+		defer func() {
+			g.mu.Lock()
+			if g.opening[run]--; g.opening[run] <= 0 {
+				delete(g.opening, run)
+			}
+			g.mu.Unlock()
+		}()
 	}
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(io.LimitReader(r.Body, MaxAgentMessageBytes+1))
@@ -438,6 +457,13 @@ func (g *gateway) dispatch(ctx context.Context, run string, as *agentServer, req
 			if !g.waitDecision(ctx, run, deadline) {
 				return errorResult("the call was cancelled while it waited for approval; it has not run"), nil
 			}
+			// The token may have been revoked (or the run ended) while
+			// the call waited: then it does not run for this session.
+			if err := stillUsable(ctx, g.s.st, as.token, run); err != nil {
+				msg := fmt.Sprintf("the call to %s was not run: %v", c.Name, err)
+				g.note(run, as.token, msg)
+				return errorResult(msg), nil
+			}
 		case errors.Is(err, external.ErrStepEnded):
 			msg := fmt.Sprintf("the step has ended, so the call to %q was not run; its tools are no longer offered", req.Params.Name)
 			g.note(run, as.token, msg)
@@ -475,7 +501,6 @@ func (g *gateway) waitDecision(ctx context.Context, run string, deadline time.Ti
 		}
 	}
 }
-
 
 func (g *gateway) finish(run, agent string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

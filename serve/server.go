@@ -466,14 +466,35 @@ func AgentToken(ctx context.Context, st *store.Store, runID, tok string) (store.
 		}
 		return store.AgentToken{}, err
 	}
+	return rec, tokenUsable(ctx, st, rec, runID)
+}
+
+// tokenUsable says whether an agent token's record still lets its holder
+// act in runID: not revoked, not expired, for that run, which has not
+// ended.
+func tokenUsable(ctx context.Context, st *store.Store, rec store.AgentToken, runID string) error {
 	if subtle.ConstantTimeCompare([]byte(rec.Run), []byte(runID)) != 1 || !rec.Revoked.IsZero() || time.Now().After(rec.Expires) {
-		return store.AgentToken{}, ErrBadAgentToken
+		return ErrBadAgentToken
 	}
 	run, err := st.GetRun(ctx, runID)
 	if err != nil || run.Status.Ended() {
-		return store.AgentToken{}, ErrBadAgentToken
+		return ErrBadAgentToken
 	}
-	return rec, nil
+	return nil
+}
+
+// stillUsable re-reads the agent token tokenID and says whether it may
+// still act in runID (a session checks it again before a call it held
+// runs: the token may have been revoked meanwhile).
+func stillUsable(ctx context.Context, st *store.Store, tokenID, runID string) error {
+	if tokenID == "" {
+		return ErrBadAgentToken
+	}
+	rec, err := st.AgentTokenByID(ctx, tokenID)
+	if err != nil {
+		return ErrBadAgentToken
+	}
+	return tokenUsable(ctx, st, rec, runID)
 }
 
 func randomToken(prefix string) string {

@@ -56,6 +56,15 @@ func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
+			// The token is checked again for every message, as the HTTP
+			// endpoint checks it for every request: a revoked or expired
+			// token, or an ended run, ends the session.
+			if err := stillUsable(ctx, s.st, rec.ID, run); err != nil {
+				msg := fmt.Sprintf("%v: the session ends", err)
+				_ = runtime.Note(context.Background(), s.st, run, runtime.AgentRejected{Token: rec.ID, Reason: msg}, s.redact)
+				w.writeLine(rejection(idOf(line), -32001, msg))
+				break
+			}
 			if msg := checkAgentMessage(line); msg != "" {
 				_ = runtime.Note(context.Background(), s.st, run, runtime.AgentRejected{Token: rec.ID, Reason: msg}, s.redact)
 				w.writeLine(rejection(idOf(line), codeOf(msg), msg))

@@ -95,3 +95,15 @@ func listTokens(ctx context.Context, q querier, where string, args ...any) ([]Ag
 	}
 	return out, nil
 }
+
+// AgentTokenByID returns the token with the id, or [ErrNoToken].
+func (s *Store) AgentTokenByID(ctx context.Context, id string) (AgentToken, error) {
+	toks, err := listTokens(ctx, s.pool(), `WHERE id = ?`, id)
+	if err != nil {
+		return AgentToken{}, err
+	}
+	if len(toks) == 0 {
+		return AgentToken{}, ErrNoToken
+	}
+	return toks[0], nil
+}

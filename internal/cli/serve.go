@@ -81,7 +81,11 @@ Stop it with Ctrl-C: runs it was executing stay resumable. See docs/serve.md.`,
 				ln.Close()
 				return &exitError{code: ExitProblems, err: err}
 			}
-			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+			// Requests must arrive whole within 30 s (a slow or stalled
+			// client cannot hold connections open), idle keep-alive
+			// connections close after 2 minutes; answers have no time
+			// limit (event streams, calls that wait for approval).
+			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			srv.ResumeWaiting(ctx)
