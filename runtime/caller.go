@@ -121,11 +121,12 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 			// Still waiting: the same call asked again (an external
 			// agent polling its approval) matches it again.
 			c.used[i] = false
-		case err == nil && waiting:
+		case err == nil && waiting && !c.replays:
 			// Decided and answered now. The agent may not have got this
 			// answer (it asked, went away, asked again): the next ask of
 			// the same call is given the same answer, from the record,
-			// once; it does not run again.
+			// once; it does not run again. A transcript asks each call
+			// it means, so it is exempt.
 			m := &c.memo[i]
 			if res.Error != "" {
 				m.State, m.Error = store.CallFailed, res.Error
