@@ -42,9 +42,18 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			Error: "That is not the operator token. Paste the value of the secret that the harness's serve.operatorTokenSecret names."})
 		return
 	}
-	cookie, _ := c.b.Login()
+	cookie, csrf := c.b.Login()
 	http.SetCookie(w, cookie)
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	// The CSRF token goes to this origin's storage through this one
+	// answer (to the POST with the operator token), never in a page
+	// (console.js; docs/console.md, "Security").
+	c.render(w, r, http.StatusOK, "signedin", "Logged in", signedIn{CSRF: csrf, Next: next})
+}
+
+// signedIn is the answer to a login: the session's CSRF token, for the
+// console's script to keep, and where to go next.
+type signedIn struct {
+	CSRF, Next string
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
@@ -131,7 +140,7 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	csrf := c.b.SessionCSRF(ctx)
+	csrf := "" // filled in by console.js (see renderView)
 	for _, p := range pend {
 		d.Waiting = append(d.Waiting, rc.pendingView(p, csrf, "/runs/"+id))
 	}
@@ -252,7 +261,7 @@ func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	csrf := c.b.SessionCSRF(ctx)
+	csrf := "" // filled in by console.js (see renderView)
 	var d approvalsData
 	runs := map[string]*runContext{}
 	for _, p := range pend {

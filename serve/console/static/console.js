@@ -1,3 +1,35 @@
+// openplaybook console. The session's CSRF token is never in a page
+// (a page can be read with the session cookie alone, which browsers send
+// to every port of the host): the login answer hands it over once, it is
+// kept in this origin's localStorage, and every form's csrf field is
+// filled from there.
+(function () {
+  "use strict";
+  var key = "openplaybook-csrf";
+  var login = document.getElementById("openplaybook-login");
+  if (login) {
+    try { window.localStorage.setItem(key, login.getAttribute("data-csrf")); } catch (e) {}
+    var next = login.getAttribute("data-next") || "/";
+    if (next.charAt(0) !== "/" || next.charAt(1) === "/" || next.indexOf("\\") >= 0) {
+      next = "/";
+    }
+    window.location.replace(next);
+    return;
+  }
+  var token = "";
+  try { token = window.localStorage.getItem(key) || ""; } catch (e) {}
+  var fields = document.querySelectorAll('input[name="csrf"]');
+  for (var i = 0; i < fields.length; i++) {
+    fields[i].value = token;
+  }
+  var out = document.querySelector("form.logout");
+  if (out) {
+    out.addEventListener("submit", function () {
+      try { window.localStorage.removeItem(key); } catch (e) {}
+    });
+  }
+})();
+
 // openplaybook console: follows the page's event stream (the
 // <meta name="openplaybook-events"> URL, server-sent events). On a
 // "status" event the page is reloaded, unless the operator is typing in
