@@ -6,8 +6,9 @@
 // not allow; what it asks for anyway is refused by the Caller.
 //
 // Implementations: package driver/transcript replays a recorded list of
-// calls; driver/openai and driver/anthropic run a model through the
-// OpenAI Chat Completions and Anthropic Messages APIs.
+// calls; driver/openai, driver/openairesponses and driver/anthropic run a
+// model through the OpenAI Chat Completions, OpenAI Responses and
+// Anthropic Messages APIs.
 package driver
 
 import (
@@ -156,13 +157,16 @@ type ReplyCode string
 const (
 	// ReplyTruncated: the reply was cut off (OpenAI finish_reason
 	// "length"; Anthropic stop_reason "max_tokens" or
-	// "model_context_window_exceeded").
+	// "model_context_window_exceeded"; OpenAI Responses status
+	// "incomplete" for max_output_tokens).
 	ReplyTruncated ReplyCode = "reply-truncated"
 	// ReplyFiltered: the provider filtered the reply (OpenAI
-	// finish_reason "content_filter").
+	// finish_reason "content_filter"; Responses status "incomplete" for
+	// content_filter).
 	ReplyFiltered ReplyCode = "reply-filtered"
 	// ReplyRefused: the model refused (Anthropic stop_reason "refusal";
-	// an OpenAI message with a refusal).
+	// an OpenAI message with a refusal, or refusal content in a
+	// Responses message).
 	ReplyRefused ReplyCode = "reply-refused"
 	// ReplyMalformed: the reply contradicts itself or the step: tool calls
 	// under a stop reason that does not ask for them (OpenAI "stop",
@@ -176,7 +180,8 @@ const (
 // whole. None of Calls was passed to the [Caller]: none ran. It unwraps to
 // [ErrReplyRefused].
 type ReplyError struct {
-	// Provider is the driver's name ("openai", "anthropic").
+	// Provider is the driver's name ("openai", "openai-responses",
+	// "anthropic").
 	Provider string
 	Code     ReplyCode
 	// StopReason is the reply's stop reason as the provider sent it

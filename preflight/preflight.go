@@ -278,7 +278,7 @@ func (c *checker) agents() {
 		seen[s.Agent.Value] = true
 		b := c.env.Harness.Agents[s.Agent.Value]
 		if b == nil {
-			c.errorf(s.Agent.Node, RuleAgent, "the harness binds no agent %q; add agents.%s with a driver (transcript, openai or anthropic)", s.Agent.Value, s.Agent.Value)
+			c.errorf(s.Agent.Node, RuleAgent, "the harness binds no agent %q; add agents.%s with a driver (transcript, openai, openai-responses, anthropic or mcp)", s.Agent.Value, s.Agent.Value)
 			continue
 		}
 		// Build the driver as a run would (a transcript is read, an API
