@@ -14,11 +14,13 @@
 //   - drift (rules drift-*, package drift): each embedded definition
 //     compared with the registry's;
 //   - preflight (rules preflight-*): connections, MCP servers and secrets
-//     the document requires are there and work.
+//     the document requires are there and work; every agent a step names
+//     is bound, and a model agent's API answers and knows its model.
 package preflight
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -44,6 +46,7 @@ const (
 	RuleMCPTool       = "preflight-mcp-tool"
 	RuleMCPToolName   = "preflight-mcp-tool-name"
 	RuleAgent         = "preflight-agent"
+	RuleModel         = "preflight-model"
 	RuleRegistryClash = host.RuleRegistryClash
 	RuleStore         = host.RuleStore
 )
@@ -58,7 +61,7 @@ func Check(ctx context.Context, h *host.Host, doc *playbook.Document) []diag.Dia
 	c.secrets()
 	c.connections(ctx)
 	c.mcpServers()
-	c.agents()
+	c.agents(ctx)
 	diag.Sort(c.diags)
 	return c.diags
 }
@@ -268,8 +271,9 @@ func (c *checker) mcpServers() {
 	}
 }
 
-// agents: every agent a step names is bound in the harness.
-func (c *checker) agents() {
+// agents: every agent a step names is bound in the harness, its driver
+// can be built, and a model driver's API answers (see probe).
+func (c *checker) agents(ctx context.Context) {
 	seen := map[string]bool{}
 	for _, s := range c.doc.Steps {
 		if s.Agent == nil || seen[s.Agent.Value] {
@@ -287,8 +291,41 @@ func (c *checker) agents() {
 		if c.doc.Manifest != nil {
 			setup.PlaybookID = playbook.Str(c.doc.Manifest.ID)
 		}
-		if _, err := drivers.New(b.Driver, b.Settings, setup); err != nil {
+		d, err := drivers.New(b.Driver, b.Settings, setup)
+		if err != nil {
 			c.errorf(s.Agent.Node, RuleAgent, "the harness's binding of agent %q (%s:%d) cannot be used: %v", s.Agent.Value, c.env.Harness.Path, b.Pos.Line, err)
+			continue
 		}
+		c.probe(ctx, b, d)
 	}
+}
+
+// probe: a model driver's API is reachable, accepts the key and knows the
+// model (one request per agent binding, however many documents use it;
+// see [driver.Prober]). Reported at the binding in the harness file: an
+// error when the API cannot be reached or refuses the key (401, 403), a
+// warning when it does not know the model or answers another error.
+func (c *checker) probe(ctx context.Context, b *harness.Agent, d driver.Driver) {
+	first, err := c.env.ProbeAgent(ctx, b.Name, d)
+	if !first || err == nil {
+		return
+	}
+	sev := diag.Error
+	who := fmt.Sprintf("agent %q (driver %s)", b.Name, b.Driver)
+	var msg string
+	var pe *driver.ProviderError
+	switch {
+	case errors.Is(err, driver.ErrUnknownModel):
+		sev = diag.Warning
+		msg = fmt.Sprintf("%s: %v; a run fails when the step asks the model: correct \"model\"", who, err)
+	case errors.As(err, &pe) && (pe.StatusCode == 401 || pe.StatusCode == 403):
+		msg = fmt.Sprintf("%s: the model API refuses the key: %v; check the secret \"apiKeySecret\" names", who, err)
+	case errors.As(err, &pe):
+		sev = diag.Warning
+		msg = fmt.Sprintf("%s: the model could not be confirmed: %v", who, err)
+	default:
+		msg = fmt.Sprintf("%s: the model API cannot be reached: %v; check \"baseURL\" and that the server runs", who, err)
+	}
+	c.diags = append(c.diags, diag.Diagnostic{File: c.env.Harness.Path, Line: b.Pos.Line, Column: b.Pos.Column, Pointer: b.Pos.Pointer,
+		Severity: sev, Rule: RuleModel, Message: msg})
 }

@@ -35,6 +35,7 @@ var checkRules = []Rule{
 	{"preflight-mcp-tool", "every name in a server's toolNames is a tool the live server lists"},
 	{"preflight-mcp-tool-name", "every tool a server lists can be named mcp.<server>.<tool>"},
 	{"preflight-agent", "every step's agent has a binding in the harness"},
+	{"preflight-model", "every model binding a step uses reaches its API, which accepts the key and knows the model"},
 	{"preflight-registry", "no two sources of the registry claim the same tool name"},
 	{"preflight-store", "the harness's store seed can be used"},
 
