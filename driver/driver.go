@@ -59,14 +59,15 @@ type Prior struct {
 }
 
 // MadeCall is a call the step's attempt made before this run of the step
-// (the step was resumed), with what it returned: from the store, secrets
-// redacted. A model driver puts them in the conversation before it asks
+// (the step was resumed), or a call that ran in a failed attempt this one
+// retries, with what it returned: from the store, secrets redacted. A model driver puts them in the conversation before it asks
 // the model for more, so the model goes on instead of starting over; the
 // runtime answers a call asked again from the store, never running it
 // twice.
 type MadeCall struct {
 	// ID is the call's id in the conversation: "made_" and its index in
-	// the attempt.
+	// the attempt ("made_a" and the failed attempt, "_" and the index, for
+	// a call of a failed attempt this one retries).
 	ID string
 	// Name is the tool name as the agent sent it; Arguments its arguments
 	// as recorded (canonical JSON, redacted).
@@ -94,8 +95,9 @@ type StepInput struct {
 	// enforces it too).
 	MaxCalls int
 	// Made are the calls this attempt of the step already made and that
-	// have an answer (succeeded, failed or refused), in order; empty for
-	// a step run the first time.
+	// have an answer (succeeded, failed or refused), in order, after
+	// those that ran in the failed attempts it retries (runtime
+	// Session.Retry); empty for a step run the first time.
 	Made []MadeCall
 }
 
