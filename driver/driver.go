@@ -6,8 +6,9 @@
 // not allow; what it asks for anyway is refused by the Caller.
 //
 // Implementations: package driver/transcript replays a recorded list of
-// calls; driver/openai and driver/anthropic run a model through the
-// OpenAI Chat Completions and Anthropic Messages APIs.
+// calls; driver/openai, driver/openairesponses and driver/anthropic run a
+// model through the OpenAI Chat Completions, OpenAI Responses and
+// Anthropic Messages APIs.
 package driver
 
 import (
@@ -58,14 +59,15 @@ type Prior struct {
 }
 
 // MadeCall is a call the step's attempt made before this run of the step
-// (the step was resumed), with what it returned: from the store, secrets
-// redacted. A model driver puts them in the conversation before it asks
+// (the step was resumed), or a call that ran in a failed attempt this one
+// retries, with what it returned: from the store, secrets redacted. A model driver puts them in the conversation before it asks
 // the model for more, so the model goes on instead of starting over; the
 // runtime answers a call asked again from the store, never running it
 // twice.
 type MadeCall struct {
 	// ID is the call's id in the conversation: "made_" and its index in
-	// the attempt.
+	// the attempt ("made_a" and the failed attempt, "_" and the index, for
+	// a call of a failed attempt this one retries).
 	ID string
 	// Name is the tool name as the agent sent it; Arguments its arguments
 	// as recorded (canonical JSON, redacted).
@@ -93,8 +95,9 @@ type StepInput struct {
 	// enforces it too).
 	MaxCalls int
 	// Made are the calls this attempt of the step already made and that
-	// have an answer (succeeded, failed or refused), in order; empty for
-	// a step run the first time.
+	// have an answer (succeeded, failed or refused), in order, after
+	// those that ran in the failed attempts it retries (runtime
+	// Session.Retry); empty for a step run the first time.
 	Made []MadeCall
 }
 
@@ -173,13 +176,16 @@ type ReplyCode string
 const (
 	// ReplyTruncated: the reply was cut off (OpenAI finish_reason
 	// "length"; Anthropic stop_reason "max_tokens" or
-	// "model_context_window_exceeded").
+	// "model_context_window_exceeded"; OpenAI Responses status
+	// "incomplete" for max_output_tokens).
 	ReplyTruncated ReplyCode = "reply-truncated"
 	// ReplyFiltered: the provider filtered the reply (OpenAI
-	// finish_reason "content_filter").
+	// finish_reason "content_filter"; Responses status "incomplete" for
+	// content_filter).
 	ReplyFiltered ReplyCode = "reply-filtered"
 	// ReplyRefused: the model refused (Anthropic stop_reason "refusal";
-	// an OpenAI message with a refusal).
+	// an OpenAI message with a refusal, or refusal content in a
+	// Responses message).
 	ReplyRefused ReplyCode = "reply-refused"
 	// ReplyMalformed: the reply contradicts itself or the step: tool calls
 	// under a stop reason that does not ask for them (OpenAI "stop",
@@ -193,7 +199,8 @@ const (
 // whole. None of Calls was passed to the [Caller]: none ran. It unwraps to
 // [ErrReplyRefused].
 type ReplyError struct {
-	// Provider is the driver's name ("openai", "anthropic").
+	// Provider is the driver's name ("openai", "openai-responses",
+	// "anthropic").
 	Provider string
 	Code     ReplyCode
 	// StopReason is the reply's stop reason as the provider sent it

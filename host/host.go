@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/openplaybook/openplaybook/builtin"
 	"github.com/openplaybook/openplaybook/connector"
@@ -84,6 +85,7 @@ type Host struct {
 
 	checkMu sync.Mutex
 	checked map[string]error // provider -> result of its one preflight request
+	probed  map[string]error // agent -> result of its driver's one probe
 
 	tempDirs []string // working directories made for servers, removed by Close
 }
@@ -285,6 +287,39 @@ func (h *Host) CheckConnection(ctx context.Context, provider string) error {
 	err := conn.Check(ctx)
 	h.checked[provider] = err
 	return err
+}
+
+// ProbeTimeout bounds one model probe ([Host.ProbeAgent]).
+const ProbeTimeout = 10 * time.Second
+
+// ProbeAgent runs the probe of the driver d built for the agent binding
+// agent ([driver.Prober]: one cheap authenticated request to its model
+// API) once per host, however many documents name the agent, within
+// [ProbeTimeout]. first is true for the call that ran it, so the caller
+// reports its result once; later calls return the same error with first
+// false. A driver that is not a Prober (transcript, mcp) is not probed:
+// nil, false.
+func (h *Host) ProbeAgent(ctx context.Context, agent string, d driver.Driver) (first bool, err error) {
+	p, ok := d.(driver.Prober)
+	if !ok {
+		return false, nil
+	}
+	h.checkMu.Lock()
+	defer h.checkMu.Unlock()
+	if err, done := h.probed[agent]; done {
+		return false, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	err = p.Probe(pctx)
+	if err != nil && ctx.Err() == nil && pctx.Err() != nil {
+		err = fmt.Errorf("the model API did not answer within %s", ProbeTimeout)
+	}
+	if h.probed == nil {
+		h.probed = map[string]error{}
+	}
+	h.probed[agent] = err
+	return true, err
 }
 
 // Describe names what the registry is made of, for messages: "the

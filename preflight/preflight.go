@@ -15,11 +15,13 @@
 //     compared with the registry's;
 //   - preflight (rules preflight-*): connections, MCP servers and secrets
 //     the document requires are there and work; the agents' drivers can be
-//     built, and the transcripts they replay fit the document.
+//     built, the transcripts they replay fit the document, and a model
+//     agent's API answers and knows its model.
 package preflight
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -47,6 +49,7 @@ const (
 	RuleMCPToolName   = "preflight-mcp-tool-name"
 	RuleAgent         = "preflight-agent"
 	RuleTranscript    = "preflight-transcript" // see [Transcript]
+	RuleModel         = "preflight-model"
 	RuleRegistryClash = host.RuleRegistryClash
 	RuleStore         = host.RuleStore
 )
@@ -61,7 +64,7 @@ func Check(ctx context.Context, h *host.Host, doc *playbook.Document) []diag.Dia
 	c.secrets()
 	c.connections(ctx)
 	c.mcpServers()
-	c.agents()
+	c.agents(ctx)
 	diag.Sort(c.diags)
 	return c.diags
 }
@@ -304,8 +307,9 @@ func (c *checker) mcpServers() {
 	}
 }
 
-// agents: every agent a step names is bound in the harness.
-func (c *checker) agents() {
+// agents: every agent a step names is bound in the harness, its driver
+// can be built, and a model driver's API answers (see probe).
+func (c *checker) agents(ctx context.Context) {
 	seen := map[string]bool{}
 	for _, s := range c.doc.Steps {
 		if s.Agent == nil || seen[s.Agent.Value] {
@@ -314,7 +318,7 @@ func (c *checker) agents() {
 		seen[s.Agent.Value] = true
 		b := c.env.Harness.Agents[s.Agent.Value]
 		if b == nil {
-			c.errorf(s.Agent.Node, RuleAgent, "the harness binds no agent %q; add agents.%s with a driver (transcript, openai or anthropic)", s.Agent.Value, s.Agent.Value)
+			c.errorf(s.Agent.Node, RuleAgent, "the harness binds no agent %q; add agents.%s with a driver (transcript, openai, openai-responses, anthropic or mcp)", s.Agent.Value, s.Agent.Value)
 			continue
 		}
 		// Build the driver as a run would (a transcript is read, an API
@@ -332,5 +336,36 @@ func (c *checker) agents() {
 			c.transcripts[td.Transcript().File] = true
 			c.diags = append(c.diags, Transcript(c.doc, td.Transcript())...)
 		}
+		c.probe(ctx, b, d)
 	}
+}
+
+// probe: a model driver's API is reachable, accepts the key and knows the
+// model (one request per agent binding, however many documents use it;
+// see [driver.Prober]). Reported at the binding in the harness file: an
+// error when the API cannot be reached or refuses the key (401, 403), a
+// warning when it does not know the model or answers another error.
+func (c *checker) probe(ctx context.Context, b *harness.Agent, d driver.Driver) {
+	first, err := c.env.ProbeAgent(ctx, b.Name, d)
+	if !first || err == nil {
+		return
+	}
+	sev := diag.Error
+	who := fmt.Sprintf("agent %q (driver %s)", b.Name, b.Driver)
+	var msg string
+	var pe *driver.ProviderError
+	switch {
+	case errors.Is(err, driver.ErrUnknownModel):
+		sev = diag.Warning
+		msg = fmt.Sprintf("%s: %v; a run fails when the step asks the model: correct \"model\"", who, err)
+	case errors.As(err, &pe) && (pe.StatusCode == 401 || pe.StatusCode == 403):
+		msg = fmt.Sprintf("%s: the model API refuses the key: %v; check the secret \"apiKeySecret\" names", who, err)
+	case errors.As(err, &pe):
+		sev = diag.Warning
+		msg = fmt.Sprintf("%s: the model could not be confirmed: %v", who, err)
+	default:
+		msg = fmt.Sprintf("%s: the model API cannot be reached: %v; check \"baseURL\" and that the server runs", who, err)
+	}
+	c.diags = append(c.diags, diag.Diagnostic{File: c.env.Harness.Path, Line: b.Pos.Line, Column: b.Pos.Column, Pointer: b.Pos.Pointer,
+		Severity: sev, Rule: RuleModel, Message: msg})
 }

@@ -36,6 +36,7 @@ var checkRules = []Rule{
 	{"preflight-mcp-tool-name", "every tool a server lists can be named mcp.<server>.<tool>"},
 	{"preflight-agent", "every step's agent has a binding in the harness"},
 	{"preflight-transcript", "every step id a transcript records calls for is an agent step of the playbook"},
+	{"preflight-model", "every model binding a step uses reaches its API, which accepts the key and knows the model"},
 	{"preflight-registry", "no two sources of the registry claim the same tool name"},
 	{"preflight-store", "the harness's store seed can be used"},
 

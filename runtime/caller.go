@@ -51,6 +51,11 @@ type Caller struct {
 	// replays is set when the step's driver is [driver.Deterministic]:
 	// a resumed step's new side-effecting calls are not held back.
 	replays bool
+	// prior are the calls of the failed attempts this attempt retries
+	// ([Session.Retry]); priorUsed marks those answered in this run of
+	// the step.
+	prior     []store.Call
+	priorUsed []bool
 
 	pending []*store.Queued // call records handed to the store, not known durable yet
 
@@ -67,7 +72,12 @@ func (s *Session) NewCaller(ctx context.Context, runID, stepID string, attempt i
 	if err != nil {
 		return nil, err
 	}
-	c := &Caller{s: s, run: runID, step: stepID, attempt: attempt, memo: memo, used: make([]bool, len(memo)), loaded: len(memo)}
+	prior, err := s.retriedCalls(ctx, runID, stepID, attempt)
+	if err != nil {
+		return nil, err
+	}
+	c := &Caller{s: s, run: runID, step: stepID, attempt: attempt, memo: memo, used: make([]bool, len(memo)), loaded: len(memo),
+		prior: prior, priorUsed: make([]bool, len(prior))}
 	if si := s.im.steps[stepID]; si != nil {
 		c.agent = playbook.Str(si.step.Agent)
 	}
@@ -137,6 +147,16 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 		}
 		return res, err
 	}
+	if i := c.matchPrior(call.Name, d.ArgsDigest); i >= 0 {
+		// A retried step asks a call its failed attempt made and ran:
+		// the recorded outcome answers it; it does not run again.
+		m := c.prior[i]
+		c.s.progress("  %s answered from attempt %d, which this attempt retries", quote(call.Name), m.Attempt)
+		if m.State == store.CallFailed {
+			return driver.Result{Error: m.Error}, nil
+		}
+		return driver.Result{Content: m.Result}, nil
+	}
 	if res, err, over := c.overLimit(ctx, call.Name); over {
 		return res, err
 	}
@@ -159,10 +179,11 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 		return c.approvalGate(ctx, call.Name, d, nil, bind, ReasonRequiresApproval)
 	}
 	if d.tool.sideEff && !c.replays && c.ranBefore(call.Name) {
-		// A resumed step: a side-effecting call that matches none of the
-		// recorded ones, to a tool that already ran in this attempt, may
-		// be an executed call reworded (a model asked again rephrases):
-		// a person decides whether it is a new one.
+		// A resumed (or retried) step: a side-effecting call that matches
+		// none of the recorded ones, to a tool that already ran in this
+		// attempt (or in the failed attempt it retries), may be an
+		// executed call reworded (a model asked again rephrases): a
+		// person decides whether it is a new one.
 		return c.approvalGate(ctx, call.Name, d, nil, bind, ReasonResumedSameTool)
 	}
 	if !d.tool.sideEff {
@@ -290,24 +311,47 @@ func (c *Caller) append(tx *store.Tx, tool string, ev Event) error {
 const (
 	// ReasonRequiresApproval: the tool's definition says requiresApproval.
 	ReasonRequiresApproval = "requiresApproval"
-	// ReasonResumedSameTool: in a resumed step, a side-effecting call
-	// that matches none of the attempt's recorded calls by name and
+	// ReasonResumedSameTool: in a resumed (or retried) step, a
+	// side-effecting call that matches none of the attempt's recorded
+	// calls (or those of the failed attempt it retries) by name and
 	// arguments, to a tool a recorded call already ran (docs/drivers.md,
 	// "Resumed steps").
 	ReasonResumedSameTool = "resumed-same-tool"
 )
 
 // ranBefore reports whether a call to name that this attempt made before
-// this run of the step (read from the store) ran, or may have: it
-// succeeded, failed after it was sent, started, or its outcome is unknown.
+// this run of the step (read from the store), or a failed attempt this
+// one retries made, ran, or may have: it succeeded, failed after it was
+// sent, started, or its outcome is unknown.
 func (c *Caller) ranBefore(name string) bool {
+	mayHaveRun := func(m store.Call) bool {
+		return m.Tool == name && (ran(m) || m.State == store.CallStarted || m.State == store.CallOutcomeUnknown)
+	}
 	for _, m := range c.memo[:c.loaded] {
-		if m.Tool == name && (m.State == store.CallSucceeded || m.State == store.CallStarted || m.State == store.CallOutcomeUnknown ||
-			(m.State == store.CallFailed && m.Decision == store.DecisionAllowed)) {
+		if mayHaveRun(m) {
+			return true
+		}
+	}
+	for _, m := range c.prior {
+		if mayHaveRun(m) {
 			return true
 		}
 	}
 	return false
+}
+
+// matchPrior returns the index in prior of the first call of a failed
+// attempt this one retries that ran, not yet answered in this run of the
+// step, with the same tool bytes and arguments digest, marking it
+// answered; -1 when none is.
+func (c *Caller) matchPrior(name, argsDigest string) int {
+	for i, m := range c.prior {
+		if !c.priorUsed[i] && ran(m) && m.Tool == name && m.ArgsDigest == argsDigest {
+			c.priorUsed[i] = true
+			return i
+		}
+	}
+	return -1
 }
 
 // match returns the index in memo of the first recorded call of this

@@ -22,7 +22,7 @@ func TestDependencies(t *testing.T) {
 	const mod = "github.com/openplaybook/openplaybook/"
 	forbidden := []string{
 		mod + "preflight", mod + "host", mod + "harness", mod + "mcphost", mod + "builtin",
-		mod + "connector", mod + "driver/openai", mod + "driver/anthropic", mod + "driver/drivers", mod + "driver/transcript",
+		mod + "connector", mod + "driver/openai", mod + "driver/openairesponses", mod + "driver/anthropic", mod + "driver/drivers", mod + "driver/transcript",
 		"github.com/openai/", "github.com/anthropics/", "github.com/stripe/", "github.com/modelcontextprotocol/",
 	}
 	for _, d := range deps {

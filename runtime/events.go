@@ -27,10 +27,12 @@ const (
 	KindRunCompleted       EventKind = "run.completed"
 	KindRunRejected        EventKind = "run.rejected"
 	KindRunFailed          EventKind = "run.failed"
+	KindRunRetried         EventKind = "run.retried"
 	KindStepStarted        EventKind = "step.started"
 	KindStepResumed        EventKind = "step.resumed"
 	KindStepFinished       EventKind = "step.finished"
 	KindStepFailed         EventKind = "step.failed"
+	KindStepRetried        EventKind = "step.retried"
 	KindStepCallLimit      EventKind = "step.call-limit"
 	KindGateWaiting        EventKind = "gate.waiting"
 	KindGateApproved       EventKind = "gate.approved"
@@ -118,10 +120,36 @@ type StepFinished struct {
 	OutputDigest string `json:"outputDigest"`
 }
 
-// StepFailed: a step's attempt failed.
+// StepFailed: a step's attempt failed. Transient is set when the failure
+// may pass on a new attempt (a model API's 408, 409, 429 or 5xx, a
+// request timeout, a connection error: [driver.Transient]); only such a
+// step is retried without --force ([Session.Retry]).
 type StepFailed struct {
-	Attempt int    `json:"attempt"`
-	Reason  string `json:"reason"`
+	Attempt   int    `json:"attempt"`
+	Reason    string `json:"reason"`
+	Transient bool   `json:"transient,omitempty"`
+}
+
+// RunRetried: a person had a failed run go on with a new attempt of its
+// failed step ([Session.Retry]); the record's step is that step, and a
+// step.retried record follows. Force is set when the step's failure was
+// not transient and the person retried it anyway.
+type RunRetried struct {
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Force  bool   `json:"force,omitempty"`
+}
+
+// StepRetried: a new attempt (Attempt) of a failed step began, in place
+// of step.started; Retries is the failed attempt, Failure and Transient
+// its step.failed record's reason and flag. The calls of the failed
+// attempt stay its own: they are not run again (docs/runtime.md,
+// "Retrying a failed step").
+type StepRetried struct {
+	Attempt   int    `json:"attempt"`
+	Retries   int    `json:"retries"`
+	Failure   string `json:"failure"`
+	Transient bool   `json:"transient,omitempty"`
 }
 
 // StepCallLimit: the step asked for more calls than it may make.
@@ -266,10 +294,12 @@ func (RunWaiting) Kind() EventKind         { return KindRunWaiting }
 func (RunCompleted) Kind() EventKind       { return KindRunCompleted }
 func (RunRejected) Kind() EventKind        { return KindRunRejected }
 func (RunFailed) Kind() EventKind          { return KindRunFailed }
+func (RunRetried) Kind() EventKind         { return KindRunRetried }
 func (StepStarted) Kind() EventKind        { return KindStepStarted }
 func (StepResumed) Kind() EventKind        { return KindStepResumed }
 func (StepFinished) Kind() EventKind       { return KindStepFinished }
 func (StepFailed) Kind() EventKind         { return KindStepFailed }
+func (StepRetried) Kind() EventKind        { return KindStepRetried }
 func (StepCallLimit) Kind() EventKind      { return KindStepCallLimit }
 func (GateWaiting) Kind() EventKind        { return KindGateWaiting }
 func (GateApproved) Kind() EventKind       { return KindGateApproved }

@@ -157,7 +157,7 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 	}
 	drv, err := s.opt.Driver(playbook.Str(si.step.Agent))
 	if err != nil {
-		o, ferr := s.failStep(ctx, runID, stepID, attempt, fmt.Sprintf("agent %q: %v", playbook.Str(si.step.Agent), err))
+		o, ferr := s.failStep(ctx, runID, stepID, attempt, fmt.Sprintf("agent %q: %v", playbook.Str(si.step.Agent), err), false)
 		return "", o, true, ferr
 	}
 	in, err := s.StepInput(ctx, runID, stepID)
@@ -175,7 +175,7 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 	// Every call record is durable before the step is suspended, failed
 	// or finished.
 	if ferr := c.Flush(); ferr != nil && (err == nil || errors.Is(err, driver.ErrSuspended)) {
-		o, serr := s.failStep(ctx, runID, stepID, attempt, ferr.Error())
+		o, serr := s.failStep(ctx, runID, stepID, attempt, ferr.Error(), false)
 		return "", o, true, errors.Join(ferr, serr)
 	}
 	var re *driver.ReplyError
@@ -194,11 +194,14 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 		o, err := s.awaitAgent(ctx, runID, stepID, attempt)
 		return "", o, true, err
 	case err != nil:
-		o, ferr := s.failStep(ctx, runID, stepID, attempt, err.Error())
+		// A model API's 429 or 5xx, a timeout, a connection error: a new
+		// attempt may pass (openplaybook retry; docs/runtime.md,
+		// "Retrying a failed step").
+		o, ferr := s.failStep(ctx, runID, stepID, attempt, err.Error(), driver.Transient(err))
 		return "", o, true, ferr
 	}
 	if serr := c.Err(); serr != nil {
-		o, ferr := s.failStep(ctx, runID, stepID, attempt, serr.Error())
+		o, ferr := s.failStep(ctx, runID, stepID, attempt, serr.Error(), false)
 		return "", o, true, errors.Join(serr, ferr)
 	}
 	output = jsontext.Value(s.opt.Redact(string(output)))
@@ -223,7 +226,10 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 	return playbook.Str(si.step.Next), Outcome{}, false, nil
 }
 
-func (s *Session) failStep(ctx context.Context, runID, stepID string, attempt int, reason string) (Outcome, error) {
+// failStep ends a step attempt and its run as failed; transient says the
+// failure may pass on a new attempt ([driver.Transient]), which
+// [Session.Retry] starts.
+func (s *Session) failStep(ctx context.Context, runID, stepID string, attempt int, reason string, transient bool) (Outcome, error) {
 	reason = s.opt.Redact(reason)
 	err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.FinishStep(runID, stepID, attempt, store.StepFailed, nil, reason); err != nil {
@@ -235,14 +241,14 @@ func (s *Session) failStep(ctx context.Context, runID, stepID string, attempt in
 		if err := tx.SetRunStatus(runID, store.RunFailed, fmt.Sprintf("step %s failed: %s", stepID, reason)); err != nil {
 			return err
 		}
-		if err := s.append(tx, runID, stepID, "", StepFailed{Attempt: attempt, Reason: reason}); err != nil {
+		if err := s.append(tx, runID, stepID, "", StepFailed{Attempt: attempt, Reason: reason, Transient: transient}); err != nil {
 			return err
 		}
 		return s.append(tx, runID, stepID, "", RunFailed{Reason: "step " + stepID + " failed"})
 	})
 	s.progress("step %s failed: %s", stepID, reason)
 	s.progress("run %s failed", runID)
-	return Outcome{Status: Failed, Reason: fmt.Sprintf("step %s failed: %s", stepID, reason)}, err
+	return Outcome{Status: Failed, Reason: fmt.Sprintf("step %s failed: %s", stepID, reason), Retry: transient}, err
 }
 
 // suspend records that a step waits for a person and returns what it
@@ -333,6 +339,22 @@ func (s *Session) StepInput(ctx context.Context, runID, stepID string) (driver.S
 		}
 	}
 	if attempt > 0 {
+		// A retried attempt: the calls of the failed attempts it retries
+		// that ran, with their outcomes, come first.
+		prior, err := s.retriedCalls(ctx, runID, stepID, attempt)
+		if err != nil {
+			return driver.StepInput{}, err
+		}
+		for _, c := range prior {
+			if !ran(c) {
+				continue // refused or unanswered: asked again, it is decided again
+			}
+			res := driver.Result{Content: c.Result}
+			if c.State == store.CallFailed {
+				res = driver.Result{Error: c.Error}
+			}
+			in.Made = append(in.Made, driver.MadeCall{ID: fmt.Sprintf("made_a%d_%d", c.Attempt, c.Index), Name: c.Tool, Arguments: c.Args, Result: res})
+		}
 		calls, err := s.opt.Store.Calls(ctx, runID, store.CallFilter{Step: stepID, Attempt: attempt})
 		if err != nil {
 			return driver.StepInput{}, err

@@ -42,6 +42,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/playbook"
@@ -218,6 +219,9 @@ type Outcome struct {
 	Reason string `json:"reason,omitempty"`
 	// Waiting lists what a person must decide before the run goes on.
 	Waiting []Pending `json:"waiting,omitempty"`
+	// Retry is set when the run just failed at a step whose failure was
+	// transient: [Session.Retry] may start a new attempt of it.
+	Retry bool `json:"retry,omitempty"`
 }
 
 // Start validates input against the document's inputSchema, creates a
@@ -292,35 +296,11 @@ func (s *Session) Resume(ctx context.Context, runID string) (Outcome, error) {
 	if run.Status.Ended() {
 		return Outcome{Run: runID, Status: Status(run.Status), Reason: run.Reason}, nil
 	}
-	recs, err := verifiedRecords(ctx, s.opt.Store, runID)
+	ck, err := s.checkRun(ctx, run, "resume")
 	if err != nil {
-		return Outcome{Run: runID}, fmt.Errorf("run %s: %w", runID, err)
-	}
-	// The harness the run was last run with: run.created's, or the last
-	// accepted change's.
-	var harness string
-	for _, r := range recs {
-		switch EventKind(r.Kind) {
-		case KindRunCreated:
-			harness = dataOf(r).HarnessDigest
-		case KindRunHarnessChanged:
-			var d RunHarnessChanged
-			_ = json.Unmarshal(r.Data, &d)
-			harness = d.To
-		}
-	}
-	changed := s.opt.HarnessDigest != "" && harness != s.opt.HarnessDigest
-	if changed && !s.opt.AcceptHarnessChange {
-		return Outcome{Run: runID}, fmt.Errorf("run %s was last run with another harness (digest %s, this one %s); resume it with that harness, or accept the change with --accept-harness-change (it is recorded in the audit log)", runID, short(harness), short(s.opt.HarnessDigest))
-	}
-	if probs, err := Reconcile(ctx, s.opt.Store, runID); err != nil {
 		return Outcome{Run: runID}, err
-	} else if len(probs) > 0 {
-		return Outcome{Run: runID}, fmt.Errorf("run %s: %w, so it is not resumed: %s (%d problems; `openplaybook audit --verify` lists them)", runID, ErrStoreAltered, probs[0], len(probs))
 	}
-	if run.DocumentDigest != s.im.Digest {
-		return Outcome{Run: runID}, fmt.Errorf("run %s was started with another version of the document (digest %s, this one %s); resume it with the document it was started with", runID, short(run.DocumentDigest), short(s.im.Digest))
-	}
+	harness, changed := ck.harness, ck.changed
 	if changed {
 		if err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
 			return s.append(tx, runID, "", "", RunHarnessChanged{From: harness, To: s.opt.HarnessDigest})
@@ -343,6 +323,53 @@ func (s *Session) Resume(ctx context.Context, runID string) (Outcome, error) {
 	out, err := s.loop(ctx, runID)
 	out.Run = runID
 	return out, err
+}
+
+// runCheck is what [Session.checkRun] found.
+type runCheck struct {
+	recs    []audit.Record // the run's verified audit records
+	harness string         // the digest of the harness the run was last run with
+	changed bool           // this session's harness is another (and the change is accepted)
+}
+
+// checkRun does what runs before a run is continued (resumed or
+// retried): the audit chain verifies; the harness is the one the run was
+// last run with, unless the change is accepted; the store's rows agree
+// with the chain ([Reconcile]); the document is the one the run was
+// started with. verb is "resume" or "retry", for the errors.
+func (s *Session) checkRun(ctx context.Context, run store.Run, verb string) (runCheck, error) {
+	runID := run.ID
+	past := map[string]string{"resume": "resumed", "retry": "retried"}[verb]
+	recs, err := verifiedRecords(ctx, s.opt.Store, runID)
+	if err != nil {
+		return runCheck{}, fmt.Errorf("run %s: %w", runID, err)
+	}
+	// The harness the run was last run with: run.created's, or the last
+	// accepted change's.
+	var harness string
+	for _, r := range recs {
+		switch EventKind(r.Kind) {
+		case KindRunCreated:
+			harness = dataOf(r).HarnessDigest
+		case KindRunHarnessChanged:
+			var d RunHarnessChanged
+			_ = json.Unmarshal(r.Data, &d)
+			harness = d.To
+		}
+	}
+	changed := s.opt.HarnessDigest != "" && harness != s.opt.HarnessDigest
+	if changed && !s.opt.AcceptHarnessChange {
+		return runCheck{}, fmt.Errorf("run %s was last run with another harness (digest %s, this one %s); %s it with that harness, or accept the change with --accept-harness-change (it is recorded in the audit log)", runID, short(harness), short(s.opt.HarnessDigest), verb)
+	}
+	if probs, err := Reconcile(ctx, s.opt.Store, runID); err != nil {
+		return runCheck{}, err
+	} else if len(probs) > 0 {
+		return runCheck{}, fmt.Errorf("run %s: %w, so it is not %s: %s (%d problems; `openplaybook audit --verify` lists them)", runID, ErrStoreAltered, past, probs[0], len(probs))
+	}
+	if run.DocumentDigest != s.im.Digest {
+		return runCheck{}, fmt.Errorf("run %s was started with another version of the document (digest %s, this one %s); %s it with the document it was started with", runID, short(run.DocumentDigest), short(s.im.Digest), verb)
+	}
+	return runCheck{recs: recs, harness: harness, changed: changed}, nil
 }
 
 // append writes ev to the run's audit log inside tx.

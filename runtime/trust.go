@@ -130,7 +130,9 @@ func approvalRecorded(ctx context.Context, st *store.Store, a store.Approval) er
 // --verify` and [Session.Resume] use both.
 //
 // What it holds: the run row's document digest is the one run.created
-// recorded; an ended run has its ending record; every call row's state is
+// recorded; an ended run's status is its last ending record's, and a run
+// that has not ended has none since its last run.retried (a failed run
+// runs again only through [Session.Retry]); every call row's state is
 // the one its last record (by step, attempt and index) gives, and every
 // call record names a call row; every decided approval and gate has its
 // decision record; a done or failed step has its record.
@@ -180,7 +182,6 @@ func reconcileOnce(ctx context.Context, st *store.Store, runID string) ([]string
 		}
 		return false
 	}
-	any := func(audit.Record, recordData) bool { return true }
 
 	if len(recs) == 0 || recs[0].Kind != string(KindRunCreated) {
 		out = append(out, "the audit log does not begin with run.created")
@@ -193,9 +194,23 @@ func reconcileOnce(ctx context.Context, st *store.Store, runID string) ([]string
 			out = append(out, fmt.Sprintf("the run's input (digest %s) is not the one run.created recorded (%s)", short(digest(run.Input)), short(d.InputDigest)))
 		}
 	}
+	// The run's status is the one its last ending record (run.completed,
+	// run.failed, run.rejected) gives, unless a run.retried record came
+	// after it: a retried run is running again (or waiting).
 	ending := map[store.RunStatus]EventKind{store.RunCompleted: KindRunCompleted, store.RunFailed: KindRunFailed, store.RunRejected: KindRunRejected}
-	if k, ok := ending[run.Status]; ok && !has(k, any) {
+	var lastEnd EventKind
+	for _, r := range recs {
+		switch k := EventKind(r.Kind); k {
+		case KindRunCompleted, KindRunFailed, KindRunRejected:
+			lastEnd = k
+		case KindRunRetried:
+			lastEnd = ""
+		}
+	}
+	if k, ok := ending[run.Status]; ok && lastEnd != k {
 		out = append(out, fmt.Sprintf("the run is %s, but no %s record says so", run.Status, k))
+	} else if !ok && lastEnd != "" {
+		out = append(out, fmt.Sprintf("the run is %s in the store, but its audit log last recorded %s, and no run.retried after it", run.Status, lastEnd))
 	}
 
 	// Calls: the state each call's last record gives.
@@ -308,10 +323,11 @@ func reconcileOnce(ctx context.Context, st *store.Store, runID string) ([]string
 	if err != nil {
 		return nil, err
 	}
-	// The run is where its last step.started record put it.
+	// The run is where its last step.started (or step.retried) record
+	// put it.
 	current := ""
 	for _, r := range recs {
-		if r.Kind == string(KindStepStarted) {
+		if r.Kind == string(KindStepStarted) || r.Kind == string(KindStepRetried) {
 			current = r.Step
 		}
 	}
@@ -323,8 +339,8 @@ func reconcileOnce(ctx context.Context, st *store.Store, runID string) ([]string
 		match := func(r audit.Record, d recordData) bool {
 			return r.Step == step && d.Attempt != nil && *d.Attempt == attempt
 		}
-		if !has(KindStepStarted, match) {
-			out = append(out, fmt.Sprintf("step %s (attempt %d) is in the store, but no step.started record started it", step, attempt))
+		if !has(KindStepStarted, match) && !has(KindStepRetried, match) {
+			out = append(out, fmt.Sprintf("step %s (attempt %d) is in the store, but no step.started or step.retried record started it", step, attempt))
 		}
 		switch s.Status {
 		case store.StepDone:

@@ -84,7 +84,7 @@ func (t *Tx) CreateRun(r Run) (Run, error) {
 
 // SetRunStatus sets a run's status and reason. A run that has ended
 // (completed, rejected, failed) keeps its status: changing it is
-// [ErrState].
+// [ErrState] ([Tx.ReopenRun] alone takes a failed run back to running).
 func (t *Tx) SetRunStatus(run string, status RunStatus, reason string) error {
 	if !status.valid() {
 		return fmt.Errorf("store: run status %q is not one of running, waiting, completed, rejected, failed", status)
@@ -102,6 +102,25 @@ func (t *Tx) SetRunStatus(run string, status RunStatus, reason string) error {
 		return err
 	}
 	return fmt.Errorf("%w: run %s has ended (%s)", ErrState, run, r.Status)
+}
+
+// ReopenRun moves a failed run back to running, with no reason: the one
+// way an ended run's status changes, for a retry of its failed step
+// (runtime.Session.Retry records why in the same transaction). A run that
+// is not failed (running, waiting, completed, rejected) is [ErrState].
+func (t *Tx) ReopenRun(run string) error {
+	res, err := t.exec(`UPDATE runs SET status = 'running', reason = '', updated_at = ? WHERE id = ? AND status = 'failed'`, t.now(), run)
+	if err != nil {
+		return fmt.Errorf("store: reopening run: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	r, err := t.Run(run)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: run %s is %s; only a failed run is reopened", ErrState, run, r.Status)
 }
 
 // Run reads a run inside the transaction.

@@ -90,6 +90,8 @@ type Driver struct {
 	svc  sdk.MessageService
 	url  string // for errors: the request URL without query
 	base string // for errors: BaseURL without query
+
+	models sdk.ModelService // for Probe
 }
 
 // New returns a Driver for cfg. It sends nothing yet.
@@ -132,7 +134,7 @@ func New(cfg Config) (*Driver, error) {
 		opts = append(opts, option.WithMaxRetries(cfg.MaxRetries))
 	}
 	client2 := sdk.NewClient(opts...)
-	return &Driver{cfg: cfg, svc: client2.Messages, base: base, url: strings.TrimSuffix(base, "/") + "/v1/messages"}, nil
+	return &Driver{cfg: cfg, svc: client2.Messages, models: client2.Models, base: base, url: strings.TrimSuffix(base, "/") + "/v1/messages"}, nil
 }
 
 // String shows the Driver without its API key.

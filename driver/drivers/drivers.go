@@ -22,13 +22,14 @@ import (
 	"github.com/openplaybook/openplaybook/driver/anthropic"
 	"github.com/openplaybook/openplaybook/driver/external"
 	"github.com/openplaybook/openplaybook/driver/openai"
+	"github.com/openplaybook/openplaybook/driver/openairesponses"
 	"github.com/openplaybook/openplaybook/driver/transcript"
 	"github.com/openplaybook/openplaybook/internal/suggest"
 )
 
 // Names returns the driver names a binding may give, sorted.
 func Names() []string {
-	return []string{anthropic.Name, external.Name, openai.Name, transcript.Name}
+	return []string{anthropic.Name, external.Name, openai.Name, openairesponses.Name, transcript.Name}
 }
 
 // New builds the driver named name from an agent binding's settings (every
@@ -40,6 +41,8 @@ func New(name string, settings map[string]any, setup *driver.Setup) (driver.Driv
 		return transcript.FromSettings(settings, setup)
 	case openai.Name:
 		return openai.FromSettings(settings, setup)
+	case openairesponses.Name:
+		return openairesponses.FromSettings(settings, setup)
 	case anthropic.Name:
 		return anthropic.FromSettings(settings, setup)
 	case external.Name:
@@ -63,6 +66,8 @@ func Check(name string, settings map[string]any) error {
 		return transcript.CheckSettings(settings)
 	case openai.Name:
 		return openai.CheckSettings(settings)
+	case openairesponses.Name:
+		return openairesponses.CheckSettings(settings)
 	case anthropic.Name:
 		return anthropic.CheckSettings(settings)
 	case external.Name:
@@ -72,7 +77,7 @@ func Check(name string, settings map[string]any) error {
 }
 
 func unknown(name string) error {
-	q := make([]string, 0, 4)
+	q := make([]string, 0, len(Names()))
 	for _, n := range Names() {
 		q = append(q, strconv.Quote(n))
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/openplaybook/openplaybook/driver/anthropic"
 	"github.com/openplaybook/openplaybook/driver/drivers"
 	"github.com/openplaybook/openplaybook/driver/openai"
+	"github.com/openplaybook/openplaybook/driver/openairesponses"
 	"github.com/openplaybook/openplaybook/driver/transcript"
 )
 
@@ -20,7 +21,10 @@ func TestNewAndCheck(t *testing.T) {
 		{"anthropic", map[string]any{"model": "claude", "baseURL": "http://127.0.0.1:9/"}, ""},
 		{"transcript", map[string]any{"transcript": "x.json"}, ""},
 		{"openai", map[string]any{}, `openai driver: setting "model" is required`},
-		{"OpenAI", map[string]any{}, `unknown driver "OpenAI" (did you mean "openai"?); the drivers are "anthropic", "mcp", "openai", "transcript"`},
+		{"openai-responses", map[string]any{"model": "gpt-5", "baseURL": "http://127.0.0.1:9/v1"}, ""},
+		{"openai-responses", map[string]any{"model": "gpt-5", "maxTokens": 1}, `openai-responses driver: unknown setting "maxTokens"`},
+		{"openai_responses", map[string]any{}, `(did you mean "openai-responses"?)`},
+		{"OpenAI", map[string]any{}, `unknown driver "OpenAI" (did you mean "openai"?); the drivers are "anthropic", "mcp", "openai", "openai-responses", "transcript"`},
 		{"transcipt", map[string]any{}, `(did you mean "transcript"?)`},
 	} {
 		err := drivers.Check(tc.name, tc.settings)
@@ -31,6 +35,10 @@ func TestNewAndCheck(t *testing.T) {
 	d, err := drivers.New("openai", map[string]any{"model": "llama3.1", "baseURL": "http://127.0.0.1:11434/v1"}, nil)
 	if _, ok := d.(*openai.Driver); !ok || err != nil {
 		t.Errorf("New(openai) = %T, %v", d, err)
+	}
+	d, err = drivers.New("openai-responses", map[string]any{"model": "gpt-5", "baseURL": "http://127.0.0.1:9/v1"}, nil)
+	if _, ok := d.(*openairesponses.Driver); !ok || err != nil {
+		t.Errorf("New(openai-responses) = %T, %v", d, err)
 	}
 	d, err = drivers.New("anthropic", map[string]any{"model": "claude", "baseURL": "http://127.0.0.1:9"}, nil)
 	if _, ok := d.(*anthropic.Driver); !ok || err != nil {

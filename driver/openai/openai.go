@@ -19,12 +19,10 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -32,12 +30,12 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/internal/llm"
+	"github.com/openplaybook/openplaybook/driver/internal/openaiapi"
 )
 
 // Name is the driver's name in a harness binding (driver: openai).
@@ -85,10 +83,11 @@ func (c Config) GoString() string { return c.String() }
 // Driver runs agent steps through the Chat Completions API. It is safe for
 // concurrent use.
 type Driver struct {
-	cfg  Config
-	svc  sdk.ChatCompletionService
-	url  string // for errors: the request URL without query
-	base string // for errors: BaseURL without user info or query
+	cfg    Config
+	svc    sdk.ChatCompletionService
+	models sdk.ModelService
+	url    string // for errors: the request URL without query
+	base   string // for errors: BaseURL without user info or query
 }
 
 // New returns a Driver for cfg. It sends nothing yet.
@@ -103,31 +102,11 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = http.DefaultClient
-	}
-	opts := []option.RequestOption{
-		option.WithHTTPClient(client),
-		option.WithBaseURL(cfg.BaseURL),
-		option.WithMiddleware(normaliseErrorBody),
-	}
-	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = llm.DefaultTimeout
 	}
-	if cfg.Timeout > 0 {
-		opts = append(opts, option.WithRequestTimeout(cfg.Timeout))
-	}
-	switch {
-	case cfg.MaxRetries < 0:
-		opts = append(opts, option.WithMaxRetries(0))
-	case cfg.MaxRetries > 0:
-		opts = append(opts, option.WithMaxRetries(cfg.MaxRetries))
-	}
-	return &Driver{cfg: cfg, svc: sdk.NewChatCompletionService(opts...), base: base, url: strings.TrimSuffix(base, "/") + "/chat/completions"}, nil
+	opts := openaiapi.Options(cfg.HTTPClient, cfg.BaseURL, cfg.APIKey, cfg.Timeout, cfg.MaxRetries)
+	return &Driver{cfg: cfg, svc: sdk.NewChatCompletionService(opts...), models: sdk.NewModelService(opts...), base: base, url: strings.TrimSuffix(base, "/") + "/chat/completions"}, nil
 }
 
 // String shows the Driver without its API key.
@@ -308,54 +287,24 @@ func functionDefinition(t llm.Tool) ([]byte, error) {
 // clean turns an SDK error into one that names the server and status and
 // never holds the API key.
 func (d *Driver) clean(ctx context.Context, err error) error {
-	// When ctx is done, its error is the answer ([llm.RequestError]).
-	var apiErr *sdk.Error
-	if ctx.Err() == nil && errors.As(err, &apiErr) {
-		typ := apiErr.Code
-		if typ == "" {
-			typ = apiErr.Type
-		}
-		return llm.ProviderError(Name, d.cfg.Model, d.base, apiErr.StatusCode, typ, apiErr.Message, d.cfg.APIKey)
-	}
-	if terr := llm.TimeoutError(ctx, Name, d.url, d.cfg.Timeout, err); terr != nil {
-		return terr
-	}
-	return llm.RequestError(ctx, Name, d.base, d.cfg.APIKey, err)
+	return d.endpoint().Clean(ctx, err)
 }
 
-// normaliseErrorBody rewrites the body of an error response that is not
-// in OpenAI's shape ({"error": {"message": ...}}) into that shape, so the
-// SDK reads its message: OpenAI-compatible servers also answer
-// {"error": "text"}, {"message": "text", ...} (vLLM) or plain text.
-func normaliseErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	res, err := next(req)
-	if err != nil || res.StatusCode < 400 {
-		return res, err
-	}
-	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	res.Body.Close()
-	if err != nil {
-		body = nil
-	}
-	var v struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-	}
-	if json.Unmarshal(body, &v) != nil || len(v.Error) == 0 || v.Error[0] != '{' {
-		msg := strings.TrimSpace(string(body))
-		var s string
-		switch {
-		case len(v.Error) > 0 && json.Unmarshal(v.Error, &s) == nil && s != "":
-			msg = s
-		case v.Message != "":
-			msg = v.Message
-		}
-		body, _ = json.Marshal(map[string]map[string]string{"error": {"message": strings.ToValidUTF8(msg, "\uFFFD")}})
-		res.Header.Set("Content-Type", "application/json")
-		res.ContentLength = int64(len(body))
-	}
-	res.Body = io.NopCloser(bytes.NewReader(body))
-	return res, nil
+func (d *Driver) endpoint() openaiapi.Endpoint {
+	return openaiapi.Endpoint{Provider: Name, Model: d.cfg.Model, Base: d.base, URL: d.url, Key: d.cfg.APIKey, Timeout: d.cfg.Timeout}
 }
 
-var _ driver.Driver = (*Driver)(nil)
+// Probe checks that the API is reachable, accepts the key and lists the
+// model: one GET {BaseURL}/models (OpenAI's "List models"), not retried.
+// It returns nil, a *[driver.UnknownModelError] when the model is not
+// listed, a *[driver.ProviderError] for an error status (401: the key is
+// refused; 404: the server lists no models), or the request's error
+// (unreachable, out of Config.Timeout). No error holds the API key.
+func (d *Driver) Probe(ctx context.Context) error {
+	return d.endpoint().Probe(ctx, d.models)
+}
+
+var (
+	_ driver.Driver = (*Driver)(nil)
+	_ driver.Prober = (*Driver)(nil)
+)

@@ -35,8 +35,10 @@ what the harness provides, as a run would before executing anything:
   preflight   every connection bound with the declared authKind and scopes
               and its credential resolving (Stripe is asked once); every MCP
               server starts or answers and lists the declared toolNames;
-              every named secret resolves to a non-empty value (rules
-              preflight-*; see docs/check.md)
+              every named secret resolves to a non-empty value; every
+              model agent's API answers, accepts the key and knows the
+              model (one request per binding; rules preflight-*; see
+              docs/check.md)
 
 MCP servers are contacted concurrently, each within its harness timeout
 (default 10 s). Secret values are never printed.

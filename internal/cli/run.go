@@ -110,6 +110,9 @@ Exit status: as run.`,
 			if err != nil {
 				return c.failRun(format.value, args[0], &exitError{code: ExitProblems, err: runError(err, args[0], harnessPath)})
 			}
+			if run.Status == store.RunFailed {
+				return &exitError{code: ExitProblems, err: fmt.Errorf("run %s has failed (%s); resume continues a run that has not ended. To start a new attempt of its failed step: openplaybook retry --harness %s %s", run.ID, run.Reason, harnessPath, run.ID)}
+			}
 			s, err := c.importForRun(ctx, harnessPath, "", run.Document, "<document of "+run.ID+">", acceptHarness)
 			if err != nil {
 				return c.failRun(format.value, run.ID, err)
@@ -122,6 +125,82 @@ Exit status: as run.`,
 	harnessFlag(cmd, &harnessPath, "the harness file the run was started with")
 	cmd.Flags().BoolVar(&acceptHarness, "accept-harness-change", false, "resume with a harness file other than the one the run was started with (recorded in the audit log)")
 	formatFlag(cmd, format, "output format: text or json (as run)")
+	return cmd
+}
+
+func (c *CLI) retryCommand() *cobra.Command {
+	var harnessPath, reason, by string
+	var acceptHarness, force bool
+	format := newChoice("text", []string{"text", "json"})
+	cmd := &cobra.Command{
+		Use:                   "retry [--harness FILE] [--force] [--reason TEXT] [--by NAME] [--accept-harness-change] [--format text|json] RUN",
+		DisableFlagsInUseLine: true,
+		Short:                 "Start a new attempt of the step a failed run failed at",
+		Long: `Retry starts a new attempt of the step RUN failed at, and runs on from
+there as resume does, when the failure was transient: the model API answered
+408, 409, 429 or 5xx (after the driver's own retries), a request timed out, or
+the connection failed (the step's step.failed record says "transient").
+Any other failure (a refused or cut-off reply, a refused key, the turn limit)
+is refused with the reason; --force retries it anyway. A cancelled run is
+never retried.
+
+The failed attempt's calls stay its own and never run again: the new attempt's
+agent is given those that ran with their results, a call it asks again exactly
+is answered from the record, and a new side-effecting call to a tool that
+already ran waits for a person. The retry is recorded (run.retried,
+step.retried) with --by and --reason.
+
+Before anything runs, retry checks the run as resume does (audit chain, store,
+document, harness) and the document against the harness.
+
+Exit status: as run (0 completed, 3 waits for a person, 4 rejected, 1 failed
+or refused).`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: c.completeRuns,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := ctxOf(cmd)
+			st, h, err := c.storeFor(harnessPath)
+			if err != nil {
+				return err
+			}
+			run, err := st.GetRun(ctx, args[0])
+			if err == nil && by == "" {
+				by = c.userName()
+			}
+			var redact func(string) string
+			if err == nil {
+				// A secret value typed into a reason is never stored.
+				redact = secretRedactor(ctx, h, st, run.ID)
+			}
+			st.Close()
+			if err != nil {
+				return &exitError{code: ExitProblems, err: runError(err, args[0], harnessPath)}
+			}
+			if run.Status != store.RunFailed {
+				next := ""
+				if !run.Status.Ended() {
+					next = fmt.Sprintf("; continue it with: openplaybook resume --harness %s %s", harnessPath, run.ID)
+				}
+				return &exitError{code: ExitProblems, err: fmt.Errorf("run %s is %s, not failed; retry starts a new attempt only of a failed run's failed step%s", run.ID, run.Status, next)}
+			}
+			s, err := c.importForRun(ctx, harnessPath, "", run.Document, "<document of "+run.ID+">", acceptHarness)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			out, err := s.run.Retry(ctx, run.ID, runtime.RetryOptions{By: redact(by), Reason: redact(reason), Force: force})
+			if errors.Is(err, runtime.ErrNotRetryable) {
+				return &exitError{code: ExitProblems, err: err}
+			}
+			return c.finish(out, err, format.value, harnessPath)
+		},
+	}
+	harnessFlag(cmd, &harnessPath, "the harness file the run was started with")
+	cmd.Flags().BoolVar(&force, "force", false, "retry a step whose failure was not transient (never a cancelled run)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit log)")
+	cmd.Flags().StringVar(&by, "by", "", "who retries (recorded; default: the OS user name, else $USER, else \"cli\")")
+	cmd.Flags().BoolVar(&acceptHarness, "accept-harness-change", false, "retry with a harness file other than the one the run was last run with (recorded in the audit log)")
+	formatFlag(cmd, format, "output format: text or json")
 	return cmd
 }
 

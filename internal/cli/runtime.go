@@ -18,7 +18,7 @@ import (
 	"github.com/openplaybook/openplaybook/store"
 )
 
-// Exit codes of run and resume (docs/cli.md).
+// Exit codes of run, resume and retry (docs/cli.md).
 const (
 	ExitWaiting  = 3 // the run waits for a person (an approval or a gate)
 	ExitRejected = 4 // the run ended rejected at a gate
@@ -180,6 +180,9 @@ func (c *CLI) finish(out runtime.Outcome, runErr error, format, harnessPath stri
 		}
 		if out.Reason != "" && out.Status != runtime.Waiting {
 			fmt.Fprintf(c.stdout(), "  %s\n", out.Reason)
+		}
+		if out.Retry {
+			fmt.Fprintf(c.stdout(), "  the failure is transient; to try the step again: openplaybook retry --harness %s %s\n", harnessPath, out.Run)
 		}
 	}
 	if runErr != nil {

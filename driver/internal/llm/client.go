@@ -37,7 +37,8 @@ func KeyShown(key string) string {
 // RequestError returns the error of a request to base that failed other
 // than with an API error: ctx's error when ctx is done, else err without
 // key or the URL's query, prefixed with provider. It unwraps to err (or
-// ctx's error).
+// ctx's error). A connection error (a *url.Error: refused, reset, DNS,
+// TLS) is transient ([driver.Transient]); ctx's error is not.
 func RequestError(ctx context.Context, provider, base, key string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", provider, ctx.Err())
@@ -45,7 +46,7 @@ func RequestError(ctx context.Context, provider, base, key string, err error) er
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		// Not ue.Error(): its URL may hold a query the base URL was given.
-		return &RedactedError{Msg: Redact(fmt.Sprintf("%s: %s %s: %v", provider, ue.Op, base, ue.Err), key), Err: err}
+		return &RedactedError{Msg: Redact(fmt.Sprintf("%s: %s %s: %v", provider, ue.Op, base, ue.Err), key), Err: err, Retry: true}
 	}
 	return Wrap(provider+": request to "+base, err, key)
 }
@@ -55,9 +56,10 @@ const DefaultTimeout = 60 * time.Second
 
 // TimeoutError returns the error of a request to url that ran out of its
 // per-request timeout (not ctx's deadline), or nil when err is not that.
+// It is transient ([driver.Transient]).
 func TimeoutError(ctx context.Context, provider, url string, timeout time.Duration, err error) error {
 	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 		return nil
 	}
-	return &RedactedError{Msg: fmt.Sprintf("%s: the request to %s timed out after %s (setting \"timeout\")", provider, url, timeout), Err: err}
+	return &RedactedError{Msg: fmt.Sprintf("%s: the request to %s timed out after %s (setting \"timeout\")", provider, url, timeout), Err: err, Retry: true}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/internal/llm"
 )
 
@@ -38,18 +39,18 @@ func TestRequestError(t *testing.T) {
 	const key = "k3y-value"
 	ue := &url.Error{Op: "Post", URL: "https://h/v1/x?token=" + key, Err: errors.New("refused with " + key)}
 	err := llm.RequestError(context.Background(), "p", "https://h/v1", key, ue)
-	if want := "p: Post https://h/v1: refused with [redacted]"; err.Error() != want || !errors.Is(err, ue) {
+	if want := "p: Post https://h/v1: refused with [redacted]"; err.Error() != want || !errors.Is(err, ue) || !driver.Transient(err) {
 		t.Errorf("url error: got %v, want %s wrapping the original", err, want)
 	}
 	other := errors.New("boom " + key)
 	err = llm.RequestError(context.Background(), "p", "https://h/v1", key, other)
-	if want := "p: request to https://h/v1: boom [redacted]"; err.Error() != want || !errors.Is(err, other) {
+	if want := "p: request to https://h/v1: boom [redacted]"; err.Error() != want || !errors.Is(err, other) || driver.Transient(err) {
 		t.Errorf("other error: got %v, want %s", err, want)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err = llm.RequestError(ctx, "p", "https://h/v1", key, ue)
-	if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), key) {
+	if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), key) || driver.Transient(err) {
 		t.Errorf("done ctx: got %v, want p: context canceled", err)
 	}
 }

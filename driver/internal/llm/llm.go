@@ -148,10 +148,16 @@ func Redact(s, key string) string {
 type RedactedError struct {
 	Msg string
 	Err error
+	// Retry marks a failure that may pass when tried again (a connection
+	// error, a request timeout): see [driver.Transient].
+	Retry bool
 }
 
 func (e *RedactedError) Error() string { return e.Msg }
 func (e *RedactedError) Unwrap() error { return e.Err }
+
+// Transient reports e.Retry, for [driver.Transient].
+func (e *RedactedError) Transient() bool { return e.Retry }
 
 // Wrap returns err as a *RedactedError prefixed with provider.
 func Wrap(provider string, err error, key string) error {

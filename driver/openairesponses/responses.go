@@ -1,0 +1,366 @@
+// Package openairesponses is the driver that runs an agent step with a
+// model through the OpenAI Responses API (POST {baseURL}/responses) and
+// its function calling, on OpenAI's own API or on any gateway that speaks
+// it: set Config.BaseURL.
+//
+// The model sees the same conversation as with package driver/openai: the
+// system prompt (as the request's instructions), the user message "Carry
+// out this step." and the step's allowed tools as functions under their
+// wire names ([driver.WireName]). Each function_call item of a response
+// goes, in order, to the [driver.Caller] under [driver.SpecName] of the
+// name it sent, with its arguments as sent; the Caller's answer goes back
+// as the call's function_call_output item. The step ends when a completed
+// response has no function call: its text, as a JSON string, is the
+// step's output.
+//
+// The driver is stateless towards the API: every request holds the whole
+// conversation (its input items) and store: false; it never sends
+// previous_response_id, so nothing of the run is kept by the provider and
+// a resumed step never depends on what it kept.
+//
+// The driver reads nothing from the environment (no OPENAI_API_KEY,
+// OPENAI_BASE_URL, ...): the runtime passes the key it resolved from the
+// harness.
+package openairesponses
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/openplaybook/openplaybook/driver"
+	"github.com/openplaybook/openplaybook/driver/internal/llm"
+	"github.com/openplaybook/openplaybook/driver/internal/openaiapi"
+)
+
+// Name is the driver's name in a harness binding (driver: openai-responses).
+const Name = "openai-responses"
+
+// DefaultBaseURL is OpenAI's API.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// Config configures a [Driver]. Printing a Config (fmt, log/slog) never
+// shows the API key.
+type Config struct {
+	// Model is the model to run ("gpt-5", "gpt-4.1"); required.
+	Model string
+	// BaseURL is the API's base URL, up to and including /v1 (requests
+	// go to BaseURL/responses). Empty: [DefaultBaseURL].
+	BaseURL string
+	// APIKey is sent as a bearer token. Empty: no Authorization header
+	// (for local servers and gateways that add their own).
+	APIKey string
+	// Temperature is the sampling temperature. Nil: the server's default
+	// (reasoning models accept no other).
+	Temperature *float64
+	// HTTPClient sends the requests. Nil: http.DefaultClient.
+	HTTPClient *http.Client
+	// MaxTurns is the most requests sent for one step; a model still
+	// calling functions after that ends the step with
+	// [driver.ErrTurnLimit]. Zero: one more than the step's MaxCalls (51
+	// when that is 0).
+	MaxTurns int
+	// MaxRetries is how often a request that failed with a connection
+	// error, 408, 409, 429 or 5xx is retried, with the SDK's backoff.
+	// Zero: 2; negative: never.
+	MaxRetries int
+	// Timeout is the most one HTTP request (each attempt) may take; a
+	// request that runs out of it fails the step with an error naming
+	// the URL. Zero: 60s; negative: none.
+	Timeout time.Duration
+}
+
+// String shows the Config without its API key.
+func (c Config) String() string {
+	return fmt.Sprintf("openairesponses.Config{Model: %q, BaseURL: %q, APIKey: %s, MaxTurns: %d}", c.Model, c.BaseURL, llm.KeyShown(c.APIKey), c.MaxTurns)
+}
+
+// GoString is String, for %#v.
+func (c Config) GoString() string { return c.String() }
+
+// Driver runs agent steps through the Responses API. It is safe for
+// concurrent use.
+type Driver struct {
+	cfg    Config
+	svc    responses.ResponseService
+	models sdk.ModelService
+	ep     openaiapi.Endpoint
+}
+
+// New returns a Driver for cfg. It sends nothing yet.
+func New(cfg Config) (*Driver, error) {
+	if cfg.Model == "" {
+		return nil, errors.New(Name + ": no model")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	base, err := llm.BaseURL(Name, cfg.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = llm.DefaultTimeout
+	}
+	opts := openaiapi.Options(cfg.HTTPClient, cfg.BaseURL, cfg.APIKey, cfg.Timeout, cfg.MaxRetries)
+	return &Driver{
+		cfg: cfg, svc: responses.NewResponseService(opts...), models: sdk.NewModelService(opts...),
+		ep: openaiapi.Endpoint{Provider: Name, Model: cfg.Model, Base: base, URL: strings.TrimSuffix(base, "/") + "/responses", Key: cfg.APIKey, Timeout: cfg.Timeout},
+	}, nil
+}
+
+// String shows the Driver without its API key.
+func (d *Driver) String() string { return "openairesponses.Driver{" + d.cfg.String() + "}" }
+
+// GoString is String, for %#v.
+func (d *Driver) GoString() string { return d.String() }
+
+// RunStep runs the step's conversation: it sends the instructions, the
+// input items and the tools, passes each function call of a completed
+// response, in order, to caller, appends the calls and their outputs to
+// the input, and sends it all again, until a completed response has no
+// function call; that response's text, as a JSON string, is the output.
+//
+// It returns caller's error unchanged ([driver.ErrSuspended],
+// [driver.ErrCallLimit], ...), ctx's error, [driver.ErrTurnLimit] after
+// MaxTurns requests, a *[driver.ProviderError] when the API answers with
+// an error status, an error naming the URL when a request runs out of
+// Config.Timeout, an error naming the response's error code when its
+// status is "failed" (transient for server_error and rate_limit_exceeded,
+// see [driver.Transient]), and a *[driver.ReplyError] when a response is
+// refused whole (incomplete, a refusal, function calls under a status
+// other than "completed", a call_id given twice in the step): none of its
+// calls reaches caller. No error holds the API key.
+func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver.Caller) (jsontext.Value, error) {
+	tools, err := llm.Tools(Name, in)
+	if err != nil {
+		return nil, err
+	}
+	params := responses.ResponseNewParams{
+		Model:        d.cfg.Model,
+		Instructions: param.NewOpt(llm.SystemPrompt(in)),
+		Store:        param.NewOpt(false),
+	}
+	if d.cfg.Temperature != nil {
+		params.Temperature = param.NewOpt(*d.cfg.Temperature)
+	}
+	for _, t := range tools {
+		def, err := functionTool(t)
+		if err != nil {
+			return nil, fmt.Errorf("%s: tool %q: %w", Name, driver.SpecName(t.Wire), err)
+		}
+		f := param.Override[responses.FunctionToolParam](json.RawMessage(def))
+		params.Tools = append(params.Tools, responses.ToolUnionParam{OfFunction: &f})
+	}
+	input := responses.ResponseInputParam{message(llm.UserPrompt, responses.EasyInputMessageRoleUser)}
+
+	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
+	seen := llm.IDs{}
+	if len(in.Made) > 0 {
+		// A resumed step: the calls already made, and their outputs, as
+		// the conversation had them (docs/drivers.md, "Resumed steps").
+		var outputs responses.ResponseInputParam
+		for _, m := range in.Made {
+			input = append(input, responses.ResponseInputItemParamOfFunctionCall(string(llm.CanonicalArgs(m.Arguments)), m.ID, driver.WireName(m.Name)))
+			outputs = append(outputs, functionOutput(m.ID, m.Result))
+		}
+		input = append(input, outputs...)
+		seen.Add(llm.MadeCalls(in.Made))
+	}
+	for turn := 0; turn < turns; turn++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: input}
+		resp, err := d.svc.New(ctx, params)
+		if err != nil {
+			return nil, d.ep.Clean(ctx, err)
+		}
+		r := readReply(resp)
+		if err := d.checkReply(resp, r, seen); err != nil {
+			return nil, err
+		}
+		if len(r.calls) == 0 {
+			return llm.Output(r.text)
+		}
+		seen.Add(r.calls)
+
+		// The history holds the canonical form of what was decided: the
+		// arguments as the runtime parses them, one output per call_id.
+		if r.text != "" {
+			input = append(input, message(r.text, responses.EasyInputMessageRoleAssistant))
+		}
+		for i, c := range r.calls {
+			input = append(input, responses.ResponseInputItemParamOfFunctionCall(string(llm.CanonicalArgs(c.Arguments)), c.ID, r.wires[i]))
+		}
+		for _, c := range r.calls {
+			res, err := caller.Call(ctx, c)
+			if err != nil {
+				return nil, err
+			}
+			input = append(input, functionOutput(c.ID, res))
+		}
+	}
+	return nil, fmt.Errorf("%s: step %q: %w (%d requests)", Name, in.StepID, driver.ErrTurnLimit, turns)
+}
+
+// message is a message input item (type "message", content text).
+func message(text string, role responses.EasyInputMessageRole) responses.ResponseInputItemUnionParam {
+	item := responses.ResponseInputItemParamOfMessage(text, role)
+	item.OfMessage.Type = responses.EasyInputMessageTypeMessage
+	return item
+}
+
+// functionOutput is the function_call_output item of call id.
+func functionOutput(id string, res driver.Result) responses.ResponseInputItemUnionParam {
+	item := responses.ResponseInputItemParamOfFunctionCallOutput(llm.ResultText(res))
+	item.OfFunctionCallOutput.CallID = param.NewOpt(id)
+	return item
+}
+
+// reply is what the driver reads of a response's output items.
+type reply struct {
+	calls []driver.Call // the function calls as the Caller gets them
+	wires []string      // their names as sent
+	// unfinished is the status of the first function_call item that is
+	// neither "completed" nor unset ("" when none is).
+	unfinished string
+	text       string // the output_text parts of the message items
+	refusal    string // the refusal parts
+	other      string // the type of the first item the driver never asks for
+}
+
+func readReply(resp *responses.Response) reply {
+	var r reply
+	var text, refusal strings.Builder
+	for _, item := range resp.Output {
+		switch item.Type {
+		case "message":
+			for _, part := range item.AsMessage().Content {
+				switch part.Type {
+				case "output_text":
+					text.WriteString(part.Text)
+				case "refusal":
+					refusal.WriteString(part.Refusal)
+				}
+			}
+		case "function_call":
+			fc := item.AsFunctionCall()
+			r.calls = append(r.calls, driver.Call{ID: fc.CallID, Name: driver.SpecName(fc.Name), Arguments: jsontext.Value(fc.Arguments)})
+			r.wires = append(r.wires, fc.Name)
+			if s := string(fc.Status); s != "" && s != "completed" && r.unfinished == "" {
+				r.unfinished = s
+			}
+		case "reasoning":
+			// The model's reasoning is not carried to the next request
+			// (store: false, no encrypted reasoning asked for).
+		default:
+			if r.other == "" {
+				r.other = item.Type
+				if r.other == "" {
+					r.other = "(none)"
+				}
+			}
+		}
+	}
+	r.text, r.refusal = text.String(), refusal.String()
+	return r
+}
+
+// checkReply returns the error of a response that may not run (see
+// docs/drivers.md, "Stop reasons"), or nil. Only status "completed" lets
+// function calls run; a response without calls whose status is
+// "completed" (or that has none) is the final answer.
+func (d *Driver) checkReply(resp *responses.Response, r reply, seen llm.IDs) error {
+	status := string(resp.Status)
+	refuse := func(code driver.ReplyCode, reason string) error {
+		return llm.Reply(Name, code, status, reason, r.calls)
+	}
+	switch status {
+	case "completed":
+	case "incomplete":
+		why := resp.IncompleteDetails.Reason
+		if why == "content_filter" {
+			return refuse(driver.ReplyFiltered, fmt.Sprintf("the model's answer was filtered (status %q, incomplete_details.reason %q)", status, why))
+		}
+		return refuse(driver.ReplyTruncated, fmt.Sprintf("the model's answer was cut off (status %q, incomplete_details.reason %q)", status, why))
+	case "failed":
+		code, msg := string(resp.Error.Code), llm.Redact(strings.TrimSpace(resp.Error.Message), d.cfg.APIKey)
+		if len(r.calls) > 0 {
+			return refuse(driver.ReplyMalformed, fmt.Sprintf("the response failed (error code %q: %s) and holds %d function call(s)", code, msg, len(r.calls)))
+		}
+		return d.failed(code, msg)
+	case "":
+		if len(r.calls) > 0 {
+			return refuse(driver.ReplyMalformed, fmt.Sprintf("the response has no status and holds %d function call(s); only status \"completed\" lets them run", len(r.calls)))
+		}
+	default:
+		return refuse(driver.ReplyMalformed, fmt.Sprintf("the response's status %q is not one the driver can use (the driver never asks for background responses; only \"completed\" lets function calls run)", status))
+	}
+	refusal := llm.Redact(r.refusal, d.cfg.APIKey)
+	switch {
+	case refusal != "" && (len(r.calls) > 0 || r.text == ""):
+		return refuse(driver.ReplyRefused, fmt.Sprintf("the model refused (status %q): %s", status, refusal))
+	case r.other != "":
+		return refuse(driver.ReplyMalformed, fmt.Sprintf("the response holds an output item of type %q, which the driver never asks for (it offers functions only)", r.other))
+	case r.unfinished != "":
+		return refuse(driver.ReplyMalformed, fmt.Sprintf("a function_call item has status %q, not \"completed\"", r.unfinished))
+	}
+	if why := seen.Check(r.calls); why != "" {
+		return refuse(driver.ReplyMalformed, strings.ReplaceAll(why, "the id ", "the call_id "))
+	}
+	return nil
+}
+
+// failed is the error of a response with status "failed" and no function
+// call: the model could not answer. It is transient (see
+// [driver.Transient]) for error codes server_error and
+// rate_limit_exceeded.
+func (d *Driver) failed(code, msg string) error {
+	text := fmt.Sprintf("%s: model %q at %s: the response failed", Name, d.cfg.Model, d.ep.Base)
+	if code != "" {
+		text += fmt.Sprintf(" (%s)", llm.Redact(code, d.cfg.APIKey))
+	}
+	if msg != "" {
+		text += ": " + msg
+	}
+	return &llm.RedactedError{Msg: text, Err: errors.New(text), Retry: code == "server_error" || code == "rate_limit_exceeded"}
+}
+
+// functionTool returns the function tool's definition as JSON, with the
+// schema as the document has it (the SDK would reorder it).
+func functionTool(t llm.Tool) ([]byte, error) {
+	type def struct {
+		Type        string         `json:"type"`
+		Name        string         `json:"name"`
+		Description string         `json:"description,omitempty"`
+		Parameters  jsontext.Value `json:"parameters"`
+		Strict      bool           `json:"strict"`
+	}
+	return jsonv2.Marshal(def{Type: "function", Name: t.Wire, Description: t.Description, Parameters: t.Schema})
+}
+
+// Probe checks that the API is reachable, accepts the key and lists the
+// model: one GET {BaseURL}/models (OpenAI's "List models"), not retried.
+// It returns nil, a *[driver.UnknownModelError] when the model is not
+// listed, a *[driver.ProviderError] for an error status (401: the key is
+// refused; 404: the server lists no models), or the request's error
+// (unreachable, out of Config.Timeout). No error holds the API key.
+func (d *Driver) Probe(ctx context.Context) error {
+	return d.ep.Probe(ctx, d.models)
+}
+
+var (
+	_ driver.Driver = (*Driver)(nil)
+	_ driver.Prober = (*Driver)(nil)
+)

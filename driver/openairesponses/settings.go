@@ -1,0 +1,63 @@
+package openairesponses
+
+import (
+	"github.com/openplaybook/openplaybook/driver"
+	"github.com/openplaybook/openplaybook/driver/internal/settings"
+)
+
+// The settings of a harness binding {driver: openai-responses, ...}.
+var settingNames = []string{"model", "baseURL", "apiKeySecret", "temperature", "maxTurns", "maxRetries", "timeout"}
+
+type rawSettings struct {
+	settings.Common
+	temperature *float64
+}
+
+func parseSettings(m map[string]any) (rawSettings, error) {
+	r := settings.New(Name, m, settingNames...)
+	var s rawSettings
+	s.Common = r.Common(`the model to run, such as "gpt-5"`, func() {
+		s.temperature = r.Float("temperature", 0, 2)
+	})
+	return s, r.Err()
+}
+
+// CheckSettings checks an agent binding's settings without resolving
+// secrets or sending anything: "model" (required, a string), "baseURL"
+// (a string), "apiKeySecret" (a secret's name), "temperature" (0 to 2),
+// "maxTurns" (at least 1), "maxRetries" (at least 0), "timeout" (a
+// duration such as "60s", default 60s), and no other setting.
+func CheckSettings(m map[string]any) error {
+	_, err := parseSettings(m)
+	return err
+}
+
+// FromSettings builds the driver of a harness binding
+//
+//	{driver: openai-responses, model: gpt-5, baseURL: https://api.openai.com/v1, apiKeySecret: OPENAI_API_KEY}
+//
+// (see [CheckSettings] for every setting). The API key is the value of
+// the secret apiKeySecret names (setup.Secret); without apiKeySecret no
+// key is sent, which suits local servers, and is an error for OpenAI's
+// own API (no baseURL). Strings may hold ${secret:NAME} references
+// (setup.Expand). setup.HTTPClient, when set, sends the requests. A nil
+// setup means the zero [driver.Setup]. Errors name the setting, never a
+// secret's value.
+func FromSettings(m map[string]any, setup *driver.Setup) (*Driver, error) {
+	s, err := parseSettings(m)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.Resolve(Name, "the name of the secret that holds the OpenAI API key, such as OPENAI_API_KEY; only a server at a baseURL of your own may need none", setup)
+	if err != nil {
+		return nil, err
+	}
+	d, err := New(Config{
+		Model: res.Model, BaseURL: res.BaseURL, APIKey: res.APIKey, HTTPClient: res.HTTPClient,
+		Temperature: s.temperature, MaxTurns: s.MaxTurns, MaxRetries: s.MaxRetries, Timeout: s.Timeout,
+	})
+	if err != nil {
+		return nil, s.NewError(Name, res, err)
+	}
+	return d, nil
+}
