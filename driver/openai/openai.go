@@ -72,6 +72,25 @@ type Config struct {
 	// request that runs out of it fails the step with an error naming
 	// the URL. Zero: 60s; negative: none.
 	Timeout time.Duration
+	// StepTimeout is the most one run of a step may take, its requests,
+	// retries and tool calls included: no request or tool call starts
+	// after it, and a request still running then is cut; the step fails
+	// with an error wrapping [driver.ErrStepTimeout]. Zero or negative:
+	// none.
+	StepTimeout time.Duration
+	// MaxResultBytes is the most bytes of a tool result's text the model
+	// is shown; a longer result is shown as a notice and a preview (the
+	// result itself is kept whole in the run's store). Zero:
+	// [llm.DefaultMaxResultBytes] (64 KiB).
+	MaxResultBytes int
+	// NoImages says the model is not shown the images tools return (a
+	// model without vision): each is a notice in the result's text.
+	// False: images go to the model in a user message after the turn's
+	// tool messages (a tool message takes text only).
+	NoImages bool
+	// Binding is where the agent's binding is in the harness file
+	// ("harness.yaml:12"), for errors; see [driver.Setup].Binding.
+	Binding string
 }
 
 // String shows the Config without its API key.
@@ -85,6 +104,7 @@ func (c Config) GoString() string { return c.String() }
 // Driver runs agent steps through the Chat Completions API. It is safe for
 // concurrent use.
 type Driver struct {
+	now  func() time.Time // the step deadline's clock; nil: time.Now
 	cfg  Config
 	svc  sdk.ChatCompletionService
 	url  string // for errors: the request URL without query
@@ -110,6 +130,10 @@ func New(cfg Config) (*Driver, error) {
 	opts := []option.RequestOption{
 		option.WithHTTPClient(client),
 		option.WithBaseURL(cfg.BaseURL),
+		option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			llm.Attempted(req)
+			return next(req)
+		}),
 		option.WithMiddleware(normaliseErrorBody),
 	}
 	if cfg.APIKey != "" {
@@ -176,6 +200,11 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		})
 	}
 
+	shown := llm.Shown{Limit: d.cfg.MaxResultBytes, Images: !d.cfg.NoImages, ImagesLater: true}
+	step, reqCtx, cancel := llm.StartStep(ctx, Name, in.StepID, d.cfg.StepTimeout, d.cfg.Binding, d.now)
+	defer cancel()
+	rec, _ := caller.(driver.UsageRecorder)
+
 	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
 	seen := llm.IDs{}
 	if len(in.Made) > 0 {
@@ -183,6 +212,7 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		// the conversation had them (docs/drivers.md, "Resumed steps").
 		asst := sdk.ChatCompletionAssistantMessageParam{}
 		var results []sdk.ChatCompletionMessageParamUnion
+		var images imageMessage
 		for _, m := range in.Made {
 			asst.ToolCalls = append(asst.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
 				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
@@ -190,22 +220,41 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: driver.WireName(m.Name), Arguments: string(llm.CanonicalArgs(m.Arguments))},
 				},
 			})
-			results = append(results, sdk.ToolMessage(llm.ResultText(m.Result), m.ID))
+			results = append(results, sdk.ToolMessage(shown.Text(m.Result), m.ID))
+			images.add(m.ID, m.Name, m.Result, shown)
 		}
 		params.Messages = append(params.Messages, sdk.ChatCompletionMessageParamUnion{OfAssistant: &asst})
 		params.Messages = append(params.Messages, results...)
+		params.Messages = images.append(params.Messages)
 		seen.Add(llm.MadeCalls(in.Made))
 	}
-	for turn := 0; turn < turns; turn++ {
+	for turn := 1; turn <= turns; turn++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		resp, err := d.svc.New(ctx, params)
+		if err := step.Check(); err != nil {
+			return nil, err
+		}
+		rctx, att := llm.CountAttempts(reqCtx)
+		resp, err := d.svc.New(rctx, params)
 		if err != nil {
-			return nil, d.clean(ctx, err)
+			if serr := step.Ended(rctx); serr != nil && ctx.Err() == nil {
+				return nil, serr
+			}
+			return nil, d.clean(rctx, err, att.N())
+		}
+		if rec != nil && resp.JSON.Usage.Valid() {
+			u := resp.Usage
+			if err := rec.RecordUsage(ctx, driver.Usage{
+				Provider: Name, Model: d.cfg.Model, Turn: turn,
+				InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
+				CachedInputTokens: u.PromptTokensDetails.CachedTokens, CacheWriteTokens: u.PromptTokensDetails.CacheWriteTokens,
+			}); err != nil {
+				return nil, err
+			}
 		}
 		if len(resp.Choices) == 0 {
-			return nil, fmt.Errorf("openai: the response from %s has no choices", d.base)
+			return nil, llm.Noted(fmt.Errorf("openai: the response from %s has no choices", d.url), 0, d.cfg.Binding)
 		}
 		choice := resp.Choices[0]
 		msg := choice.Message
@@ -233,15 +282,56 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 			})
 		}
 		params.Messages = append(params.Messages, sdk.ChatCompletionMessageParamUnion{OfAssistant: &asst})
+		var images imageMessage
 		for _, c := range calls {
+			// No call starts after the deadline; one that runs then runs
+			// to its end (ctx, not the step's).
+			if err := step.Check(); err != nil {
+				return nil, err
+			}
 			res, err := caller.Call(ctx, c)
 			if err != nil {
 				return nil, err
 			}
-			params.Messages = append(params.Messages, sdk.ToolMessage(llm.ResultText(res), c.ID))
+			params.Messages = append(params.Messages, sdk.ToolMessage(shown.Text(res), c.ID))
+			images.add(c.ID, c.Name, res, shown)
 		}
+		params.Messages = images.append(params.Messages)
 	}
 	return nil, fmt.Errorf("openai: step %q: %w (%d requests)", in.StepID, driver.ErrTurnLimit, turns)
+}
+
+// imageMessage collects the images a turn's tool results hold, for the
+// user message that follows the tool messages: a tool message takes text
+// only (Chat Completions API reference: the tool message's content is a
+// string or text parts), a user message takes image_url parts.
+type imageMessage struct {
+	parts []sdk.ChatCompletionContentPartUnionParam
+}
+
+func (m *imageMessage) add(id, name string, r driver.Result, shown llm.Shown) {
+	if r.Error != "" {
+		return
+	}
+	n := 0
+	for _, p := range shown.Parts(r.Content) {
+		if p.Image == nil {
+			continue
+		}
+		n++
+		m.parts = append(m.parts,
+			sdk.TextContentPart(fmt.Sprintf("Image %d of the result of tool call %s (%s):", n, id, name)),
+			sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: "data:" + p.Image.MediaType + ";base64," + p.Image.Data}))
+	}
+}
+
+// append appends the user message with the images to msgs, when there
+// are any.
+func (m *imageMessage) append(msgs []sdk.ChatCompletionMessageParamUnion) []sdk.ChatCompletionMessageParamUnion {
+	if len(m.parts) == 0 {
+		return msgs
+	}
+	return append(msgs, sdk.UserMessage(m.parts))
 }
 
 // toolCalls returns a message's tool calls as the Caller gets them (names
@@ -305,22 +395,28 @@ func functionDefinition(t llm.Tool) ([]byte, error) {
 	return jsonv2.Marshal(def{Name: t.Wire, Description: t.Description, Parameters: t.Schema})
 }
 
-// clean turns an SDK error into one that names the server and status and
+// clean turns an SDK error into one that names the request URL, the
+// status, how often the request was sent and the agent's binding, and
 // never holds the API key.
-func (d *Driver) clean(ctx context.Context, err error) error {
+func (d *Driver) clean(ctx context.Context, err error, attempts int) error {
 	// When ctx is done, its error is the answer ([llm.RequestError]).
+	if ctx.Err() != nil {
+		return llm.RequestError(ctx, Name, d.url, d.cfg.APIKey, err)
+	}
 	var apiErr *sdk.Error
-	if ctx.Err() == nil && errors.As(err, &apiErr) {
+	if errors.As(err, &apiErr) {
 		typ := apiErr.Code
 		if typ == "" {
 			typ = apiErr.Type
 		}
-		return llm.ProviderError(Name, d.cfg.Model, d.base, apiErr.StatusCode, typ, apiErr.Message, d.cfg.APIKey)
+		pe := llm.ProviderError(Name, d.cfg.Model, d.base, apiErr.StatusCode, typ, apiErr.Message, d.cfg.APIKey)
+		pe.URL, pe.Attempts, pe.Binding = d.url, attempts, d.cfg.Binding
+		return pe
 	}
 	if terr := llm.TimeoutError(ctx, Name, d.url, d.cfg.Timeout, err); terr != nil {
-		return terr
+		return llm.Noted(terr, attempts, d.cfg.Binding)
 	}
-	return llm.RequestError(ctx, Name, d.base, d.cfg.APIKey, err)
+	return llm.Noted(llm.RequestError(ctx, Name, d.url, d.cfg.APIKey, err), attempts, d.cfg.Binding)
 }
 
 // normaliseErrorBody rewrites the body of an error response that is not
