@@ -48,6 +48,7 @@ type rtConfig struct {
 	memory         bool              // server-memory, with Ada Lovelace in its graph
 	transcripts    map[string]string // agent name to transcript JSON
 	servers        map[string]any    // more MCP server bindings, by name
+	agents         map[string]any    // more agent bindings, by name
 	maxToolCalls   int
 	approvalExpiry string
 }
@@ -71,6 +72,9 @@ func newRTEnv(t *testing.T, cfg rtConfig) *rtEnv {
 	for name, tr := range cfg.transcripts {
 		e.write(name+".json", tr)
 		agents[name] = map[string]any{"driver": "transcript", "transcript": name + ".json"}
+	}
+	for name, b := range cfg.agents {
+		agents[name] = b
 	}
 	h := map[string]any{
 		"mcpServers": servers,
