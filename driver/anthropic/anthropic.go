@@ -13,6 +13,11 @@
 // block and stops at end_turn (or a stop sequence): its text blocks,
 // concatenated, as a JSON string, are the step's output.
 //
+// Responses are streamed (server-sent events, accumulated with the SDK's
+// Message.Accumulate), so any max_tokens the model allows works; the
+// system block and the last tool carry prompt-caching breakpoints. Each
+// response's usage goes to a Caller that is a [driver.UsageRecorder].
+//
 // The driver reads nothing from the environment (no ANTHROPIC_API_KEY,
 // ANTHROPIC_BASE_URL, profiles, ...): the runtime passes the key it
 // resolved from the harness.

@@ -167,12 +167,17 @@ func (d *Driver) GoString() string { return d.String() }
 //
 // It returns caller's error unchanged ([driver.ErrSuspended],
 // [driver.ErrCallLimit], ...), ctx's error, [driver.ErrTurnLimit] after
-// MaxTurns requests, a *[driver.ProviderError] when the API answers with
-// an error status, an error naming the URL when a request runs out of
-// Config.Timeout, and a *[driver.ReplyError] when a reply is refused whole
-// (cut off, filtered, refused, or tool calls without finish_reason
-// "tool_calls", or with an id given twice in the step): none of its calls
-// reaches caller. No error holds the API key.
+// MaxTurns requests, an error wrapping [driver.ErrStepTimeout] when the
+// step runs out of Config.StepTimeout, a *[driver.ProviderError] when the
+// API answers with an error status (after the SDK's retries), an error
+// naming the URL when a request runs out of Config.Timeout, and a
+// *[driver.ReplyError] when a reply is refused whole (cut off, filtered,
+// refused, or tool calls without finish_reason "tool_calls", or with an
+// id given twice in the step): none of its calls reaches caller. No error
+// holds the API key.
+//
+// When caller is a [driver.UsageRecorder], each response's usage (when
+// the server reports it) goes to it before the response is acted on.
 func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver.Caller) (jsontext.Value, error) {
 	tools, err := llm.Tools(Name, in)
 	if err != nil {
