@@ -244,7 +244,7 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		if err := step.Check(); err != nil {
 			return nil, err
 		}
-		msg, complete, err := d.stream(reqCtx, params)
+		msg, refused, err := d.stream(reqCtx, params)
 		if err != nil {
 			if serr := step.Ended(reqCtx); serr != nil && ctx.Err() == nil {
 				return nil, serr
@@ -271,8 +271,8 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 				text.WriteString(b.Text)
 			}
 		}
-		if !complete {
-			return nil, llm.Reply(Name, driver.ReplyTruncated, string(msg.StopReason), "the response stream ended before its message_stop event: the reply may be cut off", calls)
+		if refused != nil {
+			return nil, llm.Reply(Name, refused.code, string(msg.StopReason), refused.reason, calls)
 		}
 		if rerr := checkReply(msg.StopReason, calls, seen); rerr != nil {
 			return nil, rerr
@@ -331,40 +331,68 @@ func toolResult(id string, r driver.Result, shown llm.Shown) sdk.ContentBlockPar
 	return sdk.ContentBlockParamUnion{OfToolResult: &tr}
 }
 
+// streamRefusal says why a streamed reply is refused whole.
+type streamRefusal struct {
+	code   driver.ReplyCode
+	reason string
+}
+
 // stream sends one request with a streamed response and accumulates its
-// events into the message; complete says the stream reached
-// message_stop. Errors are as [Driver.clean] makes them, or say the
-// stream is malformed.
-func (d *Driver) stream(ctx context.Context, params sdk.MessageNewParams) (msg sdk.Message, complete bool, err error) {
+// events into the message. The reply is refused (refused not nil) when
+// the stream ended before message_stop, or a tool_use block's input, as
+// its input_json_delta events spell it, is not JSON (the SDK's
+// accumulation would make it {}, and a call with all its defaults must
+// never run in its place). Errors are as [Driver.clean] makes them, or say the stream is
+// malformed.
+func (d *Driver) stream(ctx context.Context, params sdk.MessageNewParams) (msg sdk.Message, refused *streamRefusal, err error) {
 	ctx, att := llm.CountAttempts(ctx)
 	var res *http.Response
 	s := d.svc.NewStreaming(ctx, params, option.WithResponseInto(&res))
 	defer s.Close()
 	events := 0
+	complete := false
+	inputs := map[int64]*strings.Builder{} // tool_use input as streamed, by block index
 	for s.Next() {
 		ev := s.Current()
 		events++
+		if ev.Type == "content_block_delta" && ev.Delta.Type == "input_json_delta" {
+			if inputs[ev.Index] == nil {
+				inputs[ev.Index] = &strings.Builder{}
+			}
+			inputs[ev.Index].WriteString(ev.Delta.PartialJSON)
+		}
 		if events == 1 && ev.Type != "message_start" {
-			return msg, false, llm.Noted(fmt.Errorf("anthropic: the response stream from %s begins with a %q event, not message_start", d.url, ev.Type), 0, d.cfg.Binding)
+			return msg, nil, llm.Noted(fmt.Errorf("anthropic: the response stream from %s begins with a %q event, not message_start", d.url, ev.Type), 0, d.cfg.Binding)
 		}
 		if err := msg.Accumulate(ev); err != nil {
-			return msg, false, llm.Noted(&llm.RedactedError{Msg: llm.Redact(fmt.Sprintf("anthropic: the response stream from %s is malformed: %v", d.url, err), d.cfg.APIKey), Err: err}, 0, d.cfg.Binding)
+			return msg, nil, llm.Noted(&llm.RedactedError{Msg: llm.Redact(fmt.Sprintf("anthropic: the response stream from %s is malformed: %v", d.url, err), d.cfg.APIKey), Err: err}, 0, d.cfg.Binding)
 		}
 		if ev.Type == "message_stop" {
 			complete = true
 		}
 	}
 	if err := s.Err(); err != nil {
-		return msg, false, d.clean(ctx, err, att.N())
+		return msg, nil, d.clean(ctx, err, att.N())
 	}
 	if events == 0 {
 		ct := ""
 		if res != nil {
 			ct = res.Header.Get("Content-Type")
 		}
-		return msg, false, llm.Noted(fmt.Errorf("anthropic: the response from %s holds no stream events (Content-Type %q); the Messages API answers a streaming request with text/event-stream", d.url, ct), 0, d.cfg.Binding)
+		return msg, nil, llm.Noted(fmt.Errorf("anthropic: the response from %s holds no stream events (Content-Type %q); the Messages API answers a streaming request with text/event-stream", d.url, ct), 0, d.cfg.Binding)
 	}
-	return msg, complete, nil
+	if !complete {
+		return msg, &streamRefusal{driver.ReplyTruncated, "the response stream ended before its message_stop event: the reply may be cut off"}, nil
+	}
+	for i, b := range msg.Content {
+		in := inputs[int64(i)]
+		if b.Type == "tool_use" && in != nil && in.Len() > 0 && !json.Valid([]byte(in.String())) {
+			// The refused call is recorded with what the model sent.
+			msg.Content[i].Input = json.RawMessage(in.String())
+			return msg, &streamRefusal{driver.ReplyMalformed, fmt.Sprintf("the input of tool_use block %d, as its input_json_delta events spell it, is not JSON", i+1)}, nil
+		}
+	}
+	return msg, nil, nil
 }
 
 // checkReply returns the *driver.ReplyError of a reply that may not run

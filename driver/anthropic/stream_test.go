@@ -88,6 +88,30 @@ func TestStreamCutOff(t *testing.T) {
 	}
 }
 
+// A tool_use block whose streamed input is not JSON makes the reply
+// malformed (the SDK's accumulation would have made it {}); it never runs
+// and is reported with the input as streamed.
+func TestStreamBadInput(t *testing.T) {
+	body := response("tool_use", toolUse("a", "customer__get", `{"id":"1"}`))
+	bad := strings.Replace(body, `"partial_json":":\"1\"}"`, `"partial_json":":"`, 1)
+	if bad == body {
+		t.Fatal("the stream has no second input piece to cut")
+	}
+	api := newAPI(t)
+	api.Turns = append(api.Turns, func(*testing.T, messagesRequest, map[string]jsontext.Value) (int, string) { return 200, bad })
+	srv := api.Start()
+	caller := &counting{}
+	_, err := newDriver(t, srv, nil).RunStep(context.Background(), stepInput(), caller)
+	var re *driver.ReplyError
+	if !errors.As(err, &re) || re.Code != driver.ReplyMalformed || len(re.Calls) != 1 || string(re.Calls[0].Arguments) != `{"id":` ||
+		!strings.Contains(err.Error(), "the input of tool_use block 1, as its input_json_delta events spell it, is not JSON") {
+		t.Fatalf("err = %v (%+v)", err, re)
+	}
+	if caller.n != 0 {
+		t.Errorf("%d calls ran", caller.n)
+	}
+}
+
 // An error event in the stream, a body that is no stream and a stream
 // whose events contradict each other fail the step with an error naming
 // the URL and the binding; nothing runs.
