@@ -151,6 +151,11 @@ var (
 	// ErrReplyRefused: a model driver refused a reply of the model whole,
 	// and none of its tool calls ran. The error is a *[ReplyError].
 	ErrReplyRefused = errors.New("the model's reply was refused; none of its tool calls ran")
+	// ErrStepTimeout: a model driver's step ran out of its whole-step
+	// deadline (the binding's stepTimeout). No request and no tool call
+	// started after the deadline; a call that was running then ran to
+	// its end.
+	ErrStepTimeout = errors.New("the step ran out of its stepTimeout")
 )
 
 // PendingError is the error of a call that waits for a person: it names
@@ -169,6 +174,43 @@ func (e *PendingError) Error() string {
 
 // Unwrap returns [ErrSuspended].
 func (e *PendingError) Unwrap() error { return ErrSuspended }
+
+// Usage is what one model turn (one request and its response) cost, as
+// the provider reported it, in tokens.
+type Usage struct {
+	// Provider is the driver's name ("openai", "anthropic"); Model the
+	// model asked for.
+	Provider, Model string
+	// Turn is the request's number in this run of the step, from 1.
+	Turn int
+	// InputTokens are all the input tokens of the turn, those read from
+	// and written to a prompt cache included (OpenAI
+	// usage.prompt_tokens; Anthropic usage.input_tokens +
+	// cache_read_input_tokens + cache_creation_input_tokens).
+	InputTokens int64
+	// OutputTokens are the tokens generated (OpenAI
+	// usage.completion_tokens; Anthropic usage.output_tokens).
+	OutputTokens int64
+	// CachedInputTokens are the input tokens read from a prompt cache
+	// (OpenAI usage.prompt_tokens_details.cached_tokens; Anthropic
+	// usage.cache_read_input_tokens).
+	CachedInputTokens int64
+	// CacheWriteTokens are the input tokens written to a prompt cache
+	// (Anthropic usage.cache_creation_input_tokens; OpenAI
+	// usage.prompt_tokens_details.cache_write_tokens where a server
+	// reports it).
+	CacheWriteTokens int64
+}
+
+// UsageRecorder is implemented by a [Caller] that records what each model
+// turn cost (the runtime's records it in the run's audit log as
+// model.usage). A model driver that is given such a Caller calls
+// RecordUsage once per response that reports usage, before it acts on
+// the response (so a refused reply's cost is recorded too). An error
+// stops the step: the driver returns it unchanged.
+type UsageRecorder interface {
+	RecordUsage(ctx context.Context, u Usage) error
+}
 
 // ReplyCode is the stable code of a refused reply.
 type ReplyCode string

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Setup is what the runtime supplies, besides an agent's settings from
@@ -31,6 +32,11 @@ type Setup struct {
 	// HTTPClient is the client the model drivers send requests with. Nil:
 	// their own client (see their Config.HTTPClient).
 	HTTPClient *http.Client
+	// Binding says where the agent's binding is in the harness file
+	// ("harness.yaml:12"), for the model drivers' errors about requests
+	// (an API error, a request given up after its retries, a timeout).
+	// Empty: errors do not say.
+	Binding string
 	// External is the driver of agents bound to driver "mcp": external
 	// MCP clients acting as a step's agent, served by this process (an
 	// *external.Exchange's Driver). Nil: nothing in this process serves
@@ -49,6 +55,16 @@ type ProviderError struct {
 	Provider string
 	// Model is the model asked for; BaseURL is where (without any query).
 	Model, BaseURL string
+	// URL is the request's URL (BaseURL and the endpoint's path, such as
+	// "https://api.anthropic.com/v1/messages"); empty when not known.
+	URL string
+	// Attempts is how many times the request was sent (its retries
+	// included; 0 when not known). More than one: the SDK retried and
+	// gave up.
+	Attempts int
+	// Binding is where the agent's binding is in the harness file
+	// ("harness.yaml:12", see [Setup].Binding); empty when not known.
+	Binding string
 	// StatusCode is the HTTP status code.
 	StatusCode int
 	// Type is the provider's error type or code, when it sends one
@@ -62,14 +78,39 @@ type ProviderError struct {
 func (e *ProviderError) Error() string {
 	msg := e.Provider + ": "
 	if e.Model != "" {
-		msg += fmt.Sprintf("model %q at %s: ", e.Model, e.BaseURL)
+		at := e.URL
+		if at == "" {
+			at = e.BaseURL
+		}
+		msg += fmt.Sprintf("model %q at %s: ", e.Model, at)
 	}
-	msg += fmt.Sprintf("the API answered %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	msg += fmt.Sprintf("the API answered %d", e.StatusCode)
+	if t := http.StatusText(e.StatusCode); t != "" {
+		msg += " " + t
+	}
 	if e.Type != "" {
 		msg += " (" + e.Type + ")"
 	}
 	if e.Message != "" {
 		msg += ": " + e.Message
 	}
-	return msg
+	return msg + AttemptsNote(e.Attempts, e.Binding)
+}
+
+// AttemptsNote is what a model driver's request error ends with: how
+// often the request was sent, when more than once, and where the agent's
+// binding is, when known: " (gave up after 3 attempts; agent binding
+// harness.yaml:12)". It is empty when there is neither.
+func AttemptsNote(attempts int, binding string) string {
+	var parts []string
+	if attempts > 1 {
+		parts = append(parts, fmt.Sprintf("gave up after %d attempts", attempts))
+	}
+	if binding != "" {
+		parts = append(parts, "agent binding "+binding)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }

@@ -357,7 +357,10 @@ func (h *Host) Drivers(playbookID string) func(agent string) (driver.Driver, err
 		if b == nil {
 			return nil, fmt.Errorf("the harness binds no agent %q", agent)
 		}
-		d, err := drivers.New(b.Driver, b.Settings, setup)
+		// Each agent's errors name its binding's line.
+		own := *setup
+		own.Binding = fmt.Sprintf("%s:%d", h.Harness.Path, b.Pos.Line)
+		d, err := drivers.New(b.Driver, b.Settings, &own)
 		if err == nil {
 			built[agent] = d
 		}

@@ -168,8 +168,12 @@ func (s *Server) FreshTools(ctx context.Context) ([]Tool, error) {
 // ResultJSON maps an MCP tools/call result to the one JSON value the
 // runtime records and hands the agent: a result with isError is an error
 // carrying its text content; otherwise structuredContent when the server
-// sent it, else the text content (joined by newlines) when it is JSON,
-// else that text as a JSON string.
+// sent it; else, when the content holds anything but text (an image,
+// audio, a resource link, an embedded resource), the content array itself
+// as MCP sends it, {"content": [...]}, each block with its "type"
+// (docs/drivers.md, "Rich results": the model drivers show its images
+// to the model); else the text content (joined by newlines) when it is
+// JSON, else that text as a JSON string.
 //
 // Numbers keep their exact value. structuredContent is the server's JSON
 // text, compacted (members in the server's order, numbers and strings
@@ -209,6 +213,9 @@ func ResultJSON(res *mcp.CallToolResult) (jsontext.Value, error) {
 		}
 		return b, nil
 	}
+	if richContent(res.Content) {
+		return contentJSON(res.Content)
+	}
 	if v := jsontext.Value(text); v.IsValid() {
 		v = v.Clone()
 		if v.Compact() == nil {
@@ -220,6 +227,36 @@ func ResultJSON(res *mcp.CallToolResult) (jsontext.Value, error) {
 		return nil, fmt.Errorf("the result cannot be encoded as JSON: %v", err)
 	}
 	return b, nil
+}
+
+// richContent reports whether content holds a block other than text.
+func richContent(content []mcp.Content) bool {
+	for _, c := range content {
+		if _, ok := c.(*mcp.TextContent); !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// contentJSON returns content as {"content": [...]}, each block in its
+// MCP wire form (go-sdk's encoding: "type", base64 "data", ...).
+func contentJSON(content []mcp.Content) (jsontext.Value, error) {
+	blocks := make([]stdjson.RawMessage, 0, len(content))
+	for i, c := range content {
+		b, err := stdjson.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("content block %d cannot be encoded as JSON: %v", i+1, err)
+		}
+		blocks = append(blocks, b)
+	}
+	b, err := stdjson.Marshal(struct {
+		Content []stdjson.RawMessage `json:"content"`
+	}{blocks})
+	if err != nil {
+		return nil, fmt.Errorf("the result cannot be encoded as JSON: %v", err)
+	}
+	return exactJSON(b)
 }
 
 // exactJSON returns b, which must be one valid JSON value, compacted.

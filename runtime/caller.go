@@ -207,6 +207,29 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 	return c.execute(ctx, &key, call.Name, d)
 }
 
+// RecordUsage records what one model turn of the step cost, as a
+// model.usage audit record: queued with the call records (durable by
+// [Caller.Flush]), so it does not wait for a commit; a failure to record
+// it fails the step, as for a call record. Negative counts are recorded
+// as 0. It implements [driver.UsageRecorder].
+func (c *Caller) RecordUsage(ctx context.Context, u driver.Usage) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.storeErr != nil {
+		return c.storeErr
+	}
+	ev := ModelUsage{Attempt: c.attempt, Provider: u.Provider, Model: u.Model, Turn: u.Turn,
+		InputTokens: max(u.InputTokens, 0), OutputTokens: max(u.OutputTokens, 0),
+		CachedInputTokens: max(u.CachedInputTokens, 0), CacheWriteTokens: max(u.CacheWriteTokens, 0)}
+	c.queue(ctx, func(tx *store.Tx) error { return c.append(tx, "", ev) })
+	return nil
+}
+
+var (
+	_ driver.Caller        = (*Caller)(nil)
+	_ driver.UsageRecorder = (*Caller)(nil)
+)
+
 // refuseReply records the calls of a model reply the driver refused whole
 // as refused, with the reply's code: they never ran.
 func (c *Caller) refuseReply(ctx context.Context, re *driver.ReplyError) error {

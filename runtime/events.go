@@ -55,6 +55,7 @@ const (
 	KindAgentTokenRevoked  EventKind = "agent.token-revoked"
 	KindAgentAttached      EventKind = "agent.attached"
 	KindAgentRejected      EventKind = "agent.rejected"
+	KindModelUsage         EventKind = "model.usage"
 )
 
 // Event is the payload of one audit record.
@@ -395,6 +396,21 @@ type AgentRejected struct {
 	Reason string `json:"reason"`
 }
 
+// ModelUsage: what one model turn of a step's attempt cost, in tokens,
+// as the provider reported it (a model driver's [driver.Usage]).
+// InputTokens include the cached ones and those written to the cache.
+type ModelUsage struct {
+	Attempt           int    `json:"attempt"`
+	Provider          string `json:"provider"`
+	Model             string `json:"model"`
+	Turn              int    `json:"turn"`
+	InputTokens       int64  `json:"inputTokens"`
+	OutputTokens      int64  `json:"outputTokens"`
+	CachedInputTokens int64  `json:"cachedInputTokens,omitempty"`
+	CacheWriteTokens  int64  `json:"cacheWriteTokens,omitempty"`
+}
+
+func (ModelUsage) Kind() EventKind        { return KindModelUsage }
 func (RunCancelled) Kind() EventKind      { return KindRunCancelled }
 func (AgentTokenIssued) Kind() EventKind  { return KindAgentTokenIssued }
 func (AgentTokenRevoked) Kind() EventKind { return KindAgentTokenRevoked }

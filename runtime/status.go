@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/store"
@@ -25,6 +26,30 @@ type RunStatus struct {
 	Waiting []Pending `json:"waiting"`
 	// Steps are the step attempts, in order, when asked for.
 	Steps []StepStatus `json:"steps,omitempty"`
+	// Usage is what the run's model turns cost, summed over its steps;
+	// with the steps only, and absent when no model turn reported usage.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage is what model turns cost, in tokens, summed from the run's
+// model.usage audit records ([ModelUsage]).
+type Usage struct {
+	// Turns is how many model turns reported usage.
+	Turns int `json:"turns"`
+	// InputTokens include CachedInputTokens (read from a prompt cache)
+	// and CacheWriteTokens (written to one).
+	InputTokens       int64 `json:"inputTokens"`
+	OutputTokens      int64 `json:"outputTokens"`
+	CachedInputTokens int64 `json:"cachedInputTokens"`
+	CacheWriteTokens  int64 `json:"cacheWriteTokens"`
+}
+
+func (u *Usage) plus(o Usage) {
+	u.Turns += o.Turns
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CachedInputTokens += o.CachedInputTokens
+	u.CacheWriteTokens += o.CacheWriteTokens
 }
 
 // StepStatus is one step attempt of a run.
@@ -34,6 +59,9 @@ type StepStatus struct {
 	Status  string         `json:"status"`
 	Output  jsontext.Value `json:"output,omitempty"`
 	Error   string         `json:"error,omitempty"`
+	// Usage is what the attempt's model turns cost; absent when none
+	// reported usage.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // StatusOf returns how run r stands; with steps, its step attempts too.
@@ -52,9 +80,50 @@ func StatusOf(ctx context.Context, st *store.Store, r store.Run, steps bool) (Ru
 		if err != nil {
 			return RunStatus{}, err
 		}
+		usage, err := usageOf(ctx, st, r.ID)
+		if err != nil {
+			return RunStatus{}, err
+		}
 		for _, s := range all {
-			rs.Steps = append(rs.Steps, StepStatus{Step: s.Step, Attempt: s.Attempt, Status: string(s.Status), Output: s.Output, Error: s.Error})
+			rs.Steps = append(rs.Steps, StepStatus{Step: s.Step, Attempt: s.Attempt, Status: string(s.Status), Output: s.Output, Error: s.Error,
+				Usage: usage[stepAttempt{s.Step, s.Attempt}]})
+		}
+		for _, u := range usage {
+			if rs.Usage == nil {
+				rs.Usage = &Usage{}
+			}
+			rs.Usage.plus(*u)
 		}
 	}
 	return rs, nil
+}
+
+type stepAttempt struct {
+	step    string
+	attempt int
+}
+
+// usageOf sums the run's model.usage records per step attempt. A record
+// whose data does not decode is left out.
+func usageOf(ctx context.Context, st *store.Store, run string) (map[stepAttempt]*Usage, error) {
+	recs, err := st.Audit(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	out := map[stepAttempt]*Usage{}
+	for _, rec := range recs {
+		if rec.Kind != string(KindModelUsage) {
+			continue
+		}
+		var m ModelUsage
+		if json.Unmarshal(rec.Data, &m) != nil {
+			continue
+		}
+		k := stepAttempt{rec.Step, m.Attempt}
+		if out[k] == nil {
+			out[k] = &Usage{}
+		}
+		out[k].plus(Usage{Turns: 1, InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, CachedInputTokens: m.CachedInputTokens, CacheWriteTokens: m.CacheWriteTokens})
+	}
+	return out, nil
 }

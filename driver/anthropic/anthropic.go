@@ -13,6 +13,11 @@
 // block and stops at end_turn (or a stop sequence): its text blocks,
 // concatenated, as a JSON string, are the step's output.
 //
+// Responses are streamed (server-sent events, accumulated with the SDK's
+// Message.Accumulate), so any max_tokens the model allows works; the
+// system block and the last tool carry prompt-caching breakpoints. Each
+// response's usage goes to a Caller that is a [driver.UsageRecorder].
+//
 // The driver reads nothing from the environment (no ANTHROPIC_API_KEY,
 // ANTHROPIC_BASE_URL, profiles, ...): the runtime passes the key it
 // resolved from the harness.
@@ -69,11 +74,31 @@ type Config struct {
 	// MaxRetries is how often a request that failed with a connection
 	// error, 408, 409, 429 or 5xx is retried. Zero: 2; negative: never.
 	MaxRetries int
-	// Timeout is the most one HTTP request (each attempt) may take; a
-	// request that runs out of it fails the step with an error naming
-	// the URL. Zero: 60s; negative: none.
+	// Timeout is the most one HTTP request (each attempt, its whole
+	// streamed response included) may take; a request that runs out of
+	// it fails the step with an error naming the URL. Zero:
+	// [DefaultTimeout]; negative: none.
 	Timeout time.Duration
+	// StepTimeout is the most one run of a step may take, its requests,
+	// retries and tool calls included: no request or tool call starts
+	// after it, and a request still running then is cut; the step fails
+	// with an error wrapping [driver.ErrStepTimeout]. Zero or negative:
+	// none.
+	StepTimeout time.Duration
+	// MaxResultBytes is the most bytes of a tool result's text the model
+	// is shown; a longer result is shown as a notice and a preview (the
+	// result itself is kept whole in the run's store). Zero:
+	// [llm.DefaultMaxResultBytes] (64 KiB).
+	MaxResultBytes int
+	// Binding is where the agent's binding is in the harness file
+	// ("harness.yaml:12"), for errors; see [driver.Setup].Binding.
+	Binding string
 }
+
+// DefaultTimeout is the default of Config.Timeout: ten minutes, the
+// timeout Anthropic's SDK recommends for a Messages request, since a
+// streamed response of many tokens takes minutes.
+const DefaultTimeout = 10 * time.Minute
 
 // String shows the Config without its API key.
 func (c Config) String() string {
@@ -86,6 +111,7 @@ func (c Config) GoString() string { return c.String() }
 // Driver runs agent steps through the Messages API. It is safe for
 // concurrent use.
 type Driver struct {
+	now  func() time.Time // the step deadline's clock; nil: time.Now
 	cfg  Config
 	svc  sdk.MessageService
 	url  string // for errors: the request URL without query
@@ -117,12 +143,16 @@ func New(cfg Config) (*Driver, error) {
 		option.WithoutEnvironmentDefaults(),
 		option.WithHTTPClient(client),
 		option.WithBaseURL(cfg.BaseURL),
+		option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			llm.Attempted(req)
+			return next(req)
+		}),
 	}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
 	if cfg.Timeout == 0 {
-		cfg.Timeout = llm.DefaultTimeout
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Timeout > 0 {
 		opts = append(opts, option.WithRequestTimeout(cfg.Timeout))
@@ -147,28 +177,37 @@ func (d *Driver) GoString() string { return d.String() }
 // passes each tool_use block of a response, in order, to caller, sends the
 // results back as tool_result blocks, and repeats until a response ends
 // its turn without tool use; that response's text, as a JSON string, is
-// the output.
+// the output. Each request streams its response (server-sent events),
+// accumulated into the message before anything of it is used.
 //
 // It returns caller's error unchanged ([driver.ErrSuspended],
 // [driver.ErrCallLimit], ...), ctx's error, [driver.ErrTurnLimit] after
-// MaxTurns requests, a *[driver.ProviderError] when the API answers with
-// an error status, an error naming the URL when a request runs out of
-// Config.Timeout, and a *[driver.ReplyError] when a reply is refused whole
-// (cut off, refused, or tool_use blocks without stop_reason "tool_use",
-// or with an id given twice in the step): none of its calls reaches
-// caller. No error holds the API key.
+// MaxTurns requests, an error wrapping [driver.ErrStepTimeout] when the
+// step runs out of Config.StepTimeout, a *[driver.ProviderError] when the
+// API answers with an error status (after the SDK's retries), an error
+// naming the URL when a request runs out of Config.Timeout or the stream
+// ends in an error event, and a *[driver.ReplyError] when a reply is
+// refused whole (cut off, refused, a stream that ended before
+// message_stop, or tool_use blocks without stop_reason "tool_use", or
+// with an id given twice in the step): none of its calls reaches caller.
+// No error holds the API key.
+//
+// When caller is a [driver.UsageRecorder], each response's usage goes to
+// it before the response is acted on.
 func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver.Caller) (jsontext.Value, error) {
 	tools, err := llm.Tools(Name, in)
 	if err != nil {
 		return nil, err
 	}
+	// Prompt caching: a breakpoint on the last tool caches the tool list,
+	// one on the system block the tools and the system prompt.
 	params := sdk.MessageNewParams{
 		Model:     sdk.Model(d.cfg.Model),
 		MaxTokens: int64(d.cfg.MaxTokens),
-		System:    []sdk.TextBlockParam{{Text: llm.SystemPrompt(in)}},
+		System:    []sdk.TextBlockParam{{Text: llm.SystemPrompt(in), CacheControl: sdk.NewCacheControlEphemeralParam()}},
 		Messages:  []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock(llm.UserPrompt))},
 	}
-	for _, t := range tools {
+	for i, t := range tools {
 		tp := &sdk.ToolParam{
 			Name:        t.Wire,
 			InputSchema: param.Override[sdk.ToolInputSchemaParam](json.RawMessage(t.Schema)),
@@ -176,8 +215,15 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		if t.Description != "" {
 			tp.Description = param.NewOpt(t.Description)
 		}
+		if i == len(tools)-1 {
+			tp.CacheControl = sdk.NewCacheControlEphemeralParam()
+		}
 		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: tp})
 	}
+	shown := llm.Shown{Limit: d.cfg.MaxResultBytes, Images: true}
+	step, reqCtx, cancel := llm.StartStep(ctx, Name, in.StepID, d.cfg.StepTimeout, d.cfg.Binding, d.now)
+	defer cancel()
+	rec, _ := caller.(driver.UsageRecorder)
 
 	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
 	seen := llm.IDs{}
@@ -188,22 +234,34 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		results := make([]sdk.ContentBlockParamUnion, 0, len(in.Made))
 		for _, m := range in.Made {
 			uses = append(uses, sdk.NewToolUseBlock(m.ID, json.RawMessage(llm.CanonicalArgs(m.Arguments)), driver.WireName(m.Name)))
-			if m.Result.Error != "" {
-				results = append(results, sdk.NewToolResultBlock(m.ID, m.Result.Error, true))
-			} else {
-				results = append(results, sdk.NewToolResultBlock(m.ID, llm.ResultText(m.Result), false))
-			}
+			results = append(results, toolResult(m.ID, m.Result, shown))
 		}
 		params.Messages = append(params.Messages, sdk.NewAssistantMessage(uses...), sdk.NewUserMessage(results...))
 		seen.Add(llm.MadeCalls(in.Made))
 	}
-	for turn := 0; turn < turns; turn++ {
+	for turn := 1; turn <= turns; turn++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		msg, err := d.svc.New(ctx, params)
+		if err := step.Check(); err != nil {
+			return nil, err
+		}
+		msg, refused, err := d.stream(reqCtx, params)
 		if err != nil {
-			return nil, d.clean(ctx, err)
+			if serr := step.Ended(reqCtx); serr != nil && ctx.Err() == nil {
+				return nil, serr
+			}
+			return nil, err
+		}
+		if rec != nil && msg.ID != "" {
+			u := msg.Usage
+			if err := rec.RecordUsage(ctx, driver.Usage{
+				Provider: Name, Model: d.cfg.Model, Turn: turn,
+				InputTokens:  u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
+				OutputTokens: u.OutputTokens, CachedInputTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens,
+			}); err != nil {
+				return nil, err
+			}
 		}
 		var calls []driver.Call
 		var text strings.Builder
@@ -214,6 +272,9 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 			case "text":
 				text.WriteString(b.Text)
 			}
+		}
+		if refused != nil {
+			return nil, llm.Reply(Name, refused.code, string(msg.StopReason), refused.reason, calls)
 		}
 		if rerr := checkReply(msg.StopReason, calls, seen); rerr != nil {
 			return nil, rerr
@@ -234,19 +295,106 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		params.Messages = append(params.Messages, asst)
 		results := make([]sdk.ContentBlockParamUnion, 0, len(calls))
 		for _, c := range calls {
+			// No call starts after the deadline; one that runs then runs
+			// to its end (ctx, not the step's).
+			if err := step.Check(); err != nil {
+				return nil, err
+			}
 			res, err := caller.Call(ctx, c)
 			if err != nil {
 				return nil, err
 			}
-			if res.Error != "" {
-				results = append(results, sdk.NewToolResultBlock(c.ID, res.Error, true))
-			} else {
-				results = append(results, sdk.NewToolResultBlock(c.ID, llm.ResultText(res), false))
-			}
+			results = append(results, toolResult(c.ID, res, shown))
 		}
 		params.Messages = append(params.Messages, sdk.NewUserMessage(results...))
 	}
 	return nil, fmt.Errorf("anthropic: step %q: %w (%d requests)", in.StepID, driver.ErrTurnLimit, turns)
+}
+
+// toolResult is the tool_result block of a call's answer: the error's
+// text with is_error, or what the model is shown of the result (text
+// blocks and image blocks, see [llm.Shown.Parts]).
+func toolResult(id string, r driver.Result, shown llm.Shown) sdk.ContentBlockParamUnion {
+	if r.Error != "" {
+		return sdk.NewToolResultBlock(id, shown.ErrorText(r.Error), true)
+	}
+	tr := sdk.ToolResultBlockParam{ToolUseID: id, IsError: sdk.Bool(false)}
+	for _, p := range shown.Parts(r.Content) {
+		switch {
+		case p.Image != nil:
+			tr.Content = append(tr.Content, sdk.ToolResultBlockParamContentUnion{OfImage: &sdk.ImageBlockParam{
+				Source: sdk.ImageBlockParamSourceUnion{OfBase64: &sdk.Base64ImageSourceParam{Data: p.Image.Data, MediaType: sdk.Base64ImageSourceMediaType(p.Image.MediaType)}},
+			}})
+		case p.Text != "":
+			// The API refuses empty text blocks.
+			tr.Content = append(tr.Content, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: p.Text}})
+		}
+	}
+	return sdk.ContentBlockParamUnion{OfToolResult: &tr}
+}
+
+// streamRefusal says why a streamed reply is refused whole.
+type streamRefusal struct {
+	code   driver.ReplyCode
+	reason string
+}
+
+// stream sends one request with a streamed response and accumulates its
+// events into the message. The reply is refused (refused not nil) when
+// the stream ended before message_stop, or a tool_use block's input, as
+// its input_json_delta events spell it, is not JSON (the SDK's
+// accumulation would make it {}, and a call with all its defaults must
+// never run in its place). Errors are as [Driver.clean] makes them, or say the stream is
+// malformed.
+func (d *Driver) stream(ctx context.Context, params sdk.MessageNewParams) (msg sdk.Message, refused *streamRefusal, err error) {
+	ctx, att := llm.CountAttempts(ctx)
+	var res *http.Response
+	s := d.svc.NewStreaming(ctx, params, option.WithResponseInto(&res))
+	defer s.Close()
+	events := 0
+	complete := false
+	inputs := map[int64]*strings.Builder{} // tool_use input as streamed, by block index
+	for s.Next() {
+		ev := s.Current()
+		events++
+		if ev.Type == "content_block_delta" && ev.Delta.Type == "input_json_delta" {
+			if inputs[ev.Index] == nil {
+				inputs[ev.Index] = &strings.Builder{}
+			}
+			inputs[ev.Index].WriteString(ev.Delta.PartialJSON)
+		}
+		if events == 1 && ev.Type != "message_start" {
+			return msg, nil, llm.Noted(fmt.Errorf("anthropic: the response stream from %s begins with a %q event, not message_start", d.url, ev.Type), 0, d.cfg.Binding)
+		}
+		if err := msg.Accumulate(ev); err != nil {
+			return msg, nil, llm.Noted(&llm.RedactedError{Msg: llm.Redact(fmt.Sprintf("anthropic: the response stream from %s is malformed: %v", d.url, err), d.cfg.APIKey), Err: err}, 0, d.cfg.Binding)
+		}
+		if ev.Type == "message_stop" {
+			complete = true
+		}
+	}
+	if err := s.Err(); err != nil {
+		return msg, nil, d.clean(ctx, err, att.N())
+	}
+	if events == 0 {
+		ct := ""
+		if res != nil {
+			ct = res.Header.Get("Content-Type")
+		}
+		return msg, nil, llm.Noted(fmt.Errorf("anthropic: the response from %s holds no stream events (Content-Type %q); the Messages API answers a streaming request with text/event-stream", d.url, ct), 0, d.cfg.Binding)
+	}
+	if !complete {
+		return msg, &streamRefusal{driver.ReplyTruncated, "the response stream ended before its message_stop event: the reply may be cut off"}, nil
+	}
+	for i, b := range msg.Content {
+		in := inputs[int64(i)]
+		if b.Type == "tool_use" && in != nil && in.Len() > 0 && !json.Valid([]byte(in.String())) {
+			// The refused call is recorded with what the model sent.
+			msg.Content[i].Input = json.RawMessage(in.String())
+			return msg, &streamRefusal{driver.ReplyMalformed, fmt.Sprintf("the input of tool_use block %d, as its input_json_delta events spell it, is not JSON", i+1)}, nil
+		}
+	}
+	return msg, nil, nil
 }
 
 // checkReply returns the *driver.ReplyError of a reply that may not run
@@ -282,22 +430,34 @@ func checkReply(stop sdk.StopReason, calls []driver.Call, seen llm.IDs) error {
 	return reply(driver.ReplyMalformed, fmt.Sprintf("the model stopped without an answer (stop_reason %q)", stop))
 }
 
-// clean turns an SDK error into one that names the server and status and
+// clean turns an SDK error into one that names the request URL, the
+// status, how often the request was sent and the agent's binding, and
 // never holds the API key.
-func (d *Driver) clean(ctx context.Context, err error) error {
+func (d *Driver) clean(ctx context.Context, err error, attempts int) error {
 	// When ctx is done, its error is the answer ([llm.RequestError]).
+	if ctx.Err() != nil {
+		return llm.RequestError(ctx, Name, d.url, d.cfg.APIKey, err)
+	}
 	var apiErr *sdk.Error
-	if ctx.Err() == nil && errors.As(err, &apiErr) {
+	if errors.As(err, &apiErr) {
 		msg := apiErr.Message
 		if msg == "" {
 			msg = llm.BodyMessage(apiErr.RawJSON())
 		}
-		return llm.ProviderError(Name, d.cfg.Model, d.base, apiErr.StatusCode, string(apiErr.Type()), msg, d.cfg.APIKey)
+		if apiErr.StatusCode < 400 {
+			// An error event in a stream that began well (overloaded_error,
+			// api_error): the SDK does not retry it.
+			return llm.Noted(&llm.RedactedError{Msg: llm.Redact(fmt.Sprintf("anthropic: model %q at %s: the response stream ended with an error event (%s): %s",
+				d.cfg.Model, d.url, apiErr.Type(), strings.TrimSpace(msg)), d.cfg.APIKey), Err: err}, 0, d.cfg.Binding)
+		}
+		pe := llm.ProviderError(Name, d.cfg.Model, d.base, apiErr.StatusCode, string(apiErr.Type()), msg, d.cfg.APIKey)
+		pe.URL, pe.Attempts, pe.Binding = d.url, attempts, d.cfg.Binding
+		return pe
 	}
 	if terr := llm.TimeoutError(ctx, Name, d.url, d.cfg.Timeout, err); terr != nil {
-		return terr
+		return llm.Noted(terr, attempts, d.cfg.Binding)
 	}
-	return llm.RequestError(ctx, Name, d.base, d.cfg.APIKey, err)
+	return llm.Noted(llm.RequestError(ctx, Name, d.url, d.cfg.APIKey, err), attempts, d.cfg.Binding)
 }
 
 var _ driver.Driver = (*Driver)(nil)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -30,10 +31,16 @@ type messagesRequest struct {
 	System    []block   `json:"system"`
 	Messages  []message `json:"messages"`
 	Tools     []struct {
-		Name        string         `json:"name"`
-		Description string         `json:"description"`
-		InputSchema jsontext.Value `json:"input_schema"`
+		Name         string         `json:"name"`
+		Description  string         `json:"description"`
+		InputSchema  jsontext.Value `json:"input_schema"`
+		CacheControl *cacheControl  `json:"cache_control"`
 	} `json:"tools"`
+	Stream bool `json:"stream"`
+}
+
+type cacheControl struct {
+	Type string `json:"type"`
 }
 
 type message struct {
@@ -50,6 +57,13 @@ type block struct {
 	ToolUseID string         `json:"tool_use_id"`
 	IsError   *bool          `json:"is_error"`
 	Content   []block        `json:"content"`
+	// CacheControl is a prompt-caching breakpoint; Source an image's.
+	CacheControl *cacheControl `json:"cache_control"`
+	Source       *struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+	} `json:"source"`
 }
 
 // newAPI returns a Messages API server on loopback that answers each
@@ -58,9 +72,103 @@ func newAPI(t *testing.T) *llmtest.API[messagesRequest] {
 	return &llmtest.API[messagesRequest]{T: t, Path: "/v1/messages"}
 }
 
+// response returns a Messages API response with content blocks, as the
+// API streams it (see sse).
 func response(stop string, content ...string) string {
+	return sse(messageJSON(stop, content...), true)
+}
+
+// messageJSON returns a Messages API response with content blocks, as JSON.
+func messageJSON(stop string, content ...string) string {
 	return fmt.Sprintf(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[%s],`+
-		`"stop_reason":%q,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":5}}`, strings.Join(content, ","), stop)
+		`"stop_reason":%q,"stop_sequence":null,"usage":{"input_tokens":10,"cache_read_input_tokens":100,"cache_creation_input_tokens":20,"output_tokens":5}}`, strings.Join(content, ","), stop)
+}
+
+// sse streams msg, a Messages API response (JSON), as the API does
+// (https://docs.claude.com/en/docs/build-with-claude/streaming):
+// message_start with the message without content, its stop reason and
+// output usage; for each content block content_block_start (a text block
+// with empty text, a tool_use block with input {}), two deltas
+// (text_delta, input_json_delta with the input's JSON in two pieces) and
+// content_block_stop; a ping; message_delta with stop_reason and the
+// output tokens; and, when stop, message_stop.
+func sse(msg string, stop bool) string {
+	var m struct {
+		StopReason string           `json:"stop_reason"`
+		Content    []jsontext.Value `json:"content"`
+		Usage      struct {
+			Output int `json:"output_tokens"`
+		} `json:"usage"`
+	}
+	var start map[string]jsontext.Value
+	if err := json.Unmarshal([]byte(msg), &m); err != nil {
+		panic(err)
+	}
+	if err := json.Unmarshal([]byte(msg), &start); err != nil {
+		panic(err)
+	}
+	start["content"] = jsontext.Value(`[]`)
+	start["stop_reason"] = jsontext.Value(`null`)
+	var b strings.Builder
+	event := func(typ string, data any) {
+		d, err := json.Marshal(data)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", typ, d)
+	}
+	event("message_start", map[string]any{"type": "message_start", "message": start})
+	for i, raw := range m.Content {
+		var blk map[string]jsontext.Value
+		if err := json.Unmarshal(raw, &blk); err != nil {
+			panic(err)
+		}
+		var typ string
+		json.Unmarshal(blk["type"], &typ)
+		var deltas []map[string]any
+		switch typ {
+		case "text":
+			var text string
+			json.Unmarshal(blk["text"], &text)
+			blk["text"] = jsontext.Value(`""`)
+			for _, piece := range halves(text) {
+				deltas = append(deltas, map[string]any{"type": "text_delta", "text": piece})
+			}
+		case "tool_use":
+			input := string(blk["input"])
+			blk["input"] = jsontext.Value(`{}`)
+			for _, piece := range halves(input) {
+				deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": piece})
+			}
+		}
+		event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": blk})
+		for _, d := range deltas {
+			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d})
+		}
+		event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+	}
+	event("ping", map[string]any{"type": "ping"})
+	event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": m.StopReason, "stop_sequence": nil},
+		"usage": map[string]any{"output_tokens": m.Usage.Output}})
+	if stop {
+		event("message_stop", map[string]any{"type": "message_stop"})
+	}
+	return b.String()
+}
+
+// halves cuts s in two at a character boundary; "" has no pieces.
+func halves(s string) []string {
+	if s == "" {
+		return nil
+	}
+	n := len(s) / 2
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	if n == 0 {
+		return []string{s}
+	}
+	return []string{s[:n], s[n:]}
 }
 
 func text(s string) string {
@@ -127,7 +235,7 @@ func TestConversation(t *testing.T) {
 	api.Turns = append(api.Turns,
 		func(t *testing.T, req messagesRequest, raw map[string]jsontext.Value) (int, string) {
 			for k := range raw {
-				if !slices.Contains([]string{"model", "max_tokens", "system", "messages", "tools"}, k) {
+				if !slices.Contains([]string{"model", "max_tokens", "system", "messages", "tools", "stream"}, k) {
 					t.Errorf("request member %q", k)
 				}
 			}

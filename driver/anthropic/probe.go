@@ -34,7 +34,7 @@ func (d *Driver) Probe(ctx context.Context) error {
 	if terr := llm.TimeoutError(ctx, Name, probeURL, d.cfg.Timeout, err); terr != nil {
 		return terr
 	}
-	return d.clean(ctx, err)
+	return d.clean(ctx, err, 1) // a probe is never retried
 }
 
 var _ driver.Prober = (*Driver)(nil)

@@ -6,7 +6,7 @@ import (
 )
 
 // The settings of a harness binding {driver: anthropic, ...}.
-var settingNames = []string{"model", "baseURL", "apiKeySecret", "maxTokens", "maxTurns", "maxRetries", "timeout"}
+var settingNames = []string{"model", "baseURL", "apiKeySecret", "maxTokens", "maxTurns", "maxRetries", "timeout", "stepTimeout", "maxResultBytes"}
 
 type rawSettings struct {
 	settings.Common
@@ -26,7 +26,9 @@ func parseSettings(m map[string]any) (rawSettings, error) {
 // secrets or sending anything: "model" (required, a string), "baseURL"
 // (a string), "apiKeySecret" (a secret's name), "maxTokens" (at least 1,
 // default 4096), "maxTurns" (at least 1), "maxRetries" (at least 0),
-// "timeout" (a duration such as "60s", default 60s), and no other setting.
+// "timeout" (a duration such as "60s", default 10m), "stepTimeout" (a
+// duration; default none), "maxResultBytes" (at least 1, default 65536),
+// and no other setting.
 func CheckSettings(m map[string]any) error {
 	_, err := parseSettings(m)
 	return err
@@ -54,6 +56,7 @@ func FromSettings(m map[string]any, setup *driver.Setup) (*Driver, error) {
 	d, err := New(Config{
 		Model: res.Model, BaseURL: res.BaseURL, APIKey: res.APIKey, HTTPClient: res.HTTPClient,
 		MaxTokens: s.maxTokens, MaxTurns: s.MaxTurns, MaxRetries: s.MaxRetries, Timeout: s.Timeout,
+		StepTimeout: s.StepTimeout, MaxResultBytes: s.MaxResultBytes, Binding: res.Binding,
 	})
 	if err != nil {
 		return nil, s.NewError(Name, res, err)

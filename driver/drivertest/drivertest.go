@@ -1,6 +1,7 @@
 // Package drivertest provides a [driver.Caller] for testing drivers: it
 // allows a fixed list of tool names, compared byte for byte as the
-// runtime compares them, refuses every other name, and records each call.
+// runtime compares them, refuses every other name, and records each call
+// and each model turn's usage.
 package drivertest
 
 import (
@@ -28,8 +29,13 @@ type Caller struct {
 	Err   error
 	ErrAt int
 
-	mu    sync.Mutex
-	calls []driver.Call
+	// OnCall, when set, is called with each call before it is answered
+	// (without the Caller's lock): a test can let time pass there.
+	OnCall func(c driver.Call)
+
+	mu     sync.Mutex
+	calls  []driver.Call
+	usages []driver.Usage
 }
 
 // Refusal returns the error text the Caller gives the agent for a name it
@@ -40,6 +46,9 @@ func Refusal(name string) string {
 
 // Call records c and answers it.
 func (k *Caller) Call(ctx context.Context, c driver.Call) (driver.Result, error) {
+	if k.OnCall != nil {
+		k.OnCall(c)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	c.Arguments = slices.Clone(c.Arguments)
@@ -66,4 +75,22 @@ func (k *Caller) Calls() []driver.Call {
 	return slices.Clone(k.calls)
 }
 
-var _ driver.Caller = (*Caller)(nil)
+// RecordUsage records u: the Caller is a [driver.UsageRecorder].
+func (k *Caller) RecordUsage(_ context.Context, u driver.Usage) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.usages = append(k.usages, u)
+	return nil
+}
+
+// Usages returns the usage recorded so far, in order.
+func (k *Caller) Usages() []driver.Usage {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.usages)
+}
+
+var (
+	_ driver.Caller        = (*Caller)(nil)
+	_ driver.UsageRecorder = (*Caller)(nil)
+)

@@ -70,6 +70,25 @@ type Config struct {
 	// request that runs out of it fails the step with an error naming
 	// the URL. Zero: 60s; negative: none.
 	Timeout time.Duration
+	// StepTimeout is the most one run of a step may take, its requests,
+	// retries and tool calls included: no request or tool call starts
+	// after it, and a request still running then is cut; the step fails
+	// with an error wrapping [driver.ErrStepTimeout]. Zero or negative:
+	// none.
+	StepTimeout time.Duration
+	// MaxResultBytes is the most bytes of a tool result's text the model
+	// is shown; a longer result is shown as a notice and a preview (the
+	// result itself is kept whole in the run's store). Zero:
+	// [llm.DefaultMaxResultBytes] (64 KiB).
+	MaxResultBytes int
+	// NoImages says the model is not shown the images tools return (a
+	// model without vision): each is a notice in the result's text.
+	// False: images go to the model in a user message after the turn's
+	// tool messages (a tool message takes text only).
+	NoImages bool
+	// Binding is where the agent's binding is in the harness file
+	// ("harness.yaml:12"), for errors; see [driver.Setup].Binding.
+	Binding string
 }
 
 // String shows the Config without its API key.
@@ -83,6 +102,7 @@ func (c Config) GoString() string { return c.String() }
 // Driver runs agent steps through the Chat Completions API. It is safe for
 // concurrent use.
 type Driver struct {
+	now    func() time.Time // the step deadline's clock; nil: time.Now
 	cfg    Config
 	svc    sdk.ChatCompletionService
 	models sdk.ModelService
@@ -122,12 +142,17 @@ func (d *Driver) GoString() string { return d.String() }
 //
 // It returns caller's error unchanged ([driver.ErrSuspended],
 // [driver.ErrCallLimit], ...), ctx's error, [driver.ErrTurnLimit] after
-// MaxTurns requests, a *[driver.ProviderError] when the API answers with
-// an error status, an error naming the URL when a request runs out of
-// Config.Timeout, and a *[driver.ReplyError] when a reply is refused whole
-// (cut off, filtered, refused, or tool calls without finish_reason
-// "tool_calls", or with an id given twice in the step): none of its calls
-// reaches caller. No error holds the API key.
+// MaxTurns requests, an error wrapping [driver.ErrStepTimeout] when the
+// step runs out of Config.StepTimeout, a *[driver.ProviderError] when the
+// API answers with an error status (after the SDK's retries), an error
+// naming the URL when a request runs out of Config.Timeout, and a
+// *[driver.ReplyError] when a reply is refused whole (cut off, filtered,
+// refused, or tool calls without finish_reason "tool_calls", or with an
+// id given twice in the step): none of its calls reaches caller. No error
+// holds the API key.
+//
+// When caller is a [driver.UsageRecorder], each response's usage (when
+// the server reports it) goes to it before the response is acted on.
 func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver.Caller) (jsontext.Value, error) {
 	tools, err := llm.Tools(Name, in)
 	if err != nil {
@@ -155,6 +180,11 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		})
 	}
 
+	shown := llm.Shown{Limit: d.cfg.MaxResultBytes, Images: !d.cfg.NoImages, ImagesLater: true}
+	step, reqCtx, cancel := llm.StartStep(ctx, Name, in.StepID, d.cfg.StepTimeout, d.cfg.Binding, d.now)
+	defer cancel()
+	rec, _ := caller.(driver.UsageRecorder)
+
 	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
 	seen := llm.IDs{}
 	if len(in.Made) > 0 {
@@ -162,6 +192,7 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		// the conversation had them (docs/drivers.md, "Resumed steps").
 		asst := sdk.ChatCompletionAssistantMessageParam{}
 		var results []sdk.ChatCompletionMessageParamUnion
+		var images imageMessage
 		for _, m := range in.Made {
 			asst.ToolCalls = append(asst.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
 				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
@@ -169,22 +200,41 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: driver.WireName(m.Name), Arguments: string(llm.CanonicalArgs(m.Arguments))},
 				},
 			})
-			results = append(results, sdk.ToolMessage(llm.ResultText(m.Result), m.ID))
+			results = append(results, sdk.ToolMessage(shown.Text(m.Result), m.ID))
+			images.add(m.ID, m.Name, m.Result, shown)
 		}
 		params.Messages = append(params.Messages, sdk.ChatCompletionMessageParamUnion{OfAssistant: &asst})
 		params.Messages = append(params.Messages, results...)
+		params.Messages = images.append(params.Messages)
 		seen.Add(llm.MadeCalls(in.Made))
 	}
-	for turn := 0; turn < turns; turn++ {
+	for turn := 1; turn <= turns; turn++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		resp, err := d.svc.New(ctx, params)
+		if err := step.Check(); err != nil {
+			return nil, err
+		}
+		rctx, att := llm.CountAttempts(reqCtx)
+		resp, err := d.svc.New(rctx, params)
 		if err != nil {
-			return nil, d.clean(ctx, err)
+			if serr := step.Ended(rctx); serr != nil && ctx.Err() == nil {
+				return nil, serr
+			}
+			return nil, d.clean(rctx, err, att.N())
+		}
+		if rec != nil && resp.JSON.Usage.Valid() {
+			u := resp.Usage
+			if err := rec.RecordUsage(ctx, driver.Usage{
+				Provider: Name, Model: d.cfg.Model, Turn: turn,
+				InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
+				CachedInputTokens: u.PromptTokensDetails.CachedTokens, CacheWriteTokens: u.PromptTokensDetails.CacheWriteTokens,
+			}); err != nil {
+				return nil, err
+			}
 		}
 		if len(resp.Choices) == 0 {
-			return nil, fmt.Errorf("openai: the response from %s has no choices", d.base)
+			return nil, llm.Noted(fmt.Errorf("openai: the response from %s has no choices", d.url), 0, d.cfg.Binding)
 		}
 		choice := resp.Choices[0]
 		msg := choice.Message
@@ -212,15 +262,56 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 			})
 		}
 		params.Messages = append(params.Messages, sdk.ChatCompletionMessageParamUnion{OfAssistant: &asst})
+		var images imageMessage
 		for _, c := range calls {
+			// No call starts after the deadline; one that runs then runs
+			// to its end (ctx, not the step's).
+			if err := step.Check(); err != nil {
+				return nil, err
+			}
 			res, err := caller.Call(ctx, c)
 			if err != nil {
 				return nil, err
 			}
-			params.Messages = append(params.Messages, sdk.ToolMessage(llm.ResultText(res), c.ID))
+			params.Messages = append(params.Messages, sdk.ToolMessage(shown.Text(res), c.ID))
+			images.add(c.ID, c.Name, res, shown)
 		}
+		params.Messages = images.append(params.Messages)
 	}
 	return nil, fmt.Errorf("openai: step %q: %w (%d requests)", in.StepID, driver.ErrTurnLimit, turns)
+}
+
+// imageMessage collects the images a turn's tool results hold, for the
+// user message that follows the tool messages: a tool message takes text
+// only (Chat Completions API reference: the tool message's content is a
+// string or text parts), a user message takes image_url parts.
+type imageMessage struct {
+	parts []sdk.ChatCompletionContentPartUnionParam
+}
+
+func (m *imageMessage) add(id, name string, r driver.Result, shown llm.Shown) {
+	if r.Error != "" {
+		return
+	}
+	n := 0
+	for _, p := range shown.Parts(r.Content) {
+		if p.Image == nil {
+			continue
+		}
+		n++
+		m.parts = append(m.parts,
+			sdk.TextContentPart(fmt.Sprintf("Image %d of the result of tool call %s (%s):", n, id, name)),
+			sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: "data:" + p.Image.MediaType + ";base64," + p.Image.Data}))
+	}
+}
+
+// append appends the user message with the images to msgs, when there
+// are any.
+func (m *imageMessage) append(msgs []sdk.ChatCompletionMessageParamUnion) []sdk.ChatCompletionMessageParamUnion {
+	if len(m.parts) == 0 {
+		return msgs
+	}
+	return append(msgs, sdk.UserMessage(m.parts))
 }
 
 // toolCalls returns a message's tool calls as the Caller gets them (names
@@ -284,14 +375,15 @@ func functionDefinition(t llm.Tool) ([]byte, error) {
 	return jsonv2.Marshal(def{Name: t.Wire, Description: t.Description, Parameters: t.Schema})
 }
 
-// clean turns an SDK error into one that names the server and status and
+// clean turns an SDK error into one that names the request URL, the
+// status, how often the request was sent and the agent's binding, and
 // never holds the API key.
-func (d *Driver) clean(ctx context.Context, err error) error {
-	return d.endpoint().Clean(ctx, err)
+func (d *Driver) clean(ctx context.Context, err error, attempts int) error {
+	return d.endpoint().CleanN(ctx, err, attempts)
 }
 
 func (d *Driver) endpoint() openaiapi.Endpoint {
-	return openaiapi.Endpoint{Provider: Name, Model: d.cfg.Model, Base: d.base, URL: d.url, Key: d.cfg.APIKey, Timeout: d.cfg.Timeout}
+	return openaiapi.Endpoint{Provider: Name, Model: d.cfg.Model, Base: d.base, URL: d.url, Key: d.cfg.APIKey, Timeout: d.cfg.Timeout, Binding: d.cfg.Binding}
 }
 
 // Probe checks that the API is reachable, accepts the key and lists the

@@ -302,7 +302,7 @@ func TestAPIErrors(t *testing.T) {
 		want   []string
 	}{
 		{"openai 401", 401, `{"error":{"message":"Incorrect API key provided: ` + apiKey + `. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
-			[]string{`openai: model "gpt-test" at http://127.0.0.1:`, "/v1: the API answered 401 Unauthorized (invalid_api_key): Incorrect API key provided: [redacted]."}},
+			[]string{`openai: model "gpt-test" at http://127.0.0.1:`, "/v1/chat/completions: the API answered 401 Unauthorized (invalid_api_key): Incorrect API key provided: [redacted]."}},
 		{"masked key", 401, `{"error":{"message":"Incorrect API key provided: sk-test-*****************CRET.","type":"invalid_request_error","code":"invalid_api_key"}}`,
 			[]string{"401 Unauthorized", "Incorrect API key provided: [redacted]"}},
 		{"ollama 404", 404, `{"error":{"message":"model \"llama9\" not found, try pulling it first","type":"api_error","param":null,"code":null}}`,
@@ -310,7 +310,7 @@ func TestAPIErrors(t *testing.T) {
 		{"string error", 400, `{"error":"bad request: tools unsupported"}`, []string{"400 Bad Request", "bad request: tools unsupported"}},
 		{"not json", 502, `<html>bad gateway</html>`, []string{"502 Bad Gateway: <html>bad gateway</html>"}},
 		{"vllm", 404, `{"object":"error","message":"The model ` + "`llama9`" + ` does not exist.","type":"NotFoundError","param":null,"code":404}`, []string{"404 Not Found: The model `llama9` does not exist."}},
-		{"empty", 500, ``, []string{"/v1: the API answered 500 Internal Server Error"}},
+		{"empty", 500, ``, []string{"/v1/chat/completions: the API answered 500 Internal Server Error"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

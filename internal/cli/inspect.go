@@ -53,7 +53,8 @@ func (c *CLI) statusCommand() *cobra.Command {
 		Long: `Status lists the runs in the harness's store: status, current step, and
 what each waits for with the command that decides it. Given one RUN, it also
 shows each step attempt with its output (what a gate's reviewer reads) and
-the exact arguments of every call waiting for approval.`,
+the tokens its model turns used, the run's tokens in all, and the exact
+arguments of every call waiting for approval.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: c.completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -108,7 +109,13 @@ the exact arguments of every call waiting for approval.`,
 					if s.Error != "" {
 						line += "\n    error: " + L(clip(s.Error, 400))
 					}
+					if s.Usage != nil {
+						line += "\n    usage: " + usageText(*s.Usage)
+					}
 					fmt.Fprintln(c.stdout(), line)
+				}
+				if r.Usage != nil {
+					fmt.Fprintf(c.stdout(), "%s usage: %s\n", L(r.Run), usageText(*r.Usage))
 				}
 				for _, p := range r.Waiting {
 					if p.Kind == "resume" {
@@ -128,6 +135,25 @@ the exact arguments of every call waiting for approval.`,
 	harnessFlag(cmd, &harnessPath, "the harness file (its store holds the runs)")
 	formatFlag(cmd, format, "output format: text or json")
 	return cmd
+}
+
+// usageText says what model turns cost: "3 model turns, 3700 input
+// tokens (3150 cached, 300 written to the cache), 80 output tokens".
+func usageText(u runtime.Usage) string {
+	turns := "model turns"
+	if u.Turns == 1 {
+		turns = "model turn"
+	}
+	s := fmt.Sprintf("%d %s, %d input tokens", u.Turns, turns, u.InputTokens)
+	switch {
+	case u.CachedInputTokens > 0 && u.CacheWriteTokens > 0:
+		s += fmt.Sprintf(" (%d cached, %d written to the cache)", u.CachedInputTokens, u.CacheWriteTokens)
+	case u.CachedInputTokens > 0:
+		s += fmt.Sprintf(" (%d cached)", u.CachedInputTokens)
+	case u.CacheWriteTokens > 0:
+		s += fmt.Sprintf(" (%d written to the cache)", u.CacheWriteTokens)
+	}
+	return s + fmt.Sprintf(", %d output tokens", u.OutputTokens)
 }
 
 // longArgument is the length from which an argument is announced with its

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
+
+	"github.com/openplaybook/openplaybook/driver"
 )
 
 // BaseURL checks raw, a driver's base URL: an http(s) URL with a host and
@@ -62,4 +66,103 @@ func TimeoutError(ctx context.Context, provider, url string, timeout time.Durati
 		return nil
 	}
 	return &RedactedError{Msg: fmt.Sprintf("%s: the request to %s timed out after %s (setting \"timeout\")", provider, url, timeout), Err: err, Retry: true}
+}
+
+// Noted returns err with [driver.AttemptsNote] of attempts and binding
+// appended to its text; it unwraps to err. It returns err itself when
+// the note is empty or err is nil.
+func Noted(err error, attempts int, binding string) error {
+	note := driver.AttemptsNote(attempts, binding)
+	if err == nil || note == "" {
+		return err
+	}
+	return &RedactedError{Msg: err.Error() + note, Err: err}
+}
+
+type attemptsKey struct{}
+
+// Attempts counts the HTTP attempts of one request, its retries
+// included. The zero value is ready; it is safe for concurrent use.
+type Attempts struct{ n atomic.Int64 }
+
+// N returns how many attempts were sent.
+func (a *Attempts) N() int { return int(a.n.Load()) }
+
+// CountAttempts returns ctx carrying a fresh counter of the attempts of a
+// request sent with it; each attempt counts itself with [Attempted] (a
+// middleware of the SDK's client calls it).
+func CountAttempts(ctx context.Context) (context.Context, *Attempts) {
+	a := &Attempts{}
+	return context.WithValue(ctx, attemptsKey{}, a), a
+}
+
+// Attempted counts the attempt req is, on the counter its context
+// carries ([CountAttempts]), if any.
+func Attempted(req *http.Request) {
+	if a, ok := req.Context().Value(attemptsKey{}).(*Attempts); ok {
+		a.n.Add(1)
+	}
+}
+
+// Step is the whole-step deadline of one run of a step (a model driver's
+// setting "stepTimeout"). Get one with [StartStep].
+type Step struct {
+	provider, stepID, binding string
+	timeout                   time.Duration
+	deadline                  time.Time
+	now                       func() time.Time
+}
+
+// errStepDeadline is the cause of a step context's end at its deadline.
+var errStepDeadline = errors.New("step deadline")
+
+// StartStep starts the deadline of a step: timeout from now (none when
+// timeout <= 0), read on the clock now (time.Now when nil) by
+// [Step.Check]. The returned context ends when timeout has passed: the
+// driver sends its model requests with it, and passes tool calls the
+// context it was given (a call that runs when the deadline passes runs
+// to its end, since cutting a side effect leaves its outcome unknown).
+// Call cancel when the step is done.
+func StartStep(ctx context.Context, provider, stepID string, timeout time.Duration, binding string, now func() time.Time) (*Step, context.Context, context.CancelFunc) {
+	if now == nil {
+		now = time.Now
+	}
+	s := &Step{provider: provider, stepID: stepID, binding: binding, timeout: timeout, now: now}
+	if timeout <= 0 {
+		c, cancel := context.WithCancel(ctx)
+		return s, c, cancel
+	}
+	s.deadline = now().Add(timeout)
+	c, cancel := context.WithTimeoutCause(ctx, timeout, errStepDeadline)
+	return s, c, cancel
+}
+
+// Check returns the step's timeout error when its deadline has passed,
+// else nil. A driver calls it before each model request and each tool
+// call: nothing starts after the deadline.
+func (s *Step) Check() error {
+	if s.timeout <= 0 || s.now().Before(s.deadline) {
+		return nil
+	}
+	return s.err()
+}
+
+// Ended returns the step's timeout error when ctx, the context of
+// [StartStep], ended at the deadline; else nil.
+func (s *Step) Ended(ctx context.Context) error {
+	if s.timeout > 0 && errors.Is(context.Cause(ctx), errStepDeadline) {
+		return s.err()
+	}
+	return nil
+}
+
+func (s *Step) err() error {
+	return fmt.Errorf("%s: step %q: %w of %s (setting \"stepTimeout\"%s)", s.provider, s.stepID, driver.ErrStepTimeout, s.timeout, bindingNote(s.binding))
+}
+
+func bindingNote(binding string) string {
+	if binding == "" {
+		return ""
+	}
+	return "; agent binding " + binding
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/internal/llm"
@@ -52,5 +53,35 @@ func TestRequestError(t *testing.T) {
 	err = llm.RequestError(ctx, "p", "https://h/v1", key, ue)
 	if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), key) || driver.Transient(err) {
 		t.Errorf("done ctx: got %v, want p: context canceled", err)
+	}
+}
+
+func TestStep(t *testing.T) {
+	now := time.Unix(1000, 0)
+	step, ctx, cancel := llm.StartStep(context.Background(), "p", "s", time.Minute, "h.yaml:2", func() time.Time { return now })
+	defer cancel()
+	if err := step.Check(); err != nil || step.Ended(ctx) != nil {
+		t.Fatalf("Check = %v before the deadline", err)
+	}
+	now = now.Add(time.Minute)
+	err := step.Check()
+	if want := `p: step "s": the step ran out of its stepTimeout of 1m0s (setting "stepTimeout"; agent binding h.yaml:2)`; err == nil || err.Error() != want || !errors.Is(err, driver.ErrStepTimeout) {
+		t.Errorf("Check = %v, want %s", err, want)
+	}
+	none, ctx2, cancel2 := llm.StartStep(context.Background(), "p", "s", 0, "", nil)
+	cancel2()
+	if none.Check() != nil || none.Ended(ctx2) != nil {
+		t.Errorf("a step without a timeout timed out")
+	}
+}
+
+func TestNoted(t *testing.T) {
+	base := errors.New("boom")
+	if got := llm.Noted(base, 1, ""); got != base {
+		t.Errorf("Noted without a note = %v", got)
+	}
+	got := llm.Noted(base, 3, "h.yaml:7")
+	if got.Error() != "boom (gave up after 3 attempts; agent binding h.yaml:7)" || !errors.Is(got, base) {
+		t.Errorf("Noted = %v", got)
 	}
 }

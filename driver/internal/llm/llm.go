@@ -7,7 +7,6 @@ package llm
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -108,21 +107,6 @@ func Tools(provider string, in driver.StepInput) ([]Tool, error) {
 		out[i] = Tool{Wire: wires[t.Name], Description: t.Description, Schema: schema}
 	}
 	return out, nil
-}
-
-// ResultText returns the text a tool message carries for r: the
-// content's JSON ("null" when empty), or {"error": message} for an error.
-func ResultText(r driver.Result) string {
-	if r.Error != "" {
-		b, err := json.Marshal(struct {
-			Error string `json:"error"`
-		}{r.Error}, jsontext.AllowInvalidUTF8(true))
-		if err != nil {
-			return `{"error":` + strconv.QuoteToASCII(r.Error) + `}`
-		}
-		return string(b)
-	}
-	return jsonText(r.Content)
 }
 
 // Output returns text as the step's output: a JSON string.

@@ -111,3 +111,63 @@ func TestIDs(t *testing.T) {
 		}
 	}
 }
+
+// Only the MCP content shape is rich; anything else is a plain result.
+func TestMCPContent(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		rich bool
+	}{
+		{`{"content":[{"type":"text","text":"a"}]}`, true},
+		{`{"content":[{"type":"image","data":"","mimeType":"image/png"},{"type":"resource_link","uri":"u","name":"n"}]}`, true},
+		{`{"content":[]}`, false},
+		{`{"content":[{"type":"video"}]}`, false},
+		{`{"content":[{"type":"text"}],"more":1}`, false},
+		{`{"content":["text"]}`, false},
+		{`{"content":{"type":"text"}}`, false},
+		{`[{"type":"text","text":"a"}]`, false},
+		{`"content"`, false},
+	} {
+		if _, rich := llm.MCPContent(jsontext.Value(tc.v)); rich != tc.rich {
+			t.Errorf("MCPContent(%s) rich = %v, want %v", tc.v, rich, tc.rich)
+		}
+	}
+}
+
+func TestShownParts(t *testing.T) {
+	const png = "iVBORw0KGgo="
+	rich := jsontext.Value(`{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"},{"type":"image","mimeType":"image/png","data":"` + png + `"},` +
+		`{"type":"image","mimeType":"image/png","data":"not base64!"},{"type":"audio","mimeType":"audio/wav","data":"AAAA"},` +
+		`{"type":"resource","resource":{"uri":"file:///n.txt","text":"notes"}},{"type":"resource","resource":{"uri":"file:///b.bin","blob":"AAAA"}}]}`)
+	parts := llm.Shown{Images: true}.Parts(rich)
+	if len(parts) != 3 || parts[0].Text != "a\nb" || parts[1].Image == nil || parts[1].Image.Size != 8 || parts[1].Image.Data != png {
+		t.Fatalf("parts %+v", parts)
+	}
+	want := `[an image ("image/png") the tool returned is not valid base64; it is not shown]` + "\n" +
+		`[audio ("audio/wav", 4 base64 bytes) the tool returned is not shown]` + "\n" +
+		`[resource "file:///n.txt"]` + "\nnotes\n" +
+		`[a binary resource "file:///b.bin" (no media type, 4 base64 bytes) the tool returned is not shown]`
+	if parts[2].Text != want {
+		t.Errorf("text %q\nwant %q", parts[2].Text, want)
+	}
+	// Over the limit: the texts are one notice and preview, the images
+	// follow.
+	parts = llm.Shown{Images: true, Limit: 10}.Parts(rich)
+	if len(parts) != 2 || !strings.HasPrefix(parts[0].Text, "[This result is ") || parts[1].Image == nil {
+		t.Errorf("clipped parts %+v", parts)
+	}
+	if got := (llm.Shown{Limit: 3}).Text(driver.Result{Error: "abcdef"}); !strings.Contains(got, `over the 3 bytes`) || !strings.HasSuffix(got, `\nabc"}`) {
+		t.Errorf("clipped error %s", got)
+	}
+}
+
+func TestClip(t *testing.T) {
+	s := llm.Shown{Limit: 4}
+	if got := s.Clip("abcd"); got != "abcd" {
+		t.Errorf("Clip at the limit = %q", got)
+	}
+	got := s.Clip("abc\u00e9xyz") // é is bytes 3 and 4: the preview stops before it
+	if !strings.HasSuffix(got, "]\nabc") || !strings.Contains(got, "This result is 8 bytes, over the 4 bytes") || !strings.Contains(got, "its first 3 bytes follow and 5 bytes were cut") {
+		t.Errorf("Clip = %q", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -19,12 +20,16 @@ import (
 type Turn[Req any] func(t *testing.T, req Req, raw map[string]jsontext.Value) (status int, body string)
 
 // API is a model API on loopback that answers each POST to Path with the
-// next of Turns, as JSON. Any other request, and one after the last
-// turn, fails the test.
+// next of Turns: as server-sent events (Content-Type text/event-stream)
+// when the body begins with "event:", else as JSON. Any other request,
+// and one after the last turn, fails the test.
 type API[Req any] struct {
 	T     *testing.T
 	Path  string // such as "/v1/messages"
 	Turns []Turn[Req]
+	// Header, when set, holds headers to send with the answer to request
+	// n (0-based): Retry-After, x-should-retry.
+	Header map[int]http.Header
 
 	mu       sync.Mutex
 	requests []Req
@@ -59,7 +64,14 @@ func (a *API[Req]) Start() *httptest.Server {
 			return
 		}
 		status, out := a.Turns[n](a.T, req, raw)
-		w.Header().Set("Content-Type", "application/json")
+		for k, v := range a.Header[n] {
+			w.Header()[k] = v
+		}
+		if strings.HasPrefix(out, "event:") {
+			w.Header().Set("Content-Type", "text/event-stream")
+		} else {
+			w.Header().Set("Content-Type", "application/json")
+		}
 		w.WriteHeader(status)
 		io.WriteString(w, out)
 	}))

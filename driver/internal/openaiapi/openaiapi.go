@@ -36,6 +36,9 @@ type Endpoint struct {
 	// Timeout is the per-request timeout, for the error of a request that
 	// ran out of it.
 	Timeout time.Duration
+	// Binding is where the agent is bound ("harness.yaml:12"), named in
+	// the error of a request the SDK gave up on.
+	Binding string
 }
 
 // Options returns the SDK options of a driver's Config: the HTTP client
@@ -51,6 +54,12 @@ func Options(client *http.Client, baseURL, key string, timeout time.Duration, ma
 	opts := []option.RequestOption{
 		option.WithHTTPClient(client),
 		option.WithBaseURL(baseURL),
+		// Each HTTP attempt, retries included, is counted for the
+		// request's context ([llm.CountAttempts]).
+		option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			llm.Attempted(req)
+			return next(req)
+		}),
 		option.WithMiddleware(ErrorBody),
 	}
 	if key != "" {
@@ -87,6 +96,27 @@ func (e Endpoint) Clean(ctx context.Context, err error) error {
 		return terr
 	}
 	return llm.RequestError(ctx, e.Provider, e.Base, e.Key, err)
+}
+
+// CleanN is [Endpoint.Clean] for a request the SDK sent attempts times
+// (retries included): the error also says how many attempts were made and
+// where the agent is bound ([driver.ProviderError] URL, Attempts and
+// Binding; a note on other errors).
+func (e Endpoint) CleanN(ctx context.Context, err error, attempts int) error {
+	cerr := e.Clean(ctx, err)
+	var pe *driver.ProviderError
+	if errors.As(cerr, &pe) {
+		pe.URL, pe.Attempts, pe.Binding = e.URL, attempts, e.Binding
+		return pe
+	}
+	if ctx.Err() != nil {
+		return cerr
+	}
+	if terr := llm.TimeoutError(ctx, e.Provider, e.URL, e.Timeout, err); terr != nil {
+		return llm.Noted(terr, attempts, e.Binding)
+	}
+	// The request error names the request's URL, not only the base.
+	return llm.Noted(llm.RequestError(ctx, e.Provider, e.URL, e.Key, err), attempts, e.Binding)
 }
 
 // Probe lists the models of the API models serves (GET {baseURL}/models,

@@ -19,12 +19,19 @@ type Common struct {
 	MaxTurns, MaxRetries int
 	// Timeout is "timeout", the per-request timeout (0 when absent).
 	Timeout time.Duration
+	// StepTimeout is "stepTimeout", the whole-step deadline (0 when
+	// absent: none).
+	StepTimeout time.Duration
+	// MaxResultBytes is "maxResultBytes", the most bytes of a tool
+	// result's text the model is shown (0 when absent: the default).
+	MaxResultBytes int
 }
 
 // Common reads "model" (required; what describes it for the error),
 // "baseURL" and "apiKeySecret", then calls own (when not nil) to read the
 // driver's own settings, then reads "maxTurns" (at least 1) and
-// "maxRetries" (at least 0) and "timeout" (a duration). Problems are reported in that order.
+// "maxRetries" (at least 0), "timeout" and "stepTimeout" (durations) and
+// "maxResultBytes" (at least 1). Problems are reported in that order.
 func (r *Reader) Common(what string, own func()) Common {
 	var c Common
 	c.Model = r.String("model", true, what)
@@ -41,6 +48,8 @@ func (r *Reader) Common(what string, own func()) Common {
 		}
 	}
 	c.Timeout = r.Duration("timeout")
+	c.StepTimeout = r.Duration("stepTimeout")
+	c.MaxResultBytes, _ = r.Int("maxResultBytes", 1)
 	return c
 }
 
@@ -50,6 +59,8 @@ func (r *Reader) Common(what string, own func()) Common {
 type Resolved struct {
 	Model, BaseURL, APIKey string
 	HTTPClient             *http.Client
+	// Binding is setup.Binding: where the binding is, for errors.
+	Binding string
 }
 
 // Resolve expands the ${secret:NAME} references of "model" and "baseURL"
@@ -61,7 +72,7 @@ func (c Common) Resolve(driverName, keyWhat string, setup *driver.Setup) (Resolv
 	if setup == nil {
 		setup = &driver.Setup{}
 	}
-	res := Resolved{HTTPClient: setup.HTTPClient}
+	res := Resolved{HTTPClient: setup.HTTPClient, Binding: setup.Binding}
 	var err error
 	if res.Model, err = Expand(driverName, "model", c.Model, setup); err != nil {
 		return Resolved{}, err

@@ -153,6 +153,20 @@ func (r *Reader) number(key string) (float64, bool) {
 	return f, true
 }
 
+// Bool returns the boolean setting key, or nil when it is absent.
+func (r *Reader) Bool(key string) *bool {
+	v, ok := r.m[key]
+	if !ok || v == nil {
+		return nil
+	}
+	b, ok := v.(bool)
+	if !ok {
+		r.errorf("setting %q must be true or false, not %s", key, kind(v))
+		return nil
+	}
+	return &b
+}
+
 // Duration returns the duration setting key, a Go duration string
 // ("30s", "2m") greater than zero, or 0 when it is absent.
 func (r *Reader) Duration(key string) time.Duration {
