@@ -185,14 +185,17 @@ type Usage struct {
 	Turn int
 	// InputTokens are all the input tokens of the turn, those read from
 	// and written to a prompt cache included (OpenAI
-	// usage.prompt_tokens; Anthropic usage.input_tokens +
-	// cache_read_input_tokens + cache_creation_input_tokens).
+	// usage.prompt_tokens, Responses API usage.input_tokens; Anthropic
+	// usage.input_tokens + cache_read_input_tokens +
+	// cache_creation_input_tokens).
 	InputTokens int64
 	// OutputTokens are the tokens generated (OpenAI
-	// usage.completion_tokens; Anthropic usage.output_tokens).
+	// usage.completion_tokens, Responses API usage.output_tokens;
+	// Anthropic usage.output_tokens).
 	OutputTokens int64
 	// CachedInputTokens are the input tokens read from a prompt cache
-	// (OpenAI usage.prompt_tokens_details.cached_tokens; Anthropic
+	// (OpenAI usage.prompt_tokens_details.cached_tokens, Responses API
+	// usage.input_tokens_details.cached_tokens; Anthropic
 	// usage.cache_read_input_tokens).
 	CachedInputTokens int64
 	// CacheWriteTokens are the input tokens written to a prompt cache

@@ -78,6 +78,26 @@ type Config struct {
 	// request that runs out of it fails the step with an error naming
 	// the URL. Zero: 60s; negative: none.
 	Timeout time.Duration
+	// StepTimeout is the most one run of a step may take, its requests,
+	// retries and tool calls included: no request or tool call starts
+	// after it, and a request still running then is cut; the step fails
+	// with an error wrapping [driver.ErrStepTimeout]. Zero or negative:
+	// none.
+	StepTimeout time.Duration
+	// MaxResultBytes is the most bytes of a tool result's text the model
+	// is shown; a longer result is shown as a notice and a preview (the
+	// result itself is kept whole in the run's store). Zero:
+	// [llm.DefaultMaxResultBytes] (64 KiB).
+	MaxResultBytes int
+	// NoImages says the model is not shown the images tools return (a
+	// model without vision): each is a notice in the result's text.
+	// False: images go to the model as input_image parts of a user
+	// message after the turn's function_call_output items, whose output
+	// the driver sends as text.
+	NoImages bool
+	// Binding is where the agent's binding is in the harness file
+	// ("harness.yaml:12"), for errors; see [driver.Setup].Binding.
+	Binding string
 }
 
 // String shows the Config without its API key.
@@ -91,6 +111,7 @@ func (c Config) GoString() string { return c.String() }
 // Driver runs agent steps through the Responses API. It is safe for
 // concurrent use.
 type Driver struct {
+	now    func() time.Time // the step deadline's clock; nil: time.Now
 	cfg    Config
 	svc    responses.ResponseService
 	models sdk.ModelService
@@ -115,7 +136,7 @@ func New(cfg Config) (*Driver, error) {
 	opts := openaiapi.Options(cfg.HTTPClient, cfg.BaseURL, cfg.APIKey, cfg.Timeout, cfg.MaxRetries)
 	return &Driver{
 		cfg: cfg, svc: responses.NewResponseService(opts...), models: sdk.NewModelService(opts...),
-		ep: openaiapi.Endpoint{Provider: Name, Model: cfg.Model, Base: base, URL: strings.TrimSuffix(base, "/") + "/responses", Key: cfg.APIKey, Timeout: cfg.Timeout},
+		ep: openaiapi.Endpoint{Provider: Name, Model: cfg.Model, Base: base, URL: strings.TrimSuffix(base, "/") + "/responses", Key: cfg.APIKey, Timeout: cfg.Timeout, Binding: cfg.Binding},
 	}, nil
 }
 
@@ -133,14 +154,20 @@ func (d *Driver) GoString() string { return d.String() }
 //
 // It returns caller's error unchanged ([driver.ErrSuspended],
 // [driver.ErrCallLimit], ...), ctx's error, [driver.ErrTurnLimit] after
-// MaxTurns requests, a *[driver.ProviderError] when the API answers with
-// an error status, an error naming the URL when a request runs out of
-// Config.Timeout, an error naming the response's error code when its
+// MaxTurns requests, an error wrapping [driver.ErrStepTimeout] when the
+// step runs out of Config.StepTimeout, a *[driver.ProviderError] when the
+// API answers with an error status (after the SDK's retries; it names the
+// URL, the attempts and the binding), an error naming the URL when a
+// request runs out of Config.Timeout, an error naming the response's error code when its
 // status is "failed" (transient for server_error and rate_limit_exceeded,
 // see [driver.Transient]), and a *[driver.ReplyError] when a response is
 // refused whole (incomplete, a refusal, function calls under a status
 // other than "completed", a call_id given twice in the step): none of its
 // calls reaches caller. No error holds the API key.
+//
+// When caller is a [driver.UsageRecorder], each response's usage
+// (input_tokens, output_tokens, input_tokens_details.cached_tokens), when
+// the server reports it, goes to it before the response is acted on.
 func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver.Caller) (jsontext.Value, error) {
 	tools, err := llm.Tools(Name, in)
 	if err != nil {
@@ -164,27 +191,51 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 	}
 	input := responses.ResponseInputParam{message(llm.UserPrompt, responses.EasyInputMessageRoleUser)}
 
+	shown := llm.Shown{Limit: d.cfg.MaxResultBytes, Images: !d.cfg.NoImages, ImagesLater: true}
+	step, reqCtx, cancel := llm.StartStep(ctx, Name, in.StepID, d.cfg.StepTimeout, d.cfg.Binding, d.now)
+	defer cancel()
+	rec, _ := caller.(driver.UsageRecorder)
+
 	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
 	seen := llm.IDs{}
 	if len(in.Made) > 0 {
 		// A resumed step: the calls already made, and their outputs, as
 		// the conversation had them (docs/drivers.md, "Resumed steps").
 		var outputs responses.ResponseInputParam
+		var images imageMessage
 		for _, m := range in.Made {
 			input = append(input, responses.ResponseInputItemParamOfFunctionCall(string(llm.CanonicalArgs(m.Arguments)), m.ID, driver.WireName(m.Name)))
-			outputs = append(outputs, functionOutput(m.ID, m.Result))
+			outputs = append(outputs, functionOutput(m.ID, shown.Text(m.Result)))
+			images.add(m.ID, m.Name, m.Result, shown)
 		}
 		input = append(input, outputs...)
+		input = images.append(input)
 		seen.Add(llm.MadeCalls(in.Made))
 	}
-	for turn := 0; turn < turns; turn++ {
+	for turn := 1; turn <= turns; turn++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if err := step.Check(); err != nil {
+			return nil, err
+		}
 		params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: input}
-		resp, err := d.svc.New(ctx, params)
+		rctx, att := llm.CountAttempts(reqCtx)
+		resp, err := d.svc.New(rctx, params)
 		if err != nil {
-			return nil, d.ep.Clean(ctx, err)
+			if serr := step.Ended(rctx); serr != nil && ctx.Err() == nil {
+				return nil, serr
+			}
+			return nil, d.ep.CleanN(rctx, err, att.N())
+		}
+		if rec != nil && resp.JSON.Usage.Valid() {
+			u := resp.Usage
+			if err := rec.RecordUsage(ctx, driver.Usage{
+				Provider: Name, Model: d.cfg.Model, Turn: turn,
+				InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.InputTokensDetails.CachedTokens,
+			}); err != nil {
+				return nil, err
+			}
 		}
 		r := readReply(resp)
 		if err := d.checkReply(resp, r, seen); err != nil {
@@ -203,13 +254,21 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		for i, c := range r.calls {
 			input = append(input, responses.ResponseInputItemParamOfFunctionCall(string(llm.CanonicalArgs(c.Arguments)), c.ID, r.wires[i]))
 		}
+		var images imageMessage
 		for _, c := range r.calls {
+			// No call starts after the deadline; one that runs then runs
+			// to its end (ctx, not the step's).
+			if err := step.Check(); err != nil {
+				return nil, err
+			}
 			res, err := caller.Call(ctx, c)
 			if err != nil {
 				return nil, err
 			}
-			input = append(input, functionOutput(c.ID, res))
+			input = append(input, functionOutput(c.ID, shown.Text(res)))
+			images.add(c.ID, c.Name, res, shown)
 		}
+		input = images.append(input)
 	}
 	return nil, fmt.Errorf("%s: step %q: %w (%d requests)", Name, in.StepID, driver.ErrTurnLimit, turns)
 }
@@ -221,11 +280,52 @@ func message(text string, role responses.EasyInputMessageRole) responses.Respons
 	return item
 }
 
-// functionOutput is the function_call_output item of call id.
-func functionOutput(id string, res driver.Result) responses.ResponseInputItemUnionParam {
-	item := responses.ResponseInputItemParamOfFunctionCallOutput(llm.ResultText(res))
+// functionOutput is the function_call_output item of call id, with the
+// result's text ([llm.Shown.Text]) as its output.
+func functionOutput(id, text string) responses.ResponseInputItemUnionParam {
+	item := responses.ResponseInputItemParamOfFunctionCallOutput(text)
 	item.OfFunctionCallOutput.CallID = param.NewOpt(id)
 	return item
+}
+
+// imageMessage collects the images a turn's tool results hold, for the
+// user message that follows the function_call_output items: the driver
+// sends each output as text (which every server that speaks the
+// Responses API takes), and a user message takes input_image parts with
+// the image as a data URL (Responses API reference: input_image,
+// image_url "a fully qualified URL or base64 encoded image in a data
+// URL").
+type imageMessage struct {
+	parts responses.ResponseInputMessageContentListParam
+}
+
+func (m *imageMessage) add(id, name string, r driver.Result, shown llm.Shown) {
+	if r.Error != "" {
+		return
+	}
+	n := 0
+	for _, p := range shown.Parts(r.Content) {
+		if p.Image == nil {
+			continue
+		}
+		n++
+		img := responses.ResponseInputContentParamOfInputImage(responses.ResponseInputImageDetailAuto)
+		img.OfInputImage.ImageURL = param.NewOpt("data:" + p.Image.MediaType + ";base64," + p.Image.Data)
+		m.parts = append(m.parts,
+			responses.ResponseInputContentParamOfInputText(fmt.Sprintf("Image %d of the result of function call %s (%s):", n, id, name)),
+			img)
+	}
+}
+
+// append appends the user message with the images to input, when there
+// are any.
+func (m *imageMessage) append(input responses.ResponseInputParam) responses.ResponseInputParam {
+	if len(m.parts) == 0 {
+		return input
+	}
+	item := responses.ResponseInputItemParamOfMessage(m.parts, responses.EasyInputMessageRoleUser)
+	item.OfMessage.Type = responses.EasyInputMessageTypeMessage
+	return append(input, item)
 }
 
 // reply is what the driver reads of a response's output items.

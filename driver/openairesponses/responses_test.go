@@ -319,7 +319,7 @@ func TestAPIErrors(t *testing.T) {
 		transient bool
 	}{
 		{"openai 401", 401, `{"error":{"message":"Incorrect API key provided: ` + apiKey + `. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
-			[]string{`openai-responses: model "gpt-test" at http://127.0.0.1:`, "/v1: the API answered 401 Unauthorized (invalid_api_key): Incorrect API key provided: [redacted]."}, false},
+			[]string{`openai-responses: model "gpt-test" at http://127.0.0.1:`, "/v1/responses: the API answered 401 Unauthorized (invalid_api_key): Incorrect API key provided: [redacted]."}, false},
 		{"masked key", 401, `{"error":{"message":"Incorrect API key provided: sk-test-*****************CRET.","type":"invalid_request_error","code":"invalid_api_key"}}`,
 			[]string{"401 Unauthorized", "Incorrect API key provided: [redacted]"}, false},
 		{"unsupported parameter", 400, `{"error":{"message":"Unsupported parameter: 'temperature' is not supported with this model.","type":"invalid_request_error","param":"temperature","code":"unsupported_parameter"}}`,
@@ -328,7 +328,7 @@ func TestAPIErrors(t *testing.T) {
 		{"rate limited", 429, `{"error":{"message":"Rate limit reached for gpt-test.","type":"requests","code":"rate_limit_exceeded"}}`, []string{"429 Too Many Requests (rate_limit_exceeded)"}, true},
 		{"not json", 502, `<html>bad gateway</html>`, []string{"502 Bad Gateway: <html>bad gateway</html>"}, true},
 		{"vllm", 404, `{"object":"error","message":"The model ` + "`llama9`" + ` does not exist.","type":"NotFoundError","param":null,"code":404}`, []string{"404 Not Found: The model `llama9` does not exist."}, false},
-		{"empty", 503, ``, []string{"/v1: the API answered 503 Service Unavailable"}, true},
+		{"empty", 503, ``, []string{"/v1/responses: the API answered 503 Service Unavailable"}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,11 +6,12 @@ import (
 )
 
 // The settings of a harness binding {driver: openai-responses, ...}.
-var settingNames = []string{"model", "baseURL", "apiKeySecret", "temperature", "maxTurns", "maxRetries", "timeout"}
+var settingNames = []string{"model", "baseURL", "apiKeySecret", "temperature", "images", "maxTurns", "maxRetries", "timeout", "stepTimeout", "maxResultBytes"}
 
 type rawSettings struct {
 	settings.Common
 	temperature *float64
+	images      *bool
 }
 
 func parseSettings(m map[string]any) (rawSettings, error) {
@@ -18,6 +19,7 @@ func parseSettings(m map[string]any) (rawSettings, error) {
 	var s rawSettings
 	s.Common = r.Common(`the model to run, such as "gpt-5"`, func() {
 		s.temperature = r.Float("temperature", 0, 2)
+		s.images = r.Bool("images")
 	})
 	return s, r.Err()
 }
@@ -25,8 +27,10 @@ func parseSettings(m map[string]any) (rawSettings, error) {
 // CheckSettings checks an agent binding's settings without resolving
 // secrets or sending anything: "model" (required, a string), "baseURL"
 // (a string), "apiKeySecret" (a secret's name), "temperature" (0 to 2),
-// "maxTurns" (at least 1), "maxRetries" (at least 0), "timeout" (a
-// duration such as "60s", default 60s), and no other setting.
+// "images" (true or false, default true), "maxTurns" (at least 1),
+// "maxRetries" (at least 0), "timeout" (a duration such as "60s",
+// default 60s), "stepTimeout" (a duration; default none),
+// "maxResultBytes" (at least 1, default 65536), and no other setting.
 func CheckSettings(m map[string]any) error {
 	_, err := parseSettings(m)
 	return err
@@ -54,7 +58,8 @@ func FromSettings(m map[string]any, setup *driver.Setup) (*Driver, error) {
 	}
 	d, err := New(Config{
 		Model: res.Model, BaseURL: res.BaseURL, APIKey: res.APIKey, HTTPClient: res.HTTPClient,
-		Temperature: s.temperature, MaxTurns: s.MaxTurns, MaxRetries: s.MaxRetries, Timeout: s.Timeout,
+		Temperature: s.temperature, NoImages: s.images != nil && !*s.images, MaxTurns: s.MaxTurns, MaxRetries: s.MaxRetries, Timeout: s.Timeout,
+		StepTimeout: s.StepTimeout, MaxResultBytes: s.MaxResultBytes, Binding: res.Binding,
 	})
 	if err != nil {
 		return nil, s.NewError(Name, res, err)
