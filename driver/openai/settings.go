@@ -2,26 +2,11 @@ package openai
 
 import (
 	"github.com/openplaybook/openplaybook/driver"
-	"github.com/openplaybook/openplaybook/driver/internal/settings"
+	"github.com/openplaybook/openplaybook/driver/internal/openaiapi"
 )
 
-// The settings of a harness binding {driver: openai, ...}.
-var settingNames = []string{"model", "baseURL", "apiKeySecret", "temperature", "images", "maxTurns", "maxRetries", "timeout", "stepTimeout", "maxResultBytes"}
-
-type rawSettings struct {
-	settings.Common
-	temperature *float64
-	images      *bool
-}
-
-func parseSettings(m map[string]any) (rawSettings, error) {
-	r := settings.New(Name, m, settingNames...)
-	var s rawSettings
-	s.Common = r.Common(`the model to run, such as "gpt-4.1"`, func() {
-		s.temperature = r.Float("temperature", 0, 2)
-		s.images = r.Bool("images")
-	})
-	return s, r.Err()
+func parseSettings(m map[string]any) (openaiapi.Settings, error) {
+	return openaiapi.ParseSettings(Name, "gpt-4.1", m)
 }
 
 // CheckSettings checks an agent binding's settings without resolving
@@ -58,7 +43,7 @@ func FromSettings(m map[string]any, setup *driver.Setup) (*Driver, error) {
 	}
 	d, err := New(Config{
 		Model: res.Model, BaseURL: res.BaseURL, APIKey: res.APIKey, HTTPClient: res.HTTPClient,
-		Temperature: s.temperature, NoImages: s.images != nil && !*s.images, MaxTurns: s.MaxTurns, MaxRetries: s.MaxRetries, Timeout: s.Timeout,
+		Temperature: s.Temperature, NoImages: s.NoImages(), MaxTurns: s.MaxTurns, MaxRetries: s.MaxRetries, Timeout: s.Timeout,
 		StepTimeout: s.StepTimeout, MaxResultBytes: s.MaxResultBytes, Binding: res.Binding,
 	})
 	if err != nil {
