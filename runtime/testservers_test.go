@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -97,6 +98,7 @@ type ctrServer struct {
 	requests []string                     // the tool name of every tools/call request received, in order
 	ran      map[string]int               // handler runs by tool
 	args     map[string][]json.RawMessage // the arguments each handler run got
+	done     chan struct{}                // closed when the test ends: stalled calls return
 }
 
 // startCtr serves a new ctr server on a loopback port until the test
@@ -109,7 +111,7 @@ func startCtr(t *testing.T, listChanged bool) *ctrServer {
 		opts = &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}}}
 	}
 	c := &ctrServer{srv: mcp.NewServer(&mcp.Implementation{Name: "ctr", Version: "1.0.0"}, opts),
-		ran: map[string]int{}, args: map[string][]json.RawMessage{}}
+		ran: map[string]int{}, args: map[string][]json.RawMessage{}, done: make(chan struct{})}
 	c.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "tools/call" {
@@ -150,14 +152,23 @@ func startCtr(t *testing.T, listChanged bool) *ctrServer {
 			}
 			c.mu.Unlock()
 			if stall {
-				<-ctx.Done() // the side effect happened; the answer never comes
-				return nil, ctx.Err()
+				// The side effect happened; the answer never comes. The
+				// session's context does not end when the client gives
+				// up, so the stall also ends with the test: closing the
+				// server waits for its handlers.
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-c.done:
+					return nil, errors.New("the test ended")
+				}
 			}
 			var a struct{ Target string }
 			_ = json.Unmarshal(req.Params.Arguments, &a)
 			return structured(map[string]any{"launched": a.Target, "n": n}), nil
 		})
 	c.URL = mcptest.ServeHTTP(t, c.srv)
+	t.Cleanup(func() { close(c.done) }) // runs before the server's Close (cleanups run last first)
 	return c
 }
 

@@ -159,10 +159,15 @@ func Reconcile(ctx context.Context, st *store.Store, runID string) ([]string, er
 			return out, nil
 		}
 		if i == tries-1 {
-			return append(out, fmt.Sprintf("the run changed during each of %d verifications (it is executing): these may be from reading it while it changed; verify again when it waits or has ended", tries)), nil
+			return nil, fmt.Errorf("run %s: %w (it changed during each of %d reads); verify again when it waits or has ended", runID, ErrRunChanging, tries)
 		}
 	}
 }
+
+// ErrRunChanging is returned by [Reconcile] when the run kept changing
+// while it was read (another process or goroutine executes it), so no
+// consistent reading of its rows and log was had: nothing is concluded.
+var ErrRunChanging = errors.New("the run is executing and changed while it was verified")
 
 func reconcileOnce(ctx context.Context, st *store.Store, runID string) ([]string, error) {
 	var out []string

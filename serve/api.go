@@ -183,7 +183,7 @@ func (s *Server) apiFail(w http.ResponseWriter, err error) {
 			status = http.StatusNotFound
 		case errors.Is(err, ErrNoSuchAgent):
 			status = http.StatusUnprocessableEntity
-		case errors.Is(err, ErrExecuting), errors.Is(err, store.ErrRunBusy), errors.Is(err, store.ErrState), errors.Is(err, store.ErrExpired):
+		case errors.Is(err, ErrExecuting), errors.Is(err, runtime.ErrRunChanging), errors.Is(err, store.ErrRunBusy), errors.Is(err, store.ErrState), errors.Is(err, store.ErrExpired):
 			status = http.StatusConflict
 		}
 		if status == http.StatusInternalServerError {
