@@ -39,11 +39,8 @@ func (b consoleBackend) Authenticated(r *http.Request) bool {
 func (b consoleBackend) CheckOperatorToken(tok string) bool  { return b.s.CheckOperatorToken(tok) }
 func (b consoleBackend) Login() (*http.Cookie, string)       { return b.s.Login() }
 func (b consoleBackend) Logout(r *http.Request) *http.Cookie { return b.s.Logout(r) }
-func (b consoleBackend) SessionCSRF(ctx context.Context) string {
-	return SessionCSRF(ctx)
-}
-func (b consoleBackend) Redact(s string) string   { return b.redact(s) }
-func (b consoleBackend) Closing() <-chan struct{} { return b.s.runner.ctx.Done() }
+func (b consoleBackend) Redact(s string) string              { return b.redact(s) }
+func (b consoleBackend) Closing() <-chan struct{}            { return b.s.runner.ctx.Done() }
 
 func (b consoleBackend) Runs(ctx context.Context) ([]runtime.RunStatus, error) { return b.s.Runs(ctx) }
 func (b consoleBackend) Run(ctx context.Context, run string) (runtime.RunStatus, error) {

@@ -331,30 +331,12 @@ func (s *Server) Operator(h http.Handler) http.Handler {
 				tok = r.PostFormValue("csrf")
 			}
 			if !CSRFValid(sess, tok) {
-				writeError(w, http.StatusForbidden, "the request has no valid CSRF token; reload the page and try again")
+				writeError(w, http.StatusForbidden, "the request has no valid CSRF token; log in to the console again (its forms get the token at login), or send X-CSRF-Token")
 				return
 			}
 		}
-		h.ServeHTTP(w, r.WithContext(withSession(r.Context(), sess)))
+		h.ServeHTTP(w, r)
 	})
-}
-
-type sessionKey struct{}
-
-func withSession(ctx context.Context, sess *consoleSession) context.Context {
-	if sess == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, sessionKey{}, sess)
-}
-
-// SessionCSRF returns the CSRF token of the console session the request
-// was authenticated with ("" for a bearer token).
-func SessionCSRF(ctx context.Context) string {
-	if sess, _ := ctx.Value(sessionKey{}).(*consoleSession); sess != nil {
-		return sess.csrf
-	}
-	return ""
 }
 
 // Agent tokens.

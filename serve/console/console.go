@@ -58,9 +58,6 @@ type Backend interface {
 	Login() (*http.Cookie, string)
 	// Logout ends r's session and returns the cookie that clears it.
 	Logout(r *http.Request) *http.Cookie
-	// SessionCSRF is the CSRF token of the session of a request that
-	// Operator let through ("" for a bearer token).
-	SessionCSRF(ctx context.Context) string
 	// Redact replaces every secret value of the harness in s.
 	Redact(s string) string
 	// Closing is closed when the server is closing: event streams end.
