@@ -440,7 +440,13 @@ func (g *gateway) dispatch(ctx context.Context, run string, as *agentServer, req
 			if res.Error != "" {
 				return errorResult(res.Error), nil
 			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(res.Content)}}, StructuredContent: json.RawMessage(res.Content)}, nil
+			out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(res.Content)}}}
+			if res.Content.Kind() == '{' {
+				// structuredContent is an object before protocol
+				// 2026-07-28; any other result is the text alone.
+				out.StructuredContent = json.RawMessage(res.Content)
+			}
+			return out, nil
 		case errors.Is(err, driver.ErrSuspended):
 			id := "id unknown"
 			if pe := (*driver.PendingError)(nil); errors.As(err, &pe) && pe.Approval != "" {
