@@ -408,4 +408,3 @@ func TestSpecErrors(t *testing.T) {
 		}
 	}
 }
-
