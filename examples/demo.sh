@@ -1,54 +1,123 @@
 #!/usr/bin/env bash
-# The main job on the bundled examples:
+# Every bundled example, end to end, against mock APIs:
 #   1. validate every example playbook;
-#   2. check two of them against the example harness: the built-ins, the
-#      Stripe connector on stripe-mock, and the real server-memory MCP server;
-#   3. run refund-review end to end with the transcript driver: the gate and
-#      the charge.refund approval are approved from the command line;
-#   4. verify the run's hash-chained audit log.
+#   2. start the mocks (scripts/mocks.sh: stripe-mock, Prism on each
+#      provider's API description, the GraphQL mock) and check every example
+#      against a copy of examples/harness.yaml whose state lives in a
+#      temporary directory;
+#   3. run each example with the transcript driver (examples/transcripts/):
+#      each gate and each call waiting for approval is approved or denied
+#      from the command line, as this script says per example;
+#   4. verify each run's hash-chained audit log and print one line per
+#      example: "<example>: <status> (<N> calls)".
+# Nothing is shared with other runs: the store, the memory graph, the logs
+# and the binaries are in one mktemp -d directory, removed at the end (set
+# KEEP=1 to keep it). The credentials are fake values for the mocks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root="$PWD"
 PATH="$(scripts/deps.sh)"
 export PATH
 
-go build -o bin/openplaybook ./cmd/openplaybook
-op() { echo "+ openplaybook $*" >&2; bin/openplaybook "$@"; }
-H=examples/harness.yaml
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/openplaybook-demo.XXXXXX")"
+cleanup() {
+  scripts/mocks.sh stop "$tmp/mocks" || true
+  if [ -n "${KEEP:-}" ]; then echo "kept $tmp" >&2; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
 
-# stripe-mock on the port examples/harness.yaml names, unless one answers.
-if ! (exec 3<>/dev/tcp/127.0.0.1/12111) 2>/dev/null; then
-  stripe-mock -http-addr 127.0.0.1:12111 -https-addr 127.0.0.1:0 >/tmp/openplaybook-demo-stripe-mock.log 2>&1 &
-  mock=$!
-  trap 'kill $mock 2>/dev/null || true' EXIT
-  for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/12111) 2>/dev/null && break; sleep 0.1; done
+go build -o "$tmp/openplaybook" ./cmd/openplaybook
+go build -o "$tmp/acme-mcp" ./examples/acme-mcp
+op() { echo "+ openplaybook $*" >&2; "$tmp/openplaybook" "$@"; }
+# json EXPR: evaluates EXPR over the JSON object on standard input (d).
+json() { node -e 'const d = JSON.parse(require("fs").readFileSync(0, "utf8")); const v = ('"$1"'); if (v !== undefined) console.log(Array.isArray(v) ? v.join("\n") : v)'; }
+
+# The demo's harness: examples/harness.yaml with every relative path made
+# absolute, the store and the memory graph in $tmp, and the acme server
+# the binary built above.
+H="$tmp/harness.yaml"
+sed -e "s|^\(  *cwd: \)\.\.\( .*\)\{0,1\}$|\1$root|" \
+  -e "s|\(transcript: \"\{0,1\}\)transcripts/|\1$root/examples/transcripts/|" \
+  -e "s|^\(  sqlite: \).*|\1$tmp/store/openplaybook.db|" \
+  -e "s|^\(  seed: \)\([^ ]*\)|\1$root/examples/\2|" \
+  -e "s|^\(  *MEMORY_FILE_PATH: \).*|\1$tmp/memory.jsonl|" \
+  -e "s|^\(  *command: \)go$|\1$tmp/acme-mcp|" \
+  -e "s|^\(  *args: \)\[run, \./examples/acme-mcp, -orders, |\1[-orders, $root/|" \
+  -e "s|^\(    - {path: \)\.env,|\1$tmp/.env,|" \
+  examples/harness.yaml >"$H"
+if grep -nE 'cwd: \.\.|openplaybook-example-memory|\.openplaybook/|command: go$|path: \.env' "$H" >&2; then
+  echo "demo: the harness copy still names shared or relative paths (above): examples/harness.yaml changed; update the sed lines in $0" >&2
+  exit 1
 fi
-# stripe-mock accepts any test key; a real deployment reads the key from the
-# environment or a dotenv file (docs/harness.md).
-export STRIPE_API_KEY="${STRIPE_API_KEY:-sk_test_123}"
 
-# The memory graph the example harness names knows the customer, so the
-# refund's add_observations call has an entity to add to.
-mem=/tmp/openplaybook-example-memory.jsonl
-grep -qs '"name":"Ada Lovelace"' "$mem" ||
-  echo '{"type":"entity","name":"Ada Lovelace","entityType":"customer","observations":["Asked about a duplicate charge."]}' >>"$mem"
+# Fake credentials for every secret the harness names: the mocks accept any.
+for s in $(sed -n 's/.*secrets: {\(.*\)}.*/\1/p; s/.*\${secret:\([A-Z0-9_]*\)}.*/x: \1/p' examples/harness.yaml | tr ',' '\n' | sed 's/.*: *//' | sort -u); do
+  export "$s=demo-fake-$(echo "$s" | tr 'A-Z_' 'a-z-')"
+done
+export STRIPE_API_KEY=sk_test_123 # stripe-mock wants a test key's shape
+
+# The memory graph knows Ada, so refund-review's add_observations has an
+# entity to add to.
+echo '{"type":"entity","name":"Ada Lovelace","entityType":"customer","observations":["Asked about a duplicate charge."]}' >"$tmp/memory.jsonl"
+
+scripts/mocks.sh start "$tmp/mocks"
+
+# The examples whose every provider has a connector in this tree.
+ready=() skipped=() summary=()
+for f in examples/*.json; do
+  missing=$(node -e 'const fs = require("fs"); const d = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+    console.log(d.manifest.requiredConnectors.filter(p => p !== "stripe" && !fs.existsSync("connector/providers/" + p + ".json")).join(", "))' "$f")
+  if [ -n "$missing" ]; then
+    skipped+=("$(basename "$f" .json): skipped (no connector for $missing in this tree yet)")
+  else
+    ready+=("$f")
+  fi
+done
 
 op validate examples/
-op check --harness "$H" examples/support-triage.json examples/refund-review.json
+op check --harness "$H" "${ready[@]}"
 
-status=0
-out=$(op run --harness "$H" --format json \
-  --input '{"customerId":"cus_ada","chargeId":"ch_duplicate","message":"I was charged twice for the same invoice."}' \
-  examples/refund-review.json) || status=$?
-run=$(printf '%s' "$out" | sed -n 's/.*"run": *"\(run_[0-9a-f]*\)".*/\1/p' | head -n1)
-[ "$status" -eq 3 ] || { echo "expected the run to wait at its gate (exit 3), got $status" >&2; exit 1; }
+# example NAME INPUT DECISION...: runs examples/NAME.json with INPUT; each
+# time the run waits, decides what it waits for (a gate or an approval, in
+# the order they come) with the next DECISION (approve or deny), then
+# resumes, until the run ends.
+example() {
+  local name=$1 input=$2 out status run kind id step decision n
+  shift 2
+  [[ " ${ready[*]} " == *" examples/$name.json "* ]] || return 0
+  echo "== $name" >&2
+  status=0
+  out=$(op run --harness "$H" --format json --input "$input" "examples/$name.json") || status=$?
+  run=$(json d.run <<<"$out")
+  while [ "$status" -eq 3 ]; do
+    while IFS=' ' read -r kind id step; do
+      [ $# -gt 0 ] || { echo "demo: $name waits for $kind $id in step $step, and the script has no decision left for it" >&2; exit 1; }
+      decision=$1
+      shift
+      op "$decision" --harness "$H" --by demo --reason "demo: $decision $kind in step $step" "$run" "$id" >/dev/null
+    done < <(json 'd.waiting.map(w => w.kind + " " + w.id + " " + w.step)' <<<"$out")
+    status=0
+    out=$(op resume --harness "$H" --format json "$run") || status=$?
+  done
+  [ $# -eq 0 ] || { echo "demo: $name ended with $# decisions left: $*" >&2; exit 1; }
+  case "$status" in
+    0 | 4) ;;
+    *) echo "demo: $name did not run to its end (exit $status): $out" >&2; exit 1 ;;
+  esac
+  op audit --harness "$H" --verify "$run" | tail -n 1 >&2
+  # The calls made, and any refused or failed (none expected).
+  n=$(op audit --harness "$H" --format json "$run" | json '(k => k("succeeded") + " calls" + ["refused", "failed", "outcome-unknown", "output-invalid"].map(x => k(x) ? ", " + k(x) + " " + x : "").join(""))(x => d.records.filter(r => r.kind === "call." + x).length)')
+  summary+=("$name: $(json d.status <<<"$out") ($n)")
+}
 
-op approve --harness "$H" --reason "duplicate confirmed" "$run" approve_refund
-status=0
-out=$(op resume --harness "$H" --format json "$run") || status=$?
-[ "$status" -eq 3 ] || { echo "expected the run to wait for the refund approval (exit 3), got $status" >&2; exit 1; }
-approval=$(printf '%s' "$out" | sed -n 's/.*"id": *"\(apr_[0-9a-f]*\)".*/\1/p' | head -n1)
+example support-triage '{"fromEmail":"ada@analytical.example","subject":"CSV export times out","body":"Exporting our workspace to CSV times out after a minute."}' \
+  deny
+example refund-review '{"customerId":"cus_ada","chargeId":"ch_duplicate","message":"I was charged twice for the same invoice."}' \
+  approve approve
+example churn-watch '{"fromAddress":"Dana at Acme <dana@acme.example>","posthogProjectId":"12345"}' \
+  approve approve
+example failed-charge-recovery '{"customerId":"cus_ada","chargeId":"ch_failed","stripeCustomerId":"cus_StripeAda"}' \
+  approve approve approve approve
 
-op approve --harness "$H" --reason "refund the duplicate" "$run" "$approval"
-op resume --harness "$H" "$run"
-op audit --harness "$H" --verify "$run" | tail -n 1
-op today --harness "$H"
+op today --harness "$H" >&2
+printf '%s\n' "${summary[@]}" ${skipped[@]+"${skipped[@]}"}
