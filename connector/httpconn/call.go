@@ -301,9 +301,10 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 		}
 		v, err := c.answer(t, ans)
 		if err != nil {
-			err = fmt.Errorf("%s: %s %s answered %d: %s", t.def.Name, req.method, c.redactURL(req.url), ans.status, c.redactor(err.Error()))
 			var de *definiteAnswer
-			if !writes || errors.As(err, &de) {
+			stated := errors.As(err, &de)
+			err = fmt.Errorf("%s: %s %s answered %d: %s", t.def.Name, req.method, c.redactURL(req.url), ans.status, c.redactor(err.Error()))
+			if !writes || stated {
 				return nil, registry.Definite(err)
 			}
 			return nil, fmt.Errorf("%w; the provider accepted the request, so it was probably applied", err)
