@@ -87,7 +87,7 @@ func (c *Connection) build(t *tool, in any, key string) (*built, error) {
 		o := newObject()
 		o.set("query", t.graphql)
 		if t.variables != nil {
-			v, ok, err := t.variables.eval(in)
+			v, ok, err := evalTop(t.variables, in)
 			if err != nil {
 				return nil, fmt.Errorf("GraphQL variables: %v", err)
 			}
@@ -97,7 +97,7 @@ func (c *Connection) build(t *tool, in any, key string) (*built, error) {
 		}
 		body = o
 	case t.body != nil:
-		v, ok, err := t.body.eval(in)
+		v, ok, err := evalTop(t.body, in)
 		if err != nil {
 			return nil, fmt.Errorf("body: %v", err)
 		}
@@ -361,7 +361,32 @@ func (c *Connection) answer(t *tool, ans *answer) (jsontext.Value, error) {
 		}
 		in = data
 	}
-	v, ok, err := t.result.eval(in)
+	if t.userErrors != nil {
+		if list, _ := pointer(in, t.userErrors); list != nil {
+			errs, isList := list.([]any)
+			if !isList {
+				return nil, errors.New("the answer's user errors are not an array")
+			}
+			if len(errs) > 0 {
+				var msgs []string
+				for _, e := range errs {
+					m, _ := pointer(e, []string{"message"})
+					s, _ := m.(string)
+					if f, _ := pointer(e, []string{"field"}); f != nil {
+						if fe, err := encode(f); err == nil {
+							s = fmt.Sprintf("%s (field %s)", s, clip(string(fe), 100))
+						}
+					}
+					msgs = append(msgs, clip(s, 300))
+					if len(msgs) == 3 {
+						break
+					}
+				}
+				return nil, &definiteAnswer{"the provider refused the call: " + strings.Join(msgs, "; ")}
+			}
+		}
+	}
+	v, ok, err := evalTop(t.result, in)
 	if err != nil {
 		return nil, fmt.Errorf("the answer does not have the documented shape: %v", err)
 	}
