@@ -254,6 +254,10 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 	var last error
 	for attempt := 1; ; attempt++ {
 		ans, err := c.send(ctx, req)
+		var ns *notSent
+		if errors.As(err, &ns) {
+			return nil, registry.Definite(fmt.Errorf("%s: %s (nothing was sent)", t.def.Name, c.redactor(ns.err.Error())))
+		}
 		if err != nil {
 			// The request may have reached the provider.
 			last = fmt.Errorf("%s: %s %s: %s", t.def.Name, req.method, c.redactURL(req.url), c.redactor(netError(ctx, err, c.timeout)))
@@ -301,9 +305,10 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 		}
 		v, err := c.answer(t, ans)
 		if err != nil {
-			err = fmt.Errorf("%s: %s %s answered %d: %s", t.def.Name, req.method, c.redactURL(req.url), ans.status, c.redactor(err.Error()))
 			var de *definiteAnswer
-			if !writes || errors.As(err, &de) {
+			stated := errors.As(err, &de)
+			err = fmt.Errorf("%s: %s %s answered %d: %s", t.def.Name, req.method, c.redactURL(req.url), ans.status, c.redactor(err.Error()))
+			if !writes || stated {
 				return nil, registry.Definite(err)
 			}
 			return nil, fmt.Errorf("%w; the provider accepted the request, so it was probably applied", err)
@@ -311,6 +316,11 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 		return v, nil
 	}
 }
+
+// notSent is a failure before the request left (getting its credential).
+type notSent struct{ err error }
+
+func (e *notSent) Error() string { return e.err.Error() }
 
 // definiteAnswer is an error the provider stated in a 2xx answer (a
 // GraphQL error without data, Slack's "ok": false): it did not apply the
@@ -361,6 +371,31 @@ func (c *Connection) answer(t *tool, ans *answer) (jsontext.Value, error) {
 		}
 		in = data
 	}
+	if t.userErrors != nil {
+		if list, _ := pointer(in, t.userErrors); list != nil {
+			errs, isList := list.([]any)
+			if !isList {
+				return nil, errors.New("the answer's user errors are not an array")
+			}
+			if len(errs) > 0 {
+				var msgs []string
+				for _, e := range errs {
+					m, _ := pointer(e, []string{"message"})
+					s, _ := m.(string)
+					if f, _ := pointer(e, []string{"field"}); f != nil {
+						if fe, err := encode(f); err == nil {
+							s = fmt.Sprintf("%s (field %s)", s, clip(string(fe), 100))
+						}
+					}
+					msgs = append(msgs, clip(s, 300))
+					if len(msgs) == 3 {
+						break
+					}
+				}
+				return nil, &definiteAnswer{"the provider refused the call: " + strings.Join(msgs, "; ")}
+			}
+		}
+	}
 	v, ok, err := evalTop(t.result, in)
 	if err != nil {
 		return nil, fmt.Errorf("the answer does not have the documented shape: %v", err)
@@ -390,7 +425,7 @@ func (c *Connection) send(ctx context.Context, b *built) (*answer, error) {
 	}
 	req.Header = b.header.Clone()
 	if err := c.authorize(ctx, req); err != nil {
-		return nil, err
+		return nil, &notSent{err}
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {

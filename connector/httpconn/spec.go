@@ -103,6 +103,14 @@ type Auth struct {
 	// clientId and clientSecret; a harness connection's tokenURL replaces
 	// it.
 	TokenURL string `json:"tokenURL,omitempty"`
+	// Grant is "" for the refresh-token grant above, or
+	// "client_credentials" (RFC 6749 section 4.4): a connection that
+	// binds clientId and clientSecret (and maybe no accessToken) has the
+	// executor get access tokens at TokenURL (HTTP Basic client
+	// authentication, the connection's scopes), keep them in memory, and
+	// get a new one before one expires and once when the provider
+	// answers 401 (PayPal, Ramp).
+	Grant string `json:"grant,omitempty"`
 }
 
 // Basic is HTTP Basic authentication (RFC 7617) from two secret roles.
@@ -149,6 +157,11 @@ type Tool struct {
 	// from the provider's answer (a [Template] over the decoded JSON
 	// body; null when the body is empty).
 	Result jsontext.Value `json:"result"`
+	// UserErrors is a JSON Pointer into the answer (GraphQL: its data)
+	// to an array of errors the provider reports in a 2xx answer, such
+	// as a Shopify or Linear mutation's userErrors: a non-empty array
+	// makes the call a definite error with their messages.
+	UserErrors string `json:"userErrors,omitempty"`
 	// Hook names Go code that rewrites the arguments before the request
 	// is built (Gmail's "rfc2822" builds the MIME message); "" for none.
 	Hook string `json:"hook,omitempty"`
