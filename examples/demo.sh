@@ -118,6 +118,10 @@ example churn-watch '{"fromAddress":"Dana at Acme <dana@acme.example>","posthogP
   approve approve
 example failed-charge-recovery '{"customerId":"cus_ada","chargeId":"ch_failed","stripeCustomerId":"cus_StripeAda"}' \
   approve approve approve approve
+example order-delay-follow-up '{"orderId":"gid://shopify/Order/5468126543921","customerId":"cus_ada","daysLate":7}' \
+  approve approve approve
+example finance-reconciliation '{"month":"2026-11","mercuryAccountId":"0ad81488-cead-11e9-80e2-8fecf9556cc6","rampRecipientId":"73dbe710-fb4a-11e9-b89d-07e77a363005"}' \
+  approve approve
 
 op today --harness "$H" >&2
 printf '%s\n' "${summary[@]}" ${skipped[@]+"${skipped[@]}"}
