@@ -122,6 +122,9 @@ example order-delay-follow-up '{"orderId":"gid://shopify/Order/5468126543921","c
   approve approve approve
 example finance-reconciliation '{"month":"2026-11","mercuryAccountId":"0ad81488-cead-11e9-80e2-8fecf9556cc6","rampRecipientId":"73dbe710-fb4a-11e9-b89d-07e77a363005"}' \
   approve approve
+example meeting-notes '{"title":"Analytical Engines: Q1 planning","heldAt":"2026-12-01T15:00:00Z","attendees":["Dana Scully","Ada Lovelace"],"transcript":"Dana: Thanks for joining. Ada: The exports keep timing out for finance. Dana: Background exports ship next month; want to pilot them from 15 January? Ada: Yes, I will name two users by the 8th.","notionDatabaseId":"d9824bdc-8445-4327-be8b-5b47500af6ce"}'
+example release-notes '{"repo":"octocat/Hello-World","fromTag":"v1.0.0","toTag":"v1.1.0","slackChannel":"#releases"}' \
+  approve approve approve
 
 op today --harness "$H" >&2
 printf '%s\n' "${summary[@]}" ${skipped[@]+"${skipped[@]}"}
