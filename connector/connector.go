@@ -22,6 +22,9 @@ type Provider interface {
 	// Name is the provider's name as the spec spells it in connectorType
 	// and requires.connections[].provider ("stripe").
 	Name() string
+	// Info describes the provider: its API root and the auth kinds and
+	// secret roles a connection may use.
+	Info() Info
 	// Definitions returns the provider's tool definitions, a fresh copy
 	// on each call.
 	Definitions() []playbook.Definition
@@ -30,17 +33,51 @@ type Provider interface {
 	Open(cfg Config) (Connection, error)
 }
 
+// Info describes a provider ("openplaybook registry" prints it).
+type Info struct {
+	// Title is the provider's display name ("GitHub").
+	Title string
+	// APIRoot is the API's base URL ("https://api.github.com"), the
+	// servers[0].url of the provider's published API description; a
+	// harness connection's baseURL replaces it.
+	APIRoot string
+	// AuthKinds are the auth kinds a connection may use, in a fixed order.
+	AuthKinds []AuthKind
+}
+
+// AuthKind is one way to authenticate to a provider.
+type AuthKind struct {
+	// Kind is "oauth", "api_token" or "aggregator_link".
+	Kind string
+	// Secrets are the secret roles a connection of this kind must bind;
+	// Optional the roles it may also bind.
+	Secrets, Optional []string
+}
+
+// Kind returns the entry of kind k, or false.
+func (i Info) Kind(k string) (AuthKind, bool) {
+	for _, a := range i.AuthKinds {
+		if a.Kind == k {
+			return a, true
+		}
+	}
+	return AuthKind{}, false
+}
+
 // Config is a harness connection, its secrets resolved.
 type Config struct {
 	// AuthKind is "oauth", "api_token" or "aggregator_link".
 	AuthKind string
 	// Secrets maps a role ("apiKey", "accessToken", ...) to the secret's
-	// value.
+	// value: every role the auth kind needs, and the optional roles the
+	// harness binds.
 	Secrets map[string]string
 	// Scopes are the scopes the harness says the credential was granted.
 	Scopes []string
 	// BaseURL replaces the provider's API root ("" keeps it).
 	BaseURL string
+	// TokenURL replaces the provider's OAuth token endpoint ("" keeps it).
+	TokenURL string
 	// Timeout bounds one call; zero means the provider's default.
 	Timeout time.Duration
 }

@@ -117,6 +117,10 @@ type Basic struct {
 type ErrorShape struct {
 	Code    []string `json:"code,omitempty"`
 	Message []string `json:"message,omitempty"`
+	// OK, when set, is a JSON Pointer to a boolean every answer carries;
+	// false makes a 2xx answer a definite error (Slack's Web API answers
+	// 200 with {"ok": false, "error": "channel_not_found"}).
+	OK string `json:"ok,omitempty"`
 }
 
 // Idempotency is how a provider takes an idempotency key: in a header

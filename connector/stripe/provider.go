@@ -22,6 +22,16 @@ type provider struct{}
 func (provider) Name() string                       { return Provider }
 func (provider) Definitions() []playbook.Definition { return Definitions() }
 
+// Info: a secret or restricted key, or the access token of a Stripe
+// Connect OAuth grant, which Stripe takes as a key; both are the role
+// "apiKey".
+func (provider) Info() connector.Info {
+	return connector.Info{Title: "Stripe", APIRoot: "https://api.stripe.com", AuthKinds: []connector.AuthKind{
+		{Kind: "oauth", Secrets: []string{"apiKey"}},
+		{Kind: "api_token", Secrets: []string{"apiKey"}},
+	}}
+}
+
 func (provider) Open(cfg connector.Config) (connector.Connection, error) {
 	key, ok := cfg.Secrets["apiKey"]
 	if !ok {

@@ -1,0 +1,106 @@
+package httpconn
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+
+	"golang.org/x/oauth2"
+
+	"github.com/openplaybook/openplaybook/internal/credential"
+)
+
+// refresher holds an OAuth access token and refreshes it with the
+// refresh token (RFC 6749 section 6) through golang.org/x/oauth2. The
+// refreshed token is kept in memory only.
+type refresher struct {
+	cfg    oauth2.Config
+	client *http.Client
+
+	mu      sync.Mutex
+	current string
+	refresh string
+	loaded  bool
+}
+
+func newRefresher(tokenURL string, secrets map[string]string, client *http.Client) *refresher {
+	return &refresher{
+		cfg: oauth2.Config{
+			ClientID:     secrets["clientId"],
+			ClientSecret: secrets["clientSecret"],
+			Endpoint:     oauth2.Endpoint{TokenURL: tokenURL, AuthStyle: oauth2.AuthStyleInParams},
+		},
+		client:  client,
+		refresh: secrets["refreshToken"],
+	}
+}
+
+// token returns the access token to send: the bound one until a refresh
+// replaced it; with none bound, it refreshes first.
+func (r *refresher) token(ctx context.Context, bound string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.loaded {
+		r.current, r.loaded = bound, true
+	}
+	if r.current == "" {
+		if err := r.refreshLocked(ctx); err != nil {
+			return "", err
+		}
+	}
+	return r.current, nil
+}
+
+// force refreshes the access token (the provider refused the current one).
+func (r *refresher) force(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.loaded = true
+	return r.refreshLocked(ctx)
+}
+
+func (r *refresher) refreshLocked(ctx context.Context) error {
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, r.client)
+	tok, err := r.cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: r.refresh}).Token()
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) {
+			msg := "the token endpoint answered " + http.StatusText(re.Response.StatusCode)
+			if re.ErrorCode != "" {
+				msg += ": " + re.ErrorCode
+			}
+			return errors.New(msg)
+		}
+		return errors.New("the token endpoint could not be reached")
+	}
+	if tok.AccessToken == "" {
+		return errors.New("the token endpoint answered no access token")
+	}
+	r.current = tok.AccessToken
+	if tok.RefreshToken != "" {
+		r.refresh = tok.RefreshToken
+	}
+	return nil
+}
+
+// newRedactor returns what removes the connection's secret values (the
+// longest first), and anything the credential detector recognises, from
+// a message.
+func newRedactor(secrets map[string]string) func(string) string {
+	var vals []string
+	for _, v := range secrets {
+		if len(v) >= 4 {
+			vals = append(vals, v)
+		}
+	}
+	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
+	return func(s string) string {
+		for _, v := range vals {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+		return credential.Redact(s)
+	}
+}

@@ -1,0 +1,621 @@
+package httpconn
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/openplaybook/openplaybook/registry"
+)
+
+// built is one request, ready to send (again, on a retry).
+type built struct {
+	method, url string
+	header      http.Header
+	body        []byte
+}
+
+// build makes the request of t from the arguments. Its errors are the
+// caller's (nothing was sent).
+func (c *Connection) build(t *tool, in any, key string) (*built, error) {
+	path, err := expandPath(t.path, in)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	for _, e := range t.query {
+		v, ok, err := e.t.eval(in)
+		if err != nil {
+			return nil, fmt.Errorf("query parameter %s: %v", e.name, err)
+		}
+		if !ok || v == nil {
+			continue
+		}
+		if list, isList := v.([]any); isList {
+			for _, x := range list {
+				s, ok := scalarString(x)
+				if !ok {
+					return nil, fmt.Errorf("query parameter %s: an array of scalars is needed, found %s in it", e.name, kindOf(x))
+				}
+				q.Add(e.name, s)
+			}
+			continue
+		}
+		s, ok := scalarString(v)
+		if !ok {
+			return nil, fmt.Errorf("query parameter %s: a scalar or an array is needed, found %s", e.name, kindOf(v))
+		}
+		q.Set(e.name, s)
+	}
+	for param, role := range c.auth.Query {
+		q.Set(param, c.secrets[role])
+	}
+	b := &built{method: t.method, url: c.root + path, header: http.Header{}}
+	if len(q) > 0 {
+		b.url += "?" + q.Encode()
+	}
+	for k, v := range c.p.spec.Headers {
+		b.header.Set(k, v)
+	}
+	for _, e := range t.headers {
+		v, ok, err := e.t.eval(in)
+		if err != nil {
+			return nil, fmt.Errorf("header %s: %v", e.name, err)
+		}
+		if !ok || v == nil {
+			continue
+		}
+		s, ok := scalarString(v)
+		if !ok || strings.ContainsAny(s, "\r\n\x00") {
+			return nil, fmt.Errorf("header %s: a one-line scalar is needed", e.name)
+		}
+		b.header.Set(e.name, s)
+	}
+	var body any
+	switch {
+	case t.graphql != "":
+		o := newObject()
+		o.set("query", t.graphql)
+		if t.variables != nil {
+			v, ok, err := t.variables.eval(in)
+			if err != nil {
+				return nil, fmt.Errorf("GraphQL variables: %v", err)
+			}
+			if ok {
+				o.set("variables", v)
+			}
+		}
+		body = o
+	case t.body != nil:
+		v, ok, err := t.body.eval(in)
+		if err != nil {
+			return nil, fmt.Errorf("body: %v", err)
+		}
+		if ok {
+			body = v
+		}
+	}
+	if len(c.auth.Body) > 0 || (key != "" && t.retryWrite && t.idemBody != "") {
+		o, isObj := body.(*object)
+		if body == nil {
+			o, isObj = newObject(), true
+		}
+		if !isObj {
+			return nil, errors.New("body: credentials and idempotency keys go in an object body")
+		}
+		for _, member := range sortedKeys(c.auth.Body) {
+			o.set(member, c.secrets[c.auth.Body[member]])
+		}
+		if key != "" && t.retryWrite && t.idemBody != "" {
+			o.set(t.idemBody, key)
+		}
+		body = o
+	}
+	if key != "" && t.retryWrite && t.idemHeader != "" {
+		b.header.Set(t.idemHeader, key)
+	}
+	if body != nil {
+		if t.form {
+			form := url.Values{}
+			if err := flattenForm(form, "", body); err != nil {
+				return nil, fmt.Errorf("body: %v", err)
+			}
+			b.body = []byte(form.Encode())
+			b.header.Set("Content-Type", "application/x-www-form-urlencoded")
+		} else {
+			enc, err := encode(body)
+			if err != nil {
+				return nil, fmt.Errorf("body: %v", err)
+			}
+			b.body = enc
+			b.header.Set("Content-Type", "application/json")
+		}
+	}
+	if b.header.Get("Accept") == "" {
+		b.header.Set("Accept", "application/json")
+	}
+	b.header.Set("User-Agent", "openplaybook")
+	return b, nil
+}
+
+// expandPath fills the path's {name} placeholders from the arguments'
+// top-level members, percent-encoded ("{name*}" keeps "/").
+func expandPath(p string, in any) (string, error) {
+	var sb strings.Builder
+	for {
+		i := strings.IndexByte(p, '{')
+		if i < 0 {
+			sb.WriteString(p)
+			return sb.String(), nil
+		}
+		j := strings.IndexByte(p[i:], '}') + i
+		sb.WriteString(p[:i])
+		name := p[i+1 : j]
+		keep := strings.HasSuffix(name, "*")
+		name = strings.TrimSuffix(name, "*")
+		v, _ := pointer(in, []string{name})
+		s, ok := scalarString(v)
+		if !ok || s == "" {
+			return "", fmt.Errorf("argument %q is needed in the request path (a non-empty string or number)", name)
+		}
+		if keep {
+			parts := strings.Split(s, "/")
+			for k, part := range parts {
+				if part == "" || part == "." || part == ".." {
+					return "", fmt.Errorf("argument %q has an empty, \".\" or \"..\" segment", name)
+				}
+				parts[k] = url.PathEscape(part)
+			}
+			sb.WriteString(strings.Join(parts, "/"))
+		} else {
+			if s == "." || s == ".." {
+				return "", fmt.Errorf("argument %q cannot be %q", name, s)
+			}
+			sb.WriteString(url.PathEscape(s))
+		}
+		p = p[j+1:]
+	}
+}
+
+// flattenForm encodes a body the way form APIs read nested members:
+// a[b]=1, a[0]=x.
+func flattenForm(form url.Values, prefix string, v any) error {
+	switch v := v.(type) {
+	case *object:
+		for _, k := range v.keys {
+			name := k
+			if prefix != "" {
+				name = prefix + "[" + k + "]"
+			}
+			if err := flattenForm(form, name, v.vals[k]); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if err := flattenForm(form, fmt.Sprintf("%s[%d]", prefix, i), e); err != nil {
+				return err
+			}
+		}
+	case nil:
+		form.Add(prefix, "")
+	default:
+		s, _ := scalarString(v)
+		if prefix == "" {
+			return errors.New("a form body must be an object")
+		}
+		form.Add(prefix, s)
+	}
+	return nil
+}
+
+// call runs one tool call: build, send with retries, read the answer and
+// build the result. Its errors are shown to the agent (after redaction)
+// and classify the outcome ([registry.Definite]).
+func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key string) (jsontext.Value, error) {
+	refuse := func(err error) error {
+		return registry.Definite(fmt.Errorf("%s: %s (nothing was sent)", t.def.Name, c.redactor(err.Error())))
+	}
+	if len(args) == 0 {
+		args = jsontext.Value("{}")
+	}
+	if t.hook != nil {
+		var err error
+		if args, err = t.hook(args); err != nil {
+			return nil, refuse(err)
+		}
+	}
+	in, err := decode(args)
+	if err != nil {
+		return nil, refuse(fmt.Errorf("the arguments are not valid JSON: %v", err))
+	}
+	if _, ok := in.(*object); !ok {
+		return nil, refuse(errors.New("the arguments must be a JSON object"))
+	}
+	req, err := c.build(t, in, key)
+	if err != nil {
+		return nil, refuse(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	writes := t.def.SideEffecting != nil && *t.def.SideEffecting
+	retryable := !writes || t.retryWrite
+	refreshed := false
+	var last error
+	for attempt := 1; ; attempt++ {
+		ans, err := c.send(ctx, req)
+		if err != nil {
+			// The request may have reached the provider.
+			last = fmt.Errorf("%s: %s %s: %s", t.def.Name, req.method, c.redactURL(req.url), c.redactor(netError(ctx, err, c.timeout)))
+			if retryable && attempt < MaxAttempts && ctx.Err() == nil && wait(ctx, backoff(attempt)) {
+				continue
+			}
+			if !writes {
+				return nil, registry.Definite(last)
+			}
+			return nil, fmt.Errorf("%w; the outcome is unknown: the request may have been applied", last)
+		}
+		switch {
+		case ans.status == http.StatusUnauthorized && c.refresh != nil && !refreshed:
+			refreshed = true
+			if err := c.refresh.force(ctx); err != nil {
+				return nil, registry.Definite(fmt.Errorf("%s: the provider refused the access token (401) and refreshing it failed: %s", t.def.Name, c.redactor(err.Error())))
+			}
+			attempt--
+			continue
+		case ans.status == http.StatusTooManyRequests:
+			last = registry.Definite(c.providerError(t, req, ans))
+			if attempt < MaxAttempts {
+				d, ok := retryAfter(ans.header, time.Now())
+				if !ok {
+					d = backoff(attempt)
+				}
+				if dl, has := ctx.Deadline(); !has || time.Until(dl) > d {
+					if wait(ctx, d) {
+						continue
+					}
+				}
+			}
+			return nil, last
+		case ans.status >= 500:
+			perr := c.providerError(t, req, ans)
+			if retryable && attempt < MaxAttempts && (ans.status == 500 || ans.status == 502 || ans.status == 503 || ans.status == 504) && wait(ctx, backoff(attempt)) {
+				continue
+			}
+			if !writes {
+				return nil, registry.Definite(perr)
+			}
+			return nil, fmt.Errorf("%w; the outcome is unknown: the provider may have applied the request", perr)
+		case ans.status >= 400 || ans.status < 200 || ans.status >= 300:
+			return nil, registry.Definite(c.providerError(t, req, ans))
+		}
+		v, err := c.answer(t, ans)
+		if err != nil {
+			err = fmt.Errorf("%s: %s %s answered %d: %s", t.def.Name, req.method, c.redactURL(req.url), ans.status, c.redactor(err.Error()))
+			var de *definiteAnswer
+			if !writes || errors.As(err, &de) {
+				return nil, registry.Definite(err)
+			}
+			return nil, fmt.Errorf("%w; the provider accepted the request, so it was probably applied", err)
+		}
+		return v, nil
+	}
+}
+
+// definiteAnswer is an error the provider stated in a 2xx answer (a
+// GraphQL error without data, Slack's "ok": false): it did not apply the
+// call.
+type definiteAnswer struct{ msg string }
+
+func (e *definiteAnswer) Error() string { return e.msg }
+
+// answer reads a 2xx answer into the tool's result.
+func (c *Connection) answer(t *tool, ans *answer) (jsontext.Value, error) {
+	if ans.tooBig {
+		return nil, fmt.Errorf("the answer is larger than %d bytes", MaxAnswerBytes)
+	}
+	var in any
+	if len(bytes.TrimSpace(ans.body)) > 0 {
+		v, err := decode(ans.body)
+		if err != nil {
+			return nil, fmt.Errorf("the answer is not valid JSON: %v", err)
+		}
+		in = v
+	}
+	if p := c.p.spec.Errors.OK; p != "" {
+		toks, _ := splitPointer(p)
+		if ok, _ := pointer(in, toks); ok == false {
+			code, msg := c.errorText(in)
+			return nil, &definiteAnswer{fmt.Sprintf("the provider refused the call: %s", joinCodeMessage(code, msg))}
+		}
+	}
+	if t.graphql != "" {
+		errs, _ := pointer(in, []string{"errors"})
+		data, _ := pointer(in, []string{"data"})
+		if list, ok := errs.([]any); ok && len(list) > 0 {
+			var msgs []string
+			for _, e := range list {
+				m, _ := pointer(e, []string{"message"})
+				if s, ok := m.(string); ok {
+					msgs = append(msgs, clip(s, 300))
+				}
+				if len(msgs) == 3 {
+					break
+				}
+			}
+			text := "GraphQL errors: " + strings.Join(msgs, "; ")
+			if data == nil {
+				return nil, &definiteAnswer{text}
+			}
+			return nil, errors.New(text)
+		}
+		in = data
+	}
+	v, ok, err := t.result.eval(in)
+	if err != nil {
+		return nil, fmt.Errorf("the answer does not have the documented shape: %v", err)
+	}
+	if !ok {
+		return nil, errors.New("the answer lacks what the result is built from")
+	}
+	return encode(v)
+}
+
+// answer is a provider's HTTP answer, its body read up to the limit.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+	tooBig bool
+}
+
+func (c *Connection) send(ctx context.Context, b *built) (*answer, error) {
+	var body io.Reader
+	if b.body != nil {
+		body = bytes.NewReader(b.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, b.method, b.url, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = b.header.Clone()
+	if err := c.authorize(ctx, req); err != nil {
+		return nil, err
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	a := &answer{status: resp.StatusCode, header: resp.Header, body: data}
+	if len(data) > MaxAnswerBytes {
+		a.tooBig, a.body = true, nil
+	}
+	return a, nil
+}
+
+// authorize places the credential on the request per the auth kind.
+func (c *Connection) authorize(ctx context.Context, req *http.Request) error {
+	a := c.auth
+	if a.Bearer != "" {
+		tok := c.secrets[a.Bearer]
+		if c.refresh != nil && a.Bearer == "accessToken" {
+			var err error
+			if tok, err = c.refresh.token(ctx, tok); err != nil {
+				return fmt.Errorf("refreshing the OAuth access token: %v", err)
+			}
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	if a.Basic != nil {
+		cred := c.secrets[a.Basic.User] + ":"
+		if a.Basic.Password != "" {
+			cred += c.secrets[a.Basic.Password]
+		}
+		req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(cred)))
+	}
+	for h, role := range a.Header {
+		tok := c.secrets[role]
+		if c.refresh != nil && role == "accessToken" {
+			var err error
+			if tok, err = c.refresh.token(ctx, tok); err != nil {
+				return fmt.Errorf("refreshing the OAuth access token: %v", err)
+			}
+		}
+		req.Header.Set(h, tok)
+	}
+	return nil
+}
+
+// providerError is a provider's error answer as a message: the status,
+// the provider's code and message (from the spec's error shape), never
+// the raw body.
+func (c *Connection) providerError(t *tool, b *built, ans *answer) error {
+	var code, msg string
+	if v, err := decode(ans.body); err == nil {
+		code, msg = c.errorText(v)
+	}
+	text := fmt.Sprintf("%s: %s %s answered %d %s", t.def.Name, b.method, c.redactURL(b.url), ans.status, http.StatusText(ans.status))
+	if cm := joinCodeMessage(code, msg); cm != "" {
+		text += ": " + cm
+	}
+	return errors.New(c.redactor(text))
+}
+
+func (c *Connection) errorText(v any) (code, msg string) {
+	for _, p := range c.p.spec.Errors.Code {
+		toks, _ := splitPointer(p)
+		if x, ok := pointer(v, toks); ok {
+			if s, ok := scalarString(x); ok && s != "" {
+				code = clip(s, 100)
+				break
+			}
+		}
+	}
+	for _, p := range c.p.spec.Errors.Message {
+		toks, _ := splitPointer(p)
+		if x, ok := pointer(v, toks); ok {
+			if s, ok := x.(string); ok && s != "" {
+				msg = clip(s, 500)
+				break
+			}
+		}
+	}
+	return code, msg
+}
+
+func joinCodeMessage(code, msg string) string {
+	switch {
+	case code != "" && msg != "":
+		return code + ": " + msg
+	case code != "":
+		return code
+	}
+	return msg
+}
+
+func clip(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "..."
+}
+
+// redactURL drops the query (it may carry a credential or personal
+// data) from a URL shown in a message.
+func (c *Connection) redactURL(u string) string {
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u = u[:i]
+	}
+	return c.redactor(u)
+}
+
+func netError(ctx context.Context, err error, timeout time.Duration) string {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Sprintf("no answer within the call's time bound (%s)", timeout)
+	}
+	if errors.Is(err, context.Canceled) {
+		return "the call was canceled"
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+func backoff(attempt int) time.Duration {
+	return time.Duration(500<<(attempt-1)) * time.Millisecond
+}
+
+// retryAfter reads a Retry-After header (RFC 9110 section 10.2.3): delay
+// seconds or an HTTP date.
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d, true
+		}
+		return 0, true
+	}
+	return 0, false
+}
+
+// wait sleeps d unless ctx ends first; it reports whether it slept.
+func wait(ctx context.Context, d time.Duration) bool {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Request builds the HTTP request a call of the named tool with args
+// would send first (hook, templates, credentials and the idempotency key
+// applied) without sending it: the contract tests check it against the
+// provider's API description.
+func (c *Connection) Request(ctx context.Context, name string, args jsontext.Value, key string) (*http.Request, error) {
+	t := c.p.byName[name]
+	if t == nil {
+		return nil, fmt.Errorf("the %s connector has no tool %q", c.p.spec.Provider, name)
+	}
+	if t.hook != nil {
+		var err error
+		if args, err = t.hook(args); err != nil {
+			return nil, err
+		}
+	}
+	in, err := decode(args)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.build(t, in, key)
+	if err != nil {
+		return nil, err
+	}
+	var body io.Reader
+	if b.body != nil {
+		body = bytes.NewReader(b.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, b.method, b.url, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = b.header.Clone()
+	if err := c.authorize(ctx, req); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// ResultPointers returns the JSON Pointers the named tool's result
+// template reads from the answer ("/*" stands for every element of an
+// array), for the contract tests.
+func (p *Provider) ResultPointers(name string) []string {
+	t := p.byName[name]
+	if t == nil {
+		return nil
+	}
+	prefix := ""
+	return pointers(t.result, prefix)
+}
+
+// GraphQL returns the named tool's GraphQL document, or "".
+func (p *Provider) GraphQL(name string) string {
+	if t := p.byName[name]; t != nil {
+		return t.graphql
+	}
+	return ""
+}
