@@ -34,28 +34,20 @@ var AuthKinds = []string{"oauth", "api_token", "aggregator_link"}
 // is to the provider's client.
 var Roles = []string{"apiKey", "accessToken", "refreshToken", "clientId", "clientSecret", "webhookSecret"}
 
-// RequiredRole returns the role a connection must bind: "apiKey" for
-// stripe whatever its authKind (the Stripe client authenticates with a
-// key), else "apiKey" for authKind api_token and "accessToken" for oauth
-// and aggregator_link. It returns "" for an unknown authKind.
-func RequiredRole(provider, authKind string) string {
-	if provider == "stripe" {
+// exampleRole is the role a message suggests for a connection that binds
+// no secrets: "apiKey" for api_token, else "accessToken". Which roles a
+// provider needs is the connector's to say (package host checks them).
+func exampleRole(authKind string) string {
+	if authKind == "api_token" {
 		return "apiKey"
 	}
-	switch authKind {
-	case "api_token":
-		return "apiKey"
-	case "oauth", "aggregator_link":
-		return "accessToken"
-	}
-	return ""
+	return "accessToken"
 }
 
 var (
 	topKeys        = []string{"$schema", "mcpServers", "connections", "secrets", "agents", "store", "runtime", "serve"}
 	serverKeys     = []string{"command", "args", "env", "cwd", "url", "headers", "timeout", "toolsCheck", "callTimeout"}
-	connectionKeys = []string{"authKind", "secrets", "scopes", "callTimeout"}
-	stripeKeys     = []string{"authKind", "secrets", "scopes", "baseURL", "callTimeout"}
+	connectionKeys = []string{"authKind", "secrets", "scopes", "baseURL", "tokenURL", "callTimeout"}
 	secretsKeys    = []string{"env", "prefix", "dotenv", "declare"}
 	declKeys       = []string{"mcpServers", "connections", "agents"} // in the order of destinationKinds
 	dotenvKeys     = []string{"path", "optional"}
@@ -611,16 +603,11 @@ func (d *decoder) connection(m member) *Connection {
 	c := &Connection{Provider: m.key, Secrets: map[string]string{}, Scopes: []string{}, Pos: pos(n)}
 	d.inFile["connection:"+m.key] = true
 	allowed := connectionKeys
-	if m.key == "stripe" {
-		allowed = stripeKeys
-	}
 	f := make(map[string]*node)
 	for _, mm := range n.members {
 		switch {
 		case slices.Contains(allowed, mm.key):
 			f[mm.key] = mm.val
-		case mm.key == "baseURL":
-			d.errKey(mm, RuleUnknownKey, "\"baseURL\" is accepted for the stripe connection only (to point it at stripe-mock or a proxy)")
 		default:
 			d.unknownKey(mm, where, allowed)
 		}
@@ -636,7 +623,7 @@ func (d *decoder) connection(m member) *Connection {
 	}
 	if v := f["secrets"]; v == nil {
 		d.errN(n, RuleRequired, "%s needs \"secrets\": the names of the secrets holding its credentials, such as {%s: %s_%s}", where,
-			cmp.Or(RequiredRole(m.key, c.AuthKind), "apiKey"), strings.ToUpper(m.key), strings.ToUpper(snake(cmp.Or(RequiredRole(m.key, c.AuthKind), "apiKey"))))
+			exampleRole(c.AuthKind), strings.ToUpper(m.key), strings.ToUpper(snake(exampleRole(c.AuthKind))))
 	} else if d.want(v, kMap, `"secrets"`) {
 		for _, sm := range v.members {
 			if !slices.Contains(Roles, sm.key) {
@@ -662,9 +649,6 @@ func (d *decoder) connection(m member) *Connection {
 			c.Secrets[sm.key] = name
 			d.h.refs = append(d.h.refs, SecretRef{Name: name, Via: "connection", For: "connection:" + m.key, Pos: pos(sm.val)})
 		}
-		if role := RequiredRole(m.key, c.AuthKind); role != "" && c.Secrets[role] == "" && !hasMember(v, role) {
-			d.errN(v, RuleRequired, "%s needs the secret role %q (such as {%s: %s_%s})", where, role, role, strings.ToUpper(m.key), strings.ToUpper(snake(role)))
-		}
 	}
 	if v := f["scopes"]; v != nil && d.want(v, kList, `"scopes"`) {
 		seen := map[string]bool{}
@@ -684,6 +668,11 @@ func (d *decoder) connection(m member) *Connection {
 	if v := f["baseURL"]; v != nil {
 		if u, ok := d.nonEmpty(v, `"baseURL"`); ok && d.noRefs(v, `"baseURL"`) && d.httpURL(v, u, `"baseURL"`) {
 			c.BaseURL = strings.TrimRight(u, "/")
+		}
+	}
+	if v := f["tokenURL"]; v != nil {
+		if u, ok := d.nonEmpty(v, `"tokenURL"`); ok && d.noRefs(v, `"tokenURL"`) && d.httpURL(v, u, `"tokenURL"`) {
+			c.TokenURL = u
 		}
 	}
 	if v := f["callTimeout"]; v != nil {

@@ -182,10 +182,14 @@ type Connection struct {
 	// CallTimeout bounds one call to the provider; zero means the
 	// connector's default. A write it cuts short is outcome-unknown.
 	CallTimeout time.Duration
-	// BaseURL overrides the provider's API endpoint (stripe only; for
-	// example http://127.0.0.1:12111 for stripe-mock). Empty means the
-	// provider's own.
+	// BaseURL replaces the provider's API root (for example
+	// http://127.0.0.1:12111 for stripe-mock, or a Prism mock serving the
+	// provider's API description). Empty means the provider's own.
 	BaseURL string
+	// TokenURL replaces the provider's OAuth token endpoint, used to
+	// refresh the access token (docs/connectors.md). Empty means the
+	// provider's own.
+	TokenURL string
 	// BoundSecrets are the names of the secrets bound to this connection
 	// (destination "connection:<Provider>"), sorted.
 	// [Connection.Resolve] refuses a role whose secret is not one of them.

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/builtin"
 	"github.com/openplaybook/openplaybook/connector"
+	"github.com/openplaybook/openplaybook/connector/providers"
 	"github.com/openplaybook/openplaybook/connector/stripe"
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/driver"
@@ -41,8 +43,43 @@ const (
 // Providers returns the connectors this runtime has, in a fixed order.
 // The list is explicit (no registration at init): a new connector is one
 // more line here.
-func Providers() []connector.Provider {
-	return []connector.Provider{stripe.NewProvider()}
+func Providers() []connector.Provider { return slices.Clone(allProviders()) }
+
+// allProviders: Stripe (stripe-go), then the declarative connectors of
+// package connector/providers by name. Their files are compiled in and
+// tested, so an error is a build defect.
+var allProviders = sync.OnceValue(func() []connector.Provider {
+	out := []connector.Provider{stripe.NewProvider()}
+	decl, err := providers.All()
+	if err != nil {
+		panic(fmt.Sprintf("host: the compiled-in connector catalog: %v", err))
+	}
+	for _, p := range decl {
+		out = append(out, p)
+	}
+	return out
+})
+
+// Provider returns the connector of the named provider, or nil.
+func Provider(name string) connector.Provider {
+	for _, p := range allProviders() {
+		if p.Name() == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// RequiredRoles returns the secret roles a connection of provider with
+// authKind must bind, and false when the runtime has no such provider or
+// the provider does not take that authKind.
+func RequiredRoles(provider, authKind string) ([]string, bool) {
+	p := Provider(provider)
+	if p == nil {
+		return nil, false
+	}
+	k, ok := p.Info().Kind(authKind)
+	return k.Secrets, ok
 }
 
 // Options configure [Connect]. A nil *Options means the zero Options.
@@ -254,9 +291,34 @@ func (h *Host) add(d playbook.Definition, o registry.Origin, t registry.Tool) {
 // open resolves a connection's credential by the role its provider and
 // authKind need and opens it.
 func (h *Host) open(p connector.Provider, c *harness.Connection) (connector.Connection, error) {
-	role := harness.RequiredRole(p.Name(), c.AuthKind)
-	cfg := connector.Config{AuthKind: c.AuthKind, Secrets: map[string]string{}, Scopes: c.Scopes, BaseURL: c.BaseURL, Timeout: c.CallTimeout}
-	if role != "" {
+	info := p.Info()
+	kind, ok := info.Kind(c.AuthKind)
+	if !ok {
+		var kinds []string
+		for _, k := range info.AuthKinds {
+			kinds = append(kinds, fmt.Sprintf("%s (secrets %s)", k.Kind, strings.Join(k.Secrets, ", ")))
+		}
+		return nil, fmt.Errorf("the %s connector does not take authKind %q; it takes %s", p.Name(), c.AuthKind, strings.Join(kinds, " or "))
+	}
+	refresh := c.AuthKind == "oauth" && c.Secrets["refreshToken"] != "" && c.Secrets["clientId"] != "" && c.Secrets["clientSecret"] != ""
+	var missing []string
+	for _, role := range kind.Secrets {
+		if c.Secrets[role] == "" && !(refresh && role == "accessToken") {
+			missing = append(missing, role)
+		}
+	}
+	if len(missing) > 0 {
+		need := "the secret roles " + strings.Join(kind.Secrets, ", ")
+		if len(kind.Optional) > 0 {
+			need += " (optionally " + strings.Join(kind.Optional, ", ") + ")"
+		}
+		return nil, fmt.Errorf("the %s connection (authKind %s) binds no %s secret; it needs %s", p.Name(), c.AuthKind, strings.Join(missing, ", "), need)
+	}
+	cfg := connector.Config{AuthKind: c.AuthKind, Secrets: map[string]string{}, Scopes: c.Scopes, BaseURL: c.BaseURL, TokenURL: c.TokenURL, Timeout: c.CallTimeout}
+	for _, role := range append(slices.Clone(kind.Secrets), kind.Optional...) {
+		if c.Secrets[role] == "" {
+			continue
+		}
 		// Resolve checks the secret is bound to this connection
 		// (harness "secrets.declare") and fails closed.
 		v, err := c.Resolve(h.Secrets, role)

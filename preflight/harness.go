@@ -52,10 +52,18 @@ func Harness(ctx context.Context, h *host.Host) []diag.Diagnostic {
 
 	for _, p := range sortedKeys(hs.Connections) {
 		c := hs.Connections[p]
-		if role := harness.RequiredRole(p, c.AuthKind); role != "" {
-			if _, err := c.Resolve(h.Secrets, role); err != nil {
-				continue // reported at the secret's use
+		roles, _ := host.RequiredRoles(p, c.AuthKind)
+		unresolved := false
+		for _, role := range roles {
+			if c.Secrets[role] == "" {
+				continue // the connector's own error says which roles it needs
 			}
+			if _, err := c.Resolve(h.Secrets, role); err != nil {
+				unresolved = true // reported at the secret's use
+			}
+		}
+		if unresolved {
+			continue
 		}
 		if err := h.ConnectionErrs[p]; err != nil {
 			at(c.Pos, diag.Error, RuleConnection, "the %s connector cannot be set up: %v", p, err)

@@ -239,20 +239,22 @@ func (c *checker) connections(ctx context.Context) {
 				c.errorf(x.Scopes.Node, RuleConnection, "the %q connection in the harness is not granted %s; grant them and list them under connections.%s.scopes", p, strings.Join(missing, ", "), p)
 			}
 		}
-		role := harness.RequiredRole(p, bound.AuthKind)
-		secretName := bound.Secrets[role]
-		switch {
-		case role != "" && secretName == "":
-			c.errorf(x.Node, RuleConnection, "the harness's %q connection binds no %q secret", p, role)
-			continue
-		case secretName != "":
-			if _, err := c.env.Secrets.Resolve(secretName); err != nil {
-				if c.missingSecrets[secretName] {
-					continue // reported at the document's secrets entry
-				}
-				c.errorf(x.Node, RuleConnection, "the credential of the %q connection, secret %q, does not resolve: %s", p, secretName, secretReason(err))
-				continue
+		roles, _ := host.RequiredRoles(p, bound.AuthKind)
+		resolved := true
+		for _, role := range roles {
+			secretName := bound.Secrets[role]
+			if secretName == "" {
+				continue // the connector's own error says which roles it needs
 			}
+			if _, err := c.env.Secrets.Resolve(secretName); err != nil {
+				resolved = false
+				if !c.missingSecrets[secretName] { // else reported at the document's secrets entry
+					c.errorf(x.Node, RuleConnection, "the credential of the %q connection, secret %q, does not resolve: %s", p, secretName, secretReason(err))
+				}
+			}
+		}
+		if !resolved {
+			continue
 		}
 		if err := c.env.ConnectionErrs[p]; err != nil {
 			c.errorf(x.Node, RuleConnection, "the %s connector cannot be set up: %v", p, err)

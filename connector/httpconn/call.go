@@ -87,7 +87,7 @@ func (c *Connection) build(t *tool, in any, key string) (*built, error) {
 		o := newObject()
 		o.set("query", t.graphql)
 		if t.variables != nil {
-			v, ok, err := t.variables.eval(in)
+			v, ok, err := evalTop(t.variables, in)
 			if err != nil {
 				return nil, fmt.Errorf("GraphQL variables: %v", err)
 			}
@@ -97,7 +97,7 @@ func (c *Connection) build(t *tool, in any, key string) (*built, error) {
 		}
 		body = o
 	case t.body != nil:
-		v, ok, err := t.body.eval(in)
+		v, ok, err := evalTop(t.body, in)
 		if err != nil {
 			return nil, fmt.Errorf("body: %v", err)
 		}
@@ -361,7 +361,7 @@ func (c *Connection) answer(t *tool, ans *answer) (jsontext.Value, error) {
 		}
 		in = data
 	}
-	v, ok, err := t.result.eval(in)
+	v, ok, err := evalTop(t.result, in)
 	if err != nil {
 		return nil, fmt.Errorf("the answer does not have the documented shape: %v", err)
 	}

@@ -263,7 +263,9 @@ func (t existsT) eval(in any) (any, bool, error) {
 }
 
 // eval of an object leaves out members that are absent, and members that
-// are null unless the template says null literally.
+// are null unless the template says null literally. An object template
+// with members none of which is present is absent itself (an optional
+// filter object whose arguments were all left out); see [evalTop].
 func (t objT) eval(in any) (any, bool, error) {
 	out := newObject()
 	for i, k := range t.keys {
@@ -279,7 +281,20 @@ func (t objT) eval(in any) (any, bool, error) {
 		}
 		out.set(k, v)
 	}
+	if len(t.keys) > 0 && len(out.keys) == 0 {
+		return nil, false, nil
+	}
 	return out, true, nil
+}
+
+// evalTop evaluates a whole body or result template: an object template
+// that came out absent is the empty object there.
+func evalTop(t template, in any) (any, bool, error) {
+	v, ok, err := t.eval(in)
+	if _, isObj := t.(objT); err == nil && !ok && isObj {
+		return newObject(), true, nil
+	}
+	return v, ok, err
 }
 
 func (t arrT) eval(in any) (any, bool, error) {

@@ -163,6 +163,7 @@ at a gate).`,
 		c.mcpCommand(),
 		c.agentTokenCommand(),
 		c.docsCommand(),
+		c.registryCommand(),
 	)
 	// cobra's completion command (bash, zsh, fish, powershell), added here
 	// rather than at Execute so that it is in the tree like the others.

@@ -101,6 +101,11 @@ cannot be read or has errors.`,
 // (exit 2) with its diagnostics on standard error: explain is not asked
 // about the harness, and a half-built registry would mark claims wrongly.
 func (c *CLI) explainRegistry(ctx context.Context, harnessPath string, doc *playbook.Document) (*host.Host, error) {
+	return c.harnessRegistry(ctx, harnessPath, doc, nil)
+}
+
+// harnessRegistry is explainRegistry with host options.
+func (c *CLI) harnessRegistry(ctx context.Context, harnessPath string, doc *playbook.Document, o *host.Options) (*host.Host, error) {
 	h, hds, err := harness.Load(harnessPath)
 	if err != nil {
 		return nil, ioError(fmt.Errorf("reading the harness: %w", err))
@@ -115,7 +120,7 @@ func (c *CLI) explainRegistry(ctx context.Context, harnessPath string, doc *play
 	if doc != nil {
 		docs = append(docs, doc)
 	}
-	return host.Connect(ctx, h, docs, nil), nil
+	return host.Connect(ctx, h, docs, o), nil
 }
 
 // unavailable lists the MCP servers doc requires whose tools are not in

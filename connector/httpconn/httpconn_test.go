@@ -1,0 +1,410 @@
+package httpconn_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/openplaybook/openplaybook/connector"
+	"github.com/openplaybook/openplaybook/connector/httpconn"
+	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/registry"
+)
+
+const secret = "sk_live_supersecretvalue1234"
+
+func def(name string, writes bool) playbook.Definition {
+	risk := "read"
+	if writes {
+		risk = "money"
+	}
+	return playbook.Definition{
+		Name: name, Source: "connector", ConnectorType: "acme", Description: "d", Permissions: []string{"p"},
+		InputSchema: jsontext.Value(`{"type":"object"}`), OutputSchema: jsontext.Value(`{"type":"object"}`),
+		RiskClass: risk, SideEffecting: &writes, RequiresApproval: &writes, DataScopeResources: []string{"acme.x"},
+	}
+}
+
+func spec(idem *httpconn.Idempotency) httpconn.Spec {
+	return httpconn.Spec{
+		Provider: "acme", Title: "Acme", APIRoot: "https://api.acme.test/v1",
+		Auth: map[string]httpconn.Auth{
+			"api_token": {Secrets: []string{"apiKey"}, Bearer: "apiKey"},
+			"oauth":     {Secrets: []string{"accessToken"}, Optional: []string{"refreshToken", "clientId", "clientSecret"}, Bearer: "accessToken", TokenURL: "http://unused.test/token"},
+		},
+		Errors:      httpconn.ErrorShape{Code: []string{"/error/code"}, Message: []string{"/error/message"}},
+		Idempotency: idem,
+		Tools: []httpconn.Tool{
+			{
+				Definition: def("acme.item.get", false),
+				Request:    httpconn.Request{Method: "GET", Path: "/items/{id}", Query: map[string]jsontext.Value{"expand": jsontext.Value(`"$/expand"`)}},
+				Result:     jsontext.Value(`{"id": "$/id", "name": "$/name", "tags": {"$each": "$/tags", "$map": "$/label"}}`),
+			},
+			{
+				Definition: def("acme.payment.create", true),
+				Request:    httpconn.Request{Method: "POST", Path: "/payments", Body: jsontext.Value(`{"amount": "$/amount", "memo": "$/memo"}`)},
+				Result:     jsontext.Value(`{"id": "$/id"}`),
+			},
+		},
+	}
+}
+
+func open(t *testing.T, sp httpconn.Spec, cfg connector.Config) *httpconn.Connection {
+	t.Helper()
+	p, err := httpconn.New(sp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AuthKind == "" {
+		cfg.AuthKind = "api_token"
+	}
+	if cfg.Secrets == nil {
+		cfg.Secrets = map[string]string{"apiKey": secret}
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	c, err := p.OpenWith(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func call(t *testing.T, c *httpconn.Connection, name, args string) (string, error) {
+	t.Helper()
+	ctx := registry.WithCallInfo(context.Background(), registry.CallInfo{Run: "run_1", Step: "s", Attempt: 1, Index: 0})
+	res, err := c.Tools()[name].Call(ctx, jsontext.Value(args))
+	return string(res.Content), err
+}
+
+func TestReadBuildsRequestAndResult(t *testing.T) {
+	var got *http.Request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r
+		io.WriteString(w, `{"id": 9007199254740993, "name": "Widget", "extra": "dropped", "tags": [{"label": "a"}, {"label": "b"}, {}]}`)
+	}))
+	defer srv.Close()
+	c := open(t, spec(nil), connector.Config{BaseURL: srv.URL + "/v1"})
+	out, err := call(t, c, "acme.item.get", `{"id": "a/b c", "expand": ["x", "y"]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"id":9007199254740993,"name":"Widget","tags":["a","b"]}`; out != want {
+		t.Errorf("result %s, want %s (64-bit ids exact, absent elements dropped)", out, want)
+	}
+	if got.URL.EscapedPath() != "/v1/items/a%2Fb%20c" {
+		t.Errorf("path %s: a path argument is escaped, never a new segment", got.URL.EscapedPath())
+	}
+	if q := got.URL.Query()["expand"]; len(q) != 2 || q[0] != "x" || q[1] != "y" {
+		t.Errorf("query %v: an array repeats the parameter", got.URL.Query())
+	}
+	if got.Header.Get("Authorization") != "Bearer "+secret {
+		t.Errorf("Authorization %q", got.Header.Get("Authorization"))
+	}
+}
+
+func TestPathTraversalRefused(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	c := open(t, spec(nil), connector.Config{BaseURL: srv.URL})
+	for _, id := range []string{"..", ".", ""} {
+		_, err := call(t, c, "acme.item.get", `{"id": "`+id+`"}`)
+		if err == nil || !registry.IsDefinite(err) {
+			t.Errorf("id %q: %v; want a definite refusal", id, err)
+		}
+	}
+	if hits.Load() != 0 {
+		t.Errorf("%d requests sent for refused arguments", hits.Load())
+	}
+}
+
+func TestProviderErrorIsClearAndRedacted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, `{"error": {"code": "forbidden", "message": "key `+secret+` lacks scope; also ghp_R8sKq2Lm9XvT4bN7cW1pZ6yH3jD0fG5aE8uQ"}, "debug": "RAWBODY-MARKER"}`)
+	}))
+	defer srv.Close()
+	c := open(t, spec(nil), connector.Config{BaseURL: srv.URL})
+	_, err := call(t, c, "acme.item.get", `{"id": "1"}`)
+	if err == nil || !registry.IsDefinite(err) {
+		t.Fatalf("%v: a 4xx is a definite error", err)
+	}
+	msg := err.Error()
+	for _, bad := range []string{secret, "ghp_R8sKq2Lm9XvT4bN7cW1pZ6yH3jD0fG5aE8uQ", "RAWBODY-MARKER"} {
+		if strings.Contains(msg, bad) {
+			t.Errorf("the error shows %q: %s", bad, msg)
+		}
+	}
+	for _, want := range []string{"403", "forbidden", "lacks scope"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error lacks %q: %s", want, msg)
+		}
+	}
+}
+
+func TestReadRetriesWithRetryAfter(t *testing.T) {
+	var hits atomic.Int32
+	var times []time.Time
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		times = append(times, time.Now())
+		mu.Unlock()
+		switch hits.Add(1) {
+		case 1:
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case 2:
+			w.WriteHeader(http.StatusBadGateway)
+		default:
+			io.WriteString(w, `{"id": "1"}`)
+		}
+	}))
+	defer srv.Close()
+	c := open(t, spec(nil), connector.Config{BaseURL: srv.URL})
+	if _, err := call(t, c, "acme.item.get", `{"id": "1"}`); err != nil {
+		t.Fatal(err)
+	}
+	if hits.Load() != 3 {
+		t.Fatalf("%d requests; want 3 (429, 502, 200)", hits.Load())
+	}
+	if d := times[1].Sub(times[0]); d < 900*time.Millisecond {
+		t.Errorf("retried %v after a 429 with Retry-After: 1", d)
+	}
+}
+
+func TestRetryAfterBeyondTheBoundFails(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Retry-After", "3600")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error": {"code": "rate_limited", "message": "slow down"}}`)
+	}))
+	defer srv.Close()
+	c := open(t, spec(nil), connector.Config{BaseURL: srv.URL, Timeout: 2 * time.Second})
+	start := time.Now()
+	_, err := call(t, c, "acme.item.get", `{"id": "1"}`)
+	if err == nil || !strings.Contains(err.Error(), "rate_limited") || !registry.IsDefinite(err) {
+		t.Fatalf("%v; want the 429's message, definite", err)
+	}
+	if time.Since(start) > time.Second || hits.Load() != 1 {
+		t.Errorf("waited %v, %d requests: a Retry-After past the call's bound gives up at once", time.Since(start), hits.Load())
+	}
+}
+
+func TestWriteWithoutIdempotencyIsNeverRetried(t *testing.T) {
+	for _, status := range []int{500, 502, 503} {
+		var hits atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			w.WriteHeader(status)
+		}))
+		c := open(t, spec(nil), connector.Config{BaseURL: srv.URL})
+		_, err := call(t, c, "acme.payment.create", `{"amount": 5}`)
+		srv.Close()
+		if err == nil || registry.IsDefinite(err) || !strings.Contains(err.Error(), "outcome is unknown") {
+			t.Errorf("%d: %v; a write's 5xx is outcome-unknown", status, err)
+		}
+		if hits.Load() != 1 {
+			t.Errorf("%d: %d requests; a write without an idempotency key is sent once", status, hits.Load())
+		}
+	}
+}
+
+func TestWriteLostConnectionIsOutcomeUnknown(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.ReadAll(r.Body)
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close() // the request arrived; the answer is lost
+	}))
+	defer srv.Close()
+	c := open(t, spec(nil), connector.Config{BaseURL: srv.URL})
+	_, err := call(t, c, "acme.payment.create", `{"amount": 5}`)
+	if err == nil || registry.IsDefinite(err) {
+		t.Fatalf("%v; a write whose answer was lost is outcome-unknown", err)
+	}
+	if hits.Load() != 1 {
+		t.Errorf("%d requests; never retried blindly", hits.Load())
+	}
+}
+
+func TestWriteTimeoutIsOutcomeUnknown(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release)
+	c := open(t, spec(nil), connector.Config{BaseURL: srv.URL, Timeout: 300 * time.Millisecond})
+	_, err := call(t, c, "acme.payment.create", `{"amount": 5}`)
+	if err == nil || registry.IsDefinite(err) || !strings.Contains(err.Error(), "time bound") {
+		t.Fatalf("%v; a write that timed out is outcome-unknown", err)
+	}
+}
+
+func TestIdempotentWriteRetriesWithTheSameKey(t *testing.T) {
+	var keys []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		n := len(keys)
+		mu.Unlock()
+		if n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, `{"id": "pay_1"}`)
+	}))
+	defer srv.Close()
+	c := open(t, spec(&httpconn.Idempotency{Header: "Idempotency-Key"}), connector.Config{BaseURL: srv.URL})
+	out, err := call(t, c, "acme.payment.create", `{"amount": 5}`)
+	if err != nil || out != `{"id":"pay_1"}` {
+		t.Fatalf("%s %v", out, err)
+	}
+	want := registry.CallInfo{Run: "run_1", Step: "s", Attempt: 1, Index: 0}.IdempotencyKey()
+	if len(keys) != 2 || keys[0] != want || keys[1] != want {
+		t.Errorf("keys %q; want %q twice", keys, want)
+	}
+}
+
+func TestIdempotencyKeyInBody(t *testing.T) {
+	var body map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewDecoder(r.Body).Decode(&body)
+		io.WriteString(w, `{"id": "pay_1"}`)
+	}))
+	defer srv.Close()
+	c := open(t, spec(&httpconn.Idempotency{Body: "idempotency_key"}), connector.Config{BaseURL: srv.URL})
+	if _, err := call(t, c, "acme.payment.create", `{"amount": 5}`); err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := body["idempotency_key"].(string); !strings.HasPrefix(k, "opb_") || body["amount"] != 5.0 || body["memo"] != nil {
+		t.Errorf("body %v", body)
+	}
+}
+
+func TestAnswerLimits(t *testing.T) {
+	cases := map[string]string{
+		"too big":    `{"id": "` + strings.Repeat("x", httpconn.MaxAnswerBytes) + `"}`,
+		"not JSON":   `<html>oops</html>`,
+		"duplicates": `{"id": "1", "id": "2"}`,
+		"too deep":   strings.Repeat("[", 300) + strings.Repeat("]", 300),
+	}
+	for name, body := range cases {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, body) }))
+		c := open(t, spec(nil), connector.Config{BaseURL: srv.URL})
+		_, err := call(t, c, "acme.item.get", `{"id": "1"}`)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+		_, err = call(t, c, "acme.payment.create", `{"amount": 1}`)
+		if err == nil || registry.IsDefinite(err) {
+			t.Errorf("%s: a write whose 2xx answer cannot be read: %v; want outcome-unknown", name, err)
+		}
+		srv.Close()
+	}
+}
+
+func TestOAuthRefresh(t *testing.T) {
+	var tokenHits atomic.Int32
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tokenHits.Add(1)
+		r.ParseForm()
+		if r.Form.Get("grant_type") != "refresh_token" || r.Form.Get("refresh_token") != "rt_1" || r.Form.Get("client_id") != "cid" || r.Form.Get("client_secret") != "csecret" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error": "invalid_grant"}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token": "at_fresh", "token_type": "Bearer", "expires_in": 3600}`)
+	}))
+	defer tokens.Close()
+	var seen []string
+	var mu sync.Mutex
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization"))
+		mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer at_fresh" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		io.WriteString(w, `{"id": "1"}`)
+	}))
+	defer api.Close()
+	secrets := map[string]string{"accessToken": "at_expired", "refreshToken": "rt_1", "clientId": "cid", "clientSecret": "csecret"}
+	c := open(t, spec(nil), connector.Config{AuthKind: "oauth", Secrets: secrets, BaseURL: api.URL, TokenURL: tokens.URL})
+	for i := 0; i < 2; i++ {
+		if _, err := call(t, c, "acme.item.get", `{"id": "1"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tokenHits.Load() != 1 || len(seen) != 3 || seen[0] != "Bearer at_expired" || seen[2] != "Bearer at_fresh" {
+		t.Errorf("token endpoint hit %d times, API saw %q; want one refresh after the first 401", tokenHits.Load(), seen)
+	}
+
+	// A refused refresh is a definite error naming the endpoint's code.
+	secrets["refreshToken"] = "rt_revoked"
+	c = open(t, spec(nil), connector.Config{AuthKind: "oauth", Secrets: secrets, BaseURL: api.URL, TokenURL: tokens.URL})
+	_, err := call(t, c, "acme.item.get", `{"id": "1"}`)
+	if err == nil || !strings.Contains(err.Error(), "invalid_grant") || strings.Contains(err.Error(), "rt_revoked") {
+		t.Errorf("%v", err)
+	}
+}
+
+func TestOpenRefusesBadConfig(t *testing.T) {
+	p, err := httpconn.New(spec(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, cfg := range map[string]connector.Config{
+		"wrong auth kind": {AuthKind: "aggregator_link", Secrets: map[string]string{"apiKey": "k"}},
+		"missing role":    {AuthKind: "oauth", Secrets: map[string]string{"apiKey": "k"}},
+		"user info":       {AuthKind: "api_token", Secrets: map[string]string{"apiKey": "k"}, BaseURL: "http://u:p@host"},
+		"not http":        {AuthKind: "api_token", Secrets: map[string]string{"apiKey": "k"}, BaseURL: "file:///etc"},
+		"control chars":   {AuthKind: "api_token", Secrets: map[string]string{"apiKey": "k\r\nX-Evil: 1"}},
+	} {
+		if _, err := p.Open(cfg); err == nil {
+			t.Errorf("%s: opened", name)
+		} else if strings.Contains(err.Error(), "X-Evil") {
+			t.Errorf("%s: the error quotes the secret: %v", name, err)
+		}
+	}
+}
+
+func TestSpecErrors(t *testing.T) {
+	bad := func(f func(*httpconn.Spec)) error {
+		s := spec(nil)
+		f(&s)
+		_, err := httpconn.New(s, nil)
+		return err
+	}
+	for name, f := range map[string]func(*httpconn.Spec){
+		"unknown operator": func(s *httpconn.Spec) { s.Tools[0].Result = jsontext.Value(`{"$eval": "x"}`) },
+		"bad pointer":      func(s *httpconn.Spec) { s.Tools[0].Result = jsontext.Value(`"$x"`) },
+		"unknown hook":     func(s *httpconn.Spec) { s.Tools[0].Hook = "nope" },
+		"braces":           func(s *httpconn.Spec) { s.Tools[0].Request.Path = "/items/{id" },
+		"check is a write": func(s *httpconn.Spec) { s.Check = &httpconn.Check{Tool: "acme.payment.create"} },
+		"duplicate tool":   func(s *httpconn.Spec) { s.Tools[1].Definition.Name = "acme.item.get" },
+	} {
+		if err := bad(f); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

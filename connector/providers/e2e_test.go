@@ -1,0 +1,366 @@
+package providers_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openplaybook/openplaybook/connector/httpconn"
+)
+
+// The end-to-end tests run every tool of every declarative connector
+// through `openplaybook run`, with the transcript driver, against a mock
+// serving the provider's own description: Prism for OpenAPI
+// (@stoplight/prism-cli, which refuses requests that do not match the
+// description) and scripts/graphql-mock.mjs for GraphQL (which refuses
+// documents that do not validate against the SDL). A counting proxy in
+// front of the mock records what reached it and what it answered.
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// openplaybook builds the CLI once per test binary.
+func openplaybook(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "openplaybook-e2e-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "openplaybook")
+		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/openplaybook").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// mocks bounds how many mocks run at once (Prism takes about 250 MB on
+// GitHub's description).
+var mocks = make(chan struct{}, 3)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startMock starts the provider's mock on a free port and returns its
+// root URL; it is stopped when the test ends.
+func startMock(t *testing.T, spec httpconn.Spec, description string) string {
+	t.Helper()
+	port := freePort(t)
+	var cmd *exec.Cmd
+	if spec.Description.Kind == "graphql" {
+		cmd = exec.Command(nodeBinary(t), filepath.Join(repoRoot, "scripts", "graphql-mock.mjs"), "--port", fmt.Sprint(port), "--schema", description)
+	} else {
+		cmd = exec.Command(nodeBinary(t), filepath.Join(repoRoot, "node_modules", "@stoplight", "prism-cli", "dist", "index.js"),
+			"mock", "-h", "127.0.0.1", "-p", fmt.Sprint(port), description)
+	}
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("mock output:\n%s", tail(logs.String(), 4000))
+		}
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return "http://" + addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the mock did not listen on %s within 90 s", addr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// hit is one request the mock got.
+type hit struct {
+	method, path string
+	status       int
+	body         string
+}
+
+// countingProxy forwards to target and records each request and the
+// mock's answer status.
+func countingProxy(t *testing.T, target string) (string, func() []hit) {
+	t.Helper()
+	u, _ := url.Parse(target)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	var mu sync.Mutex
+	var hits []hit
+	rp.ModifyResponse = func(r *http.Response) error {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		mu.Lock()
+		hits = append(hits, hit{r.Request.Method, r.Request.URL.Path, r.StatusCode, tail(string(b), 600)})
+		mu.Unlock()
+		return nil
+	}
+	srv := httptest.NewServer(rp)
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []hit {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]hit(nil), hits...)
+	}
+}
+
+// TestEndToEnd calls each tool of each declarative connector through
+// `openplaybook run` against the provider's mock.
+func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a mock per provider")
+	}
+	bin := openplaybook(t)
+	for _, p := range allProviders(t) {
+		spec := p.Spec()
+		t.Run(p.Name(), func(t *testing.T) {
+			t.Parallel()
+			mocks <- struct{}{}
+			defer func() { <-mocks }()
+			description := descriptionPath(t, spec.Description)
+			mock := startMock(t, spec, description)
+			base, hits := countingProxy(t, mock)
+			dir := t.TempDir()
+			names := writeRig(t, dir, p, base)
+			code, out := runToEnd(t, bin, dir)
+			got := hits()
+			if code != 0 {
+				t.Errorf("the run ended with exit %d:\n%s", code, out)
+			}
+			// Each tool's request reached the mock once; the check tool's
+			// also once per preflight (run and each resume).
+			conn := openFor(t, p, base)
+			check := ""
+			if spec.Check != nil {
+				check = spec.Check.Tool
+			}
+			for _, name := range names {
+				req, err := conn.Request(context.Background(), name, p.Example(name), "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for _, h := range got {
+					if h.method == req.Method && h.path == req.URL.Path {
+						n++
+					}
+				}
+				if n == 0 || (n > 1 && name != check && !sharesRequest(t, conn, p, names, name)) {
+					t.Errorf("%s: the mock got %d requests %s %s; want 1", name, n, req.Method, req.URL.Path)
+				}
+			}
+			for i, h := range got {
+				if h.status < 200 || h.status > 299 {
+					t.Errorf("request %d (%s %s) was refused by the mock with %d: %s", i, h.method, h.path, h.status, h.body)
+				}
+			}
+		})
+	}
+}
+
+// writeRig writes a playbook calling every tool of p once (its example
+// arguments), its transcript and a harness binding p to base. It returns
+// the tool names in call order.
+func writeRig(t *testing.T, dir string, p *httpconn.Provider, base string) []string {
+	t.Helper()
+	defs := p.Definitions()
+	info := p.Info()
+	kind := info.AuthKinds[0]
+	var names []string
+	var calls []map[string]any
+	for _, d := range defs {
+		names = append(names, d.Name)
+		calls = append(calls, map[string]any{"tool": d.Name, "arguments": json.RawMessage(p.Example(d.Name))})
+	}
+	doc := map[string]any{
+		"openplaybook": "1.6",
+		"manifest": map[string]any{
+			"id": "e2e-" + strings.ReplaceAll(p.Name(), "_", "-"), "name": "End to end: " + p.Name(), "version": "1.0.0",
+			"description": "Calls every tool of the " + p.Name() + " connector once.", "requiredConnectors": []string{p.Name()},
+		},
+		"inputSchema": map[string]any{"type": "object"},
+		"requires": map[string]any{
+			"connections": []any{map[string]any{"provider": p.Name(), "authKind": kind.Kind, "scopes": []string{}, "capabilities": names}},
+			"mcpServers":  []any{}, "secrets": []any{},
+		},
+		"tools": defs,
+		"steps": []any{map[string]any{
+			"id": "call", "kind": "agent", "agent": "tester", "purpose": "Call every tool of the connector once.",
+			"allowedTools": names,
+		}},
+	}
+	write := func(name string, v any) {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("playbook.json", doc)
+	write("transcript.json", map[string]any{"steps": map[string]any{"call": calls}})
+	var secrets []string
+	for _, role := range kind.Secrets {
+		secrets = append(secrets, fmt.Sprintf("%s: %s", role, envName(role)))
+	}
+	harness := fmt.Sprintf(`connections:
+  %s:
+    authKind: %s
+    secrets: {%s}
+    baseURL: %s
+agents:
+  tester: {driver: transcript, transcript: transcript.json}
+store:
+  sqlite: state.db
+`, p.Name(), kind.Kind, strings.Join(secrets, ", "), base)
+	if err := os.WriteFile(filepath.Join(dir, "harness.yaml"), []byte(harness), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func envName(role string) string {
+	return "E2E_" + strings.ToUpper(role)
+}
+
+// runToEnd runs the playbook, approving every pending call, until the run
+// ends; it returns the last exit code and the output.
+func runToEnd(t *testing.T, bin, dir string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env := os.Environ()
+	for role, v := range fakeSecrets {
+		env = append(env, envName(role)+"="+v)
+	}
+	exe := func(args ...string) (int, string) {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, string(out)
+	}
+	code, out := exe("run", "--harness", "harness.yaml", "--format", "json", "--input", "{}", "playbook.json")
+	for round := 0; code == 3 && round < 20; round++ {
+		var o struct {
+			Run     string `json:"run"`
+			Waiting []struct {
+				Kind, ID string
+			} `json:"waiting"`
+		}
+		if err := json.Unmarshal([]byte(jsonPart(out)), &o); err != nil {
+			t.Fatalf("reading the run's outcome: %v\n%s", err, out)
+		}
+		for _, w := range o.Waiting {
+			if w.Kind != "call" {
+				t.Fatalf("the run waits for %s, not a call approval:\n%s", w.Kind, out)
+			}
+			if c, o2 := exe("approve", "--harness", "harness.yaml", "--reason", "end-to-end test", o.Run, w.ID); c != 0 {
+				t.Fatalf("approve: exit %d\n%s", c, o2)
+			}
+		}
+		code, out = exe("resume", "--harness", "harness.yaml", "--format", "json", o.Run)
+	}
+	return code, out
+}
+
+// jsonPart is the JSON object in a command's output (stderr may precede
+// it).
+func jsonPart(s string) string {
+	sc := bufio.NewScanner(strings.NewReader(s))
+	var b strings.Builder
+	in := false
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "{" {
+			in = true
+		}
+		if in {
+			b.WriteString(line + "\n")
+		}
+		if line == "}" {
+			break
+		}
+	}
+	return b.String()
+}
+
+// sharesRequest reports whether another tool of names sends the same
+// method and path as name (GraphQL tools all POST to one endpoint).
+func sharesRequest(t *testing.T, conn *httpconn.Connection, p *httpconn.Provider, names []string, name string) bool {
+	t.Helper()
+	a, err := conn.Request(context.Background(), name, p.Example(name), "")
+	if err != nil {
+		return false
+	}
+	for _, other := range names {
+		if other == name {
+			continue
+		}
+		b, err := conn.Request(context.Background(), other, p.Example(other), "")
+		if err == nil && a.Method == b.Method && a.URL.Path == b.URL.Path {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/spf13/cobra"
+
+	"github.com/openplaybook/openplaybook/host"
+	"github.com/openplaybook/openplaybook/playbook"
+)
+
+func (c *CLI) registryCommand() *cobra.Command {
+	format := newChoice("text", []string{"text", "json"})
+	var harnessPath string
+	cmd := &cobra.Command{
+		Use:                   "registry [--harness FILE] [--format text|json]",
+		DisableFlagsInUseLine: true,
+		Short:                 "List every tool the runtime can call: built-ins, connectors and, with --harness, MCP servers",
+		Long: `Registry lists every tool this runtime can call, with its full definition:
+the built-ins, every connector (its provider, auth kinds, secret roles and
+API root), and, with --harness, the tools each MCP server the harness binds
+lists now (the servers are started).
+
+--format json prints {"builtins": [DEF...], "providers": [{"provider",
+"title", "authKinds", "secrets", "auth", "apiRoot", "tools": [DEF...]}],
+"mcpServers": [{"name", "tools": [DEF...], "error"}]} where DEF is the
+spec's embedded tool definition; "mcpServers" is there with --harness only.
+docs/connectors.md documents the contract.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var h *host.Host
+			if harnessPath != "" {
+				var err error
+				if h, err = c.harnessRegistry(context.Background(), harnessPath, nil, &host.Options{AllServers: true}); err != nil {
+					return err
+				}
+				defer h.Close()
+			}
+			cat := host.NewCatalog(h)
+			if format.value == "json" {
+				b, err := json.Marshal(cat, jsontext.WithIndent("  "), json.Deterministic(true))
+				if err == nil {
+					_, err = fmt.Fprintln(c.stdout(), string(b))
+				}
+				if err != nil {
+					return ioError(err)
+				}
+				return nil
+			}
+			return c.printCatalog(cat)
+		},
+	}
+	formatFlag(cmd, format, "output format: text or json (the contract in docs/connectors.md)")
+	optionalHarnessFlag(cmd, &harnessPath, "also list the tools of every MCP server this harness binds (YAML or JSON; see docs/harness.md)")
+	return cmd
+}
+
+func (c *CLI) printCatalog(cat host.Catalog) error {
+	w := tabwriter.NewWriter(c.stdout(), 0, 8, 2, ' ', 0)
+	tools := func(defs []playbook.Definition) {
+		for _, d := range defs {
+			effect := "read"
+			if d.SideEffecting != nil && *d.SideEffecting {
+				effect = "write"
+			}
+			if d.RequiresApproval != nil && *d.RequiresApproval {
+				effect += ", approval"
+			}
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", d.Name, d.RiskClass, effect, clipLine(d.Description, 80))
+		}
+	}
+	fmt.Fprintf(w, "Built-in tools (%d)\n", len(cat.Builtins))
+	tools(cat.Builtins)
+	n := 0
+	for _, p := range cat.Providers {
+		n += len(p.Tools)
+	}
+	fmt.Fprintf(w, "\nConnectors (%d providers, %d tools)\n", len(cat.Providers), n)
+	for _, p := range cat.Providers {
+		var auth []string
+		for _, a := range p.Auth {
+			auth = append(auth, fmt.Sprintf("%s (%s)", a.AuthKind, strings.Join(a.Secrets, ", ")))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\tauth: %s\n", p.Provider, p.Title, p.APIRoot, strings.Join(auth, "; "))
+		tools(p.Tools)
+	}
+	if cat.MCPServers != nil {
+		fmt.Fprintf(w, "\nMCP servers (%d)\n", len(cat.MCPServers))
+		for _, s := range cat.MCPServers {
+			if s.Error != "" {
+				fmt.Fprintf(w, "%s\tunavailable: %s\n", s.Name, clipLine(s.Error, 200))
+				continue
+			}
+			fmt.Fprintf(w, "%s\t%d tools\n", s.Name, len(s.Tools))
+			tools(s.Tools)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return ioError(err)
+	}
+	return nil
+}
+
+// clipLine is s on one line, at most n runes.
+func clipLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
