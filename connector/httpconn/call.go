@@ -301,9 +301,10 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 		}
 		v, err := c.answer(t, ans)
 		if err != nil {
-			err = fmt.Errorf("%s: %s %s answered %d: %s", t.def.Name, req.method, c.redactURL(req.url), ans.status, c.redactor(err.Error()))
 			var de *definiteAnswer
-			if !writes || errors.As(err, &de) {
+			stated := errors.As(err, &de)
+			err = fmt.Errorf("%s: %s %s answered %d: %s", t.def.Name, req.method, c.redactURL(req.url), ans.status, c.redactor(err.Error()))
+			if !writes || stated {
 				return nil, registry.Definite(err)
 			}
 			return nil, fmt.Errorf("%w; the provider accepted the request, so it was probably applied", err)
@@ -360,6 +361,31 @@ func (c *Connection) answer(t *tool, ans *answer) (jsontext.Value, error) {
 			return nil, errors.New(text)
 		}
 		in = data
+	}
+	if t.userErrors != nil {
+		if list, _ := pointer(in, t.userErrors); list != nil {
+			errs, isList := list.([]any)
+			if !isList {
+				return nil, errors.New("the answer's user errors are not an array")
+			}
+			if len(errs) > 0 {
+				var msgs []string
+				for _, e := range errs {
+					m, _ := pointer(e, []string{"message"})
+					s, _ := m.(string)
+					if f, _ := pointer(e, []string{"field"}); f != nil {
+						if fe, err := encode(f); err == nil {
+							s = fmt.Sprintf("%s (field %s)", s, clip(string(fe), 100))
+						}
+					}
+					msgs = append(msgs, clip(s, 300))
+					if len(msgs) == 3 {
+						break
+					}
+				}
+				return nil, &definiteAnswer{"the provider refused the call: " + strings.Join(msgs, "; ")}
+			}
+		}
 	}
 	v, ok, err := evalTop(t.result, in)
 	if err != nil {

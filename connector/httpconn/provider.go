@@ -55,6 +55,7 @@ type tool struct {
 	variables  template
 	result     template
 	hook       Hook
+	userErrors []string
 	retryWrite bool // a write the provider makes idempotent
 	idemHeader string
 	idemBody   string
@@ -74,7 +75,7 @@ func New(spec Spec, hooks map[string]Hook) (*Provider, error) {
 	if spec.Provider == "" {
 		return nil, errors.New("the spec has no provider")
 	}
-	if _, err := url.Parse(strings.ReplaceAll(spec.APIRoot, "{", "")); err != nil || !strings.HasPrefix(spec.APIRoot, "http") {
+	if _, err := url.Parse(strings.NewReplacer("{", "", "}", "").Replace(spec.APIRoot)); err != nil || !strings.HasPrefix(spec.APIRoot, "http") {
 		return nil, fmt.Errorf("%s: apiRoot %q is not an http or https URL", spec.Provider, spec.APIRoot)
 	}
 	if len(spec.Auth) == 0 {
@@ -173,6 +174,11 @@ func compileTool(spec Spec, st Tool, hooks map[string]Hook, where string) (*tool
 	}
 	if t.result == nil {
 		return nil, fmt.Errorf("%s: no result template", where)
+	}
+	if st.UserErrors != "" {
+		if t.userErrors, err = splitPointer(st.UserErrors); err != nil {
+			return nil, fmt.Errorf("%s: userErrors: %v", where, err)
+		}
 	}
 	if st.Hook != "" {
 		if t.hook = hooks[st.Hook]; t.hook == nil {

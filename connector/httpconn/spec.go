@@ -149,6 +149,11 @@ type Tool struct {
 	// from the provider's answer (a [Template] over the decoded JSON
 	// body; null when the body is empty).
 	Result jsontext.Value `json:"result"`
+	// UserErrors is a JSON Pointer into the answer (GraphQL: its data)
+	// to an array of errors the provider reports in a 2xx answer, such
+	// as a Shopify or Linear mutation's userErrors: a non-empty array
+	// makes the call a definite error with their messages.
+	UserErrors string `json:"userErrors,omitempty"`
 	// Hook names Go code that rewrites the arguments before the request
 	// is built (Gmail's "rfc2822" builds the MIME message); "" for none.
 	Hook string `json:"hook,omitempty"`
