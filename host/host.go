@@ -300,7 +300,10 @@ func (h *Host) open(p connector.Provider, c *harness.Connection) (connector.Conn
 		}
 		return nil, fmt.Errorf("the %s connector does not take authKind %q; it takes %s", p.Name(), c.AuthKind, strings.Join(kinds, " or "))
 	}
-	refresh := c.AuthKind == "oauth" && c.Secrets["refreshToken"] != "" && c.Secrets["clientId"] != "" && c.Secrets["clientSecret"] != ""
+	// An OAuth connection with client credentials may leave the access
+	// token to the connector (a refresh or client-credentials grant; the
+	// connector says when that is not enough).
+	refresh := c.AuthKind == "oauth" && c.Secrets["clientId"] != "" && c.Secrets["clientSecret"] != ""
 	var missing []string
 	for _, role := range kind.Secrets {
 		if c.Secrets[role] == "" && !(refresh && role == "accessToken") {

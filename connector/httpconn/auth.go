@@ -7,8 +7,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/openplaybook/openplaybook/internal/credential"
 )
@@ -18,12 +20,26 @@ import (
 // refreshed token is kept in memory only.
 type refresher struct {
 	cfg    oauth2.Config
+	cc     *clientcredentials.Config // the client-credentials grant instead
 	client *http.Client
+	expiry time.Time
 
 	mu      sync.Mutex
 	current string
 	refresh string
 	loaded  bool
+}
+
+// newClientCredentials returns a refresher that gets its tokens with the
+// client-credentials grant (RFC 6749 section 4.4).
+func newClientCredentials(tokenURL string, secrets map[string]string, scopes []string, client *http.Client) *refresher {
+	return &refresher{
+		cc: &clientcredentials.Config{
+			ClientID: secrets["clientId"], ClientSecret: secrets["clientSecret"], TokenURL: tokenURL,
+			Scopes: scopes, AuthStyle: oauth2.AuthStyleInHeader,
+		},
+		client: client,
+	}
 }
 
 func newRefresher(tokenURL string, secrets map[string]string, client *http.Client) *refresher {
@@ -46,7 +62,8 @@ func (r *refresher) token(ctx context.Context, bound string) (string, error) {
 	if !r.loaded {
 		r.current, r.loaded = bound, true
 	}
-	if r.current == "" {
+	// A token with an expiry is renewed a minute before it.
+	if r.current == "" || (!r.expiry.IsZero() && time.Until(r.expiry) < time.Minute) {
 		if err := r.refreshLocked(ctx); err != nil {
 			return "", err
 		}
@@ -64,7 +81,13 @@ func (r *refresher) force(ctx context.Context) error {
 
 func (r *refresher) refreshLocked(ctx context.Context) error {
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, r.client)
-	tok, err := r.cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: r.refresh}).Token()
+	var tok *oauth2.Token
+	var err error
+	if r.cc != nil {
+		tok, err = r.cc.Token(ctx)
+	} else {
+		tok, err = r.cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: r.refresh}).Token()
+	}
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) {
@@ -79,7 +102,7 @@ func (r *refresher) refreshLocked(ctx context.Context) error {
 	if tok.AccessToken == "" {
 		return errors.New("the token endpoint answered no access token")
 	}
-	r.current = tok.AccessToken
+	r.current, r.expiry = tok.AccessToken, tok.Expiry
 	if tok.RefreshToken != "" {
 		r.refresh = tok.RefreshToken
 	}

@@ -254,6 +254,10 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 	var last error
 	for attempt := 1; ; attempt++ {
 		ans, err := c.send(ctx, req)
+		var ns *notSent
+		if errors.As(err, &ns) {
+			return nil, registry.Definite(fmt.Errorf("%s: %s (nothing was sent)", t.def.Name, c.redactor(ns.err.Error())))
+		}
 		if err != nil {
 			// The request may have reached the provider.
 			last = fmt.Errorf("%s: %s %s: %s", t.def.Name, req.method, c.redactURL(req.url), c.redactor(netError(ctx, err, c.timeout)))
@@ -312,6 +316,11 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 		return v, nil
 	}
 }
+
+// notSent is a failure before the request left (getting its credential).
+type notSent struct{ err error }
+
+func (e *notSent) Error() string { return e.err.Error() }
 
 // definiteAnswer is an error the provider stated in a 2xx answer (a
 // GraphQL error without data, Slack's "ok": false): it did not apply the
@@ -416,7 +425,7 @@ func (c *Connection) send(ctx context.Context, b *built) (*answer, error) {
 	}
 	req.Header = b.header.Clone()
 	if err := c.authorize(ctx, req); err != nil {
-		return nil, err
+		return nil, &notSent{err}
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {

@@ -408,3 +408,49 @@ func TestSpecErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestOAuthClientCredentials(t *testing.T) {
+	var tokenHits atomic.Int32
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := tokenHits.Add(1)
+		id, pw, ok := r.BasicAuth()
+		r.ParseForm()
+		if !ok || id != "cid" || pw != "csecret" || r.Form.Get("grant_type") != "client_credentials" || r.Form.Get("scope") != "transactions:read" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error": "invalid_client"}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token": "at_`+string(rune('0'+n))+`", "token_type": "Bearer", "expires_in": 3600}`)
+	}))
+	defer tokens.Close()
+	var seen []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.Header.Get("Authorization"))
+		if len(seen) == 2 { // the provider revokes the first token
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		io.WriteString(w, `{"id": "1"}`)
+	}))
+	defer api.Close()
+	sp := spec(nil)
+	a := sp.Auth["oauth"]
+	a.Grant, a.Optional = "client_credentials", []string{"clientId", "clientSecret"}
+	sp.Auth["oauth"] = a
+	c := open(t, sp, connector.Config{AuthKind: "oauth", Secrets: map[string]string{"clientId": "cid", "clientSecret": "csecret"},
+		Scopes: []string{"transactions:read"}, BaseURL: api.URL, TokenURL: tokens.URL})
+	for i := 0; i < 2; i++ {
+		if _, err := call(t, c, "acme.item.get", `{"id": "1"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tokenHits.Load() != 2 || len(seen) != 3 || seen[0] != "Bearer at_1" || seen[1] != "Bearer at_1" || seen[2] != "Bearer at_2" {
+		t.Errorf("token endpoint hit %d times, API saw %q; want a token, reused, and a new one after the 401", tokenHits.Load(), seen)
+	}
+	c = open(t, sp, connector.Config{AuthKind: "oauth", Secrets: map[string]string{"clientId": "cid", "clientSecret": "wrong"}, BaseURL: api.URL, TokenURL: tokens.URL})
+	if _, err := call(t, c, "acme.item.get", `{"id": "1"}`); err == nil || !strings.Contains(err.Error(), "invalid_client") || strings.Contains(err.Error(), "wrong") {
+		t.Errorf("%v", err)
+	}
+}

@@ -88,6 +88,15 @@ func New(spec Spec, hooks map[string]Hook) (*Provider, error) {
 		if len(a.Secrets) == 0 {
 			return nil, fmt.Errorf("%s: auth kind %s binds no secret", spec.Provider, kind)
 		}
+		switch a.Grant {
+		case "":
+		case "client_credentials":
+			if kind != "oauth" || a.TokenURL == "" || a.Bearer != "accessToken" {
+				return nil, fmt.Errorf("%s: a client_credentials grant is an oauth auth kind with a tokenURL and bearer accessToken", spec.Provider)
+			}
+		default:
+			return nil, fmt.Errorf("%s: grant %q is \"\" or \"client_credentials\"", spec.Provider, a.Grant)
+		}
 	}
 	for i, st := range spec.Tools {
 		where := fmt.Sprintf("%s: tools/%d (%s)", spec.Provider, i, st.Definition.Name)
@@ -325,9 +334,12 @@ func (p *Provider) open(cfg connector.Config, client *http.Client) (*Connection,
 	}
 	c := &Connection{p: p, root: strings.TrimRight(root, "/"), auth: a, secrets: cfg.Secrets, timeout: timeout, client: client}
 	c.redactor = newRedactor(cfg.Secrets)
-	if cfg.AuthKind == "oauth" && canRefresh(a, cfg) {
-		tokenURL := cmpOr(cfg.TokenURL, a.TokenURL)
-		c.refresh = newRefresher(tokenURL, cfg.Secrets, client)
+	switch {
+	case cfg.AuthKind != "oauth" || !canRefresh(a, cfg):
+	case a.Grant == "client_credentials":
+		c.refresh = newClientCredentials(cmpOr(cfg.TokenURL, a.TokenURL), cfg.Secrets, cfg.Scopes, client)
+	default:
+		c.refresh = newRefresher(cmpOr(cfg.TokenURL, a.TokenURL), cfg.Secrets, client)
 	}
 	return c, nil
 }
@@ -339,10 +351,12 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// canRefresh reports whether an OAuth connection binds what a refresh
-// needs: a token endpoint, a refresh token and the client credentials.
+// canRefresh reports whether an OAuth connection binds what getting a
+// new access token needs: a token endpoint and the client credentials,
+// and a refresh token unless the grant is client_credentials.
 func canRefresh(a Auth, cfg connector.Config) bool {
-	return (cfg.TokenURL != "" || a.TokenURL != "") && cfg.Secrets["refreshToken"] != "" && cfg.Secrets["clientId"] != "" && cfg.Secrets["clientSecret"] != ""
+	return (cfg.TokenURL != "" || a.TokenURL != "") && cfg.Secrets["clientId"] != "" && cfg.Secrets["clientSecret"] != "" &&
+		(a.Grant == "client_credentials" || cfg.Secrets["refreshToken"] != "")
 }
 
 func kindList(info connector.Info) string {

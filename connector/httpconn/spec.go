@@ -103,6 +103,14 @@ type Auth struct {
 	// clientId and clientSecret; a harness connection's tokenURL replaces
 	// it.
 	TokenURL string `json:"tokenURL,omitempty"`
+	// Grant is "" for the refresh-token grant above, or
+	// "client_credentials" (RFC 6749 section 4.4): a connection that
+	// binds clientId and clientSecret (and maybe no accessToken) has the
+	// executor get access tokens at TokenURL (HTTP Basic client
+	// authentication, the connection's scopes), keep them in memory, and
+	// get a new one before one expires and once when the provider
+	// answers 401 (PayPal, Ramp).
+	Grant string `json:"grant,omitempty"`
 }
 
 // Basic is HTTP Basic authentication (RFC 7617) from two secret roles.

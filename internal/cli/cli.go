@@ -159,11 +159,11 @@ at a gate).`,
 		c.schemaCommand(),
 		c.rulesCommand(),
 		c.versionCommand(),
+		c.registryCommand(),
 		c.serveCommand(),
 		c.mcpCommand(),
 		c.agentTokenCommand(),
 		c.docsCommand(),
-		c.registryCommand(),
 	)
 	// cobra's completion command (bash, zsh, fish, powershell), added here
 	// rather than at Execute so that it is in the tree like the others.

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/openplaybook/openplaybook/harness"
+	"github.com/openplaybook/openplaybook/host"
+)
+
+// TestRegistryListsEveryProvider holds `openplaybook registry --format
+// json` to its contract (docs/connectors.md): every provider of the spec,
+// each with at least 4 tools, 2 reads and a write, its auth kinds and
+// secret roles, and a page in docs/connectors/.
+func TestRegistryListsEveryProvider(t *testing.T) {
+	code, out, errOut := run(t, nil, "registry", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var cat host.Catalog
+	if err := json.Unmarshal([]byte(out), &cat, json.RejectUnknownMembers(true)); err != nil {
+		t.Fatalf("the listing is not the documented contract: %v", err)
+	}
+	if cat.MCPServers != nil {
+		t.Errorf("mcpServers is listed without --harness")
+	}
+	if len(cat.Builtins) == 0 {
+		t.Errorf("no built-ins")
+	}
+	var names []string
+	for _, p := range cat.Providers {
+		names = append(names, p.Provider)
+		reads, writes := 0, 0
+		for _, d := range p.Tools {
+			if d.ConnectorType != p.Provider || d.Source != "connector" {
+				t.Errorf("%s: tool %s has source %q, connectorType %q", p.Provider, d.Name, d.Source, d.ConnectorType)
+			}
+			if d.SideEffecting != nil && *d.SideEffecting {
+				writes++
+			} else {
+				reads++
+			}
+		}
+		if len(p.Tools) < 4 || reads < 2 || writes < 1 {
+			t.Errorf("%s: %d tools, %d reads, %d writes", p.Provider, len(p.Tools), reads, writes)
+		}
+		if len(p.AuthKinds) == 0 || len(p.Secrets) == 0 || !strings.HasPrefix(p.APIRoot, "https://") {
+			t.Errorf("%s: auth kinds %v, secrets %v, apiRoot %q", p.Provider, p.AuthKinds, p.Secrets, p.APIRoot)
+		}
+		if p.Provider != "stripe" {
+			if _, err := os.Stat(filepath.Join("..", "..", "docs", "connectors", p.Provider+".md")); err != nil {
+				t.Errorf("%s: no page in docs/connectors/: %v", p.Provider, err)
+			}
+		}
+	}
+	want := slices.Clone(harness.Providers)
+	slices.Sort(want)
+	got := slices.Clone(names)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("providers %v; the spec's are %v", got, want)
+	}
+}
