@@ -62,20 +62,9 @@ echo '{"type":"entity","name":"Ada Lovelace","entityType":"customer","observatio
 
 scripts/mocks.sh start "$tmp/mocks"
 
-# The examples whose every provider has a connector in this tree.
-ready=() skipped=() summary=()
-for f in examples/*.json; do
-  missing=$(node -e 'const fs = require("fs"); const d = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
-    console.log(d.manifest.requiredConnectors.filter(p => p !== "stripe" && !fs.existsSync("connector/providers/" + p + ".json")).join(", "))' "$f")
-  if [ -n "$missing" ]; then
-    skipped+=("$(basename "$f" .json): skipped (no connector for $missing in this tree yet)")
-  else
-    ready+=("$f")
-  fi
-done
-
+summary=()
 op validate examples/
-op check --harness "$H" "${ready[@]}"
+op check --harness "$H" examples/*.json
 
 # example NAME INPUT DECISION...: runs examples/NAME.json with INPUT; each
 # time the run waits, decides what it waits for (a gate or an approval, in
@@ -84,7 +73,6 @@ op check --harness "$H" "${ready[@]}"
 example() {
   local name=$1 input=$2 out status run kind id step decision n
   shift 2
-  [[ " ${ready[*]} " == *" examples/$name.json "* ]] || return 0
   echo "== $name" >&2
   status=0
   out=$(op run --harness "$H" --format json --input "$input" "examples/$name.json") || status=$?
@@ -122,9 +110,9 @@ example order-delay-follow-up '{"orderId":"gid://shopify/Order/5468126543921","c
   approve approve approve
 example finance-reconciliation '{"month":"2026-11","mercuryAccountId":"0ad81488-cead-11e9-80e2-8fecf9556cc6","rampRecipientId":"73dbe710-fb4a-11e9-b89d-07e77a363005"}' \
   approve approve
-example meeting-notes '{"title":"Analytical Engines: Q1 planning","heldAt":"2026-12-01T15:00:00Z","attendees":["Dana Scully","Ada Lovelace"],"transcript":"Dana: Thanks for joining. Ada: The exports keep timing out for finance. Dana: Background exports ship next month; want to pilot them from 15 January? Ada: Yes, I will name two users by the 8th.","notionDatabaseId":"d9824bdc-8445-4327-be8b-5b47500af6ce"}'
+example meeting-notes '{"title":"Analytical Engines: Q1 planning","heldAt":"2026-12-01T15:00:00Z","attendees":["Dana Scully","Ada Lovelace"],"transcript":"Dana: Thanks for joining. Ada: The exports keep timing out for finance. Dana: Background exports ship next month; want to pilot them from 15 January? Ada: Yes, I will name two users by the 8th.","notionDataSourceId":"1a44be12-0953-4631-b498-9e5817518db8"}'
 example release-notes '{"repo":"octocat/Hello-World","fromTag":"v1.0.0","toTag":"v1.1.0","slackChannel":"#releases"}' \
-  approve approve approve
+  approve approve
 
 op today --harness "$H" >&2
-printf '%s\n' "${summary[@]}" ${skipped[@]+"${skipped[@]}"}
+printf '%s\n' "${summary[@]}"
