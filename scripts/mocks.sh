@@ -17,7 +17,7 @@
 # start waits until every mock listens (MOCKS_TIMEOUT seconds, default 120)
 # and fails naming the log of any that died or did not listen in time.
 # STATE_DIR gets <provider>.log and <provider>.pid; stop stops only the
-# processes start recorded there. Needs node and jq (and scripts/deps.sh run).
+# processes start recorded there. Needs node (and scripts/deps.sh run first).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 
@@ -51,9 +51,9 @@ command_for() {
     echo "mocks: $p: no connector/providers/$p.json yet, skipped" >&2
     return
   fi
-  kind=$(jq -r '.description.kind // "openapi"' "$spec")
-  pkg=$(jq -r '.description.package // empty' "$spec")
-  file=$(jq -r '.description.file // empty' "$spec")
+  { read -r kind; read -r pkg; read -r file; } < <(node -e 'const d = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).description || {};
+    for (const k of ["kind", "package", "file"]) console.log(d[k] || "")' "$spec")
+  kind=${kind:-openapi}
   if [ -n "$pkg" ]; then
     file="$root/node_modules/$pkg"
   elif [ -n "$file" ]; then
