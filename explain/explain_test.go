@@ -204,7 +204,7 @@ func TestFailedChargeRecovery(t *testing.T) {
 		t.Errorf("mcpServers = %+v, want %+v", s.MCPServers, want)
 	}
 	if want := []StepScopes{
-		{Step: "send", DataScopeWrites: []string{"gmail.drafts", "gmail.messages", "notes"}},
+		{Step: "send", DataScopeWrites: []string{"gmail.messages", "notes"}},
 		{Step: "refund", DataScopeWrites: []string{"notes", "stripe.refunds"}},
 		{Step: "handoff", DataScopeWrites: []string{"notes", "today"}},
 	}; !reflect.DeepEqual(s.DataScopeWrites, want) {
