@@ -315,7 +315,7 @@ func (h *Host) open(p connector.Provider, c *harness.Connection) (connector.Conn
 		if len(kind.Optional) > 0 {
 			need += " (optionally " + strings.Join(kind.Optional, ", ") + ")"
 		}
-		return nil, fmt.Errorf("the %s connection (authKind %s) binds no %s secret; it needs %s", p.Name(), c.AuthKind, strings.Join(missing, ", "), need)
+		return nil, fmt.Errorf("the %s connection (authKind %s) binds no %s secret; it needs %s", p.Name(), c.AuthKind, strings.Join(missing, " or "), need)
 	}
 	cfg := connector.Config{AuthKind: c.AuthKind, Secrets: map[string]string{}, Scopes: c.Scopes, BaseURL: c.BaseURL, TokenURL: c.TokenURL, Timeout: c.CallTimeout}
 	for _, role := range append(slices.Clone(kind.Secrets), kind.Optional...) {

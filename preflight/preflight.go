@@ -257,7 +257,7 @@ func (c *checker) connections(ctx context.Context) {
 			continue
 		}
 		if err := c.env.ConnectionErrs[p]; err != nil {
-			c.errorf(x.Node, RuleConnection, "the %s connector cannot be set up: %v", p, err)
+			c.errorf(x.Node, RuleConnection, "the %s connector cannot be set up (%s:%d): %v", p, c.env.Harness.Path, bound.Pos.Line, err)
 		} else if err := c.env.CheckConnection(ctx, p); err != nil {
 			c.errorf(x.Node, RuleConnection, "%s does not accept the connection: %v", p, err)
 		}

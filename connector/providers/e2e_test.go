@@ -364,3 +364,78 @@ func sharesRequest(t *testing.T, conn *httpconn.Connection, p *httpconn.Provider
 	}
 	return false
 }
+
+// TestProviderErrorIsAudited: a provider's error answer (here GitHub's
+// documented 404, which Prism serves when asked with a Prefer header) is
+// a clear tool error with the status and the provider's message, recorded
+// in the audit log, and the raw body does not reach it.
+func TestProviderErrorIsAudited(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prism")
+	}
+	bin := openplaybook(t)
+	p := providerNamed(t, "github")
+	mocks <- struct{}{}
+	defer func() { <-mocks }()
+	mock := startMock(t, p.Spec(), descriptionPath(t, p.Spec().Description))
+	u, _ := url.Parse(mock)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	var mu sync.Mutex
+	var statuses []int
+	rp.ModifyResponse = func(r *http.Response) error {
+		mu.Lock()
+		statuses = append(statuses, r.StatusCode)
+		mu.Unlock()
+		return nil
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/repos/octocat/Hello-World/issues" {
+			r.Header.Set("Prefer", "code=404")
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	writeRig(t, dir, p, srv.URL)
+	// Only the one call: a transcript of github.issues.list.
+	calls := map[string]any{"steps": map[string]any{"call": []any{map[string]any{"tool": "github.issues.list", "arguments": json.RawMessage(p.Example("github.issues.list"))}}}}
+	b, _ := json.Marshal(calls)
+	if err := os.WriteFile(filepath.Join(dir, "transcript.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, out := runToEnd(t, bin, dir)
+	var o struct{ Run string }
+	if err := json.Unmarshal([]byte(jsonPart(out)), &o); err != nil || o.Run == "" {
+		t.Fatalf("no run: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "audit", "--harness", "harness.yaml", "--format", "json", o.Run)
+	cmd.Dir = dir
+	audit, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("audit: %v\n%s", err, audit)
+	}
+	text := string(audit)
+	if !strings.Contains(text, "github.issues.list: GET") || !strings.Contains(text, "answered 404 Not Found") {
+		t.Errorf("the audit log does not record the provider's 404 as the call's error:\n%s", tail(text, 3000))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	found := false
+	for _, s := range statuses {
+		found = found || s == 404
+	}
+	if !found {
+		t.Errorf("the mock never answered 404: %v", statuses)
+	}
+}
+
+func providerNamed(t *testing.T, name string) *httpconn.Provider {
+	t.Helper()
+	for _, p := range allProviders(t) {
+		if p.Name() == name {
+			return p
+		}
+	}
+	t.Fatalf("no provider %s", name)
+	return nil
+}

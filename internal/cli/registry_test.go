@@ -66,3 +66,29 @@ func TestRegistryListsEveryProvider(t *testing.T) {
 		t.Errorf("providers %v; the spec's are %v", got, want)
 	}
 }
+
+// TestConnectionAuthErrors: a connection with an auth kind its provider
+// does not take, or without a role it needs, is an error at the
+// connection in the harness, naming what the provider takes.
+func TestConnectionAuthErrors(t *testing.T) {
+	dir := t.TempDir()
+	h := filepath.Join(dir, "h.yaml")
+	src := "connections:\n  github:\n    authKind: aggregator_link\n    secrets: {accessToken: GH_TOKEN}\n  plaid:\n    authKind: aggregator_link\n    secrets: {accessToken: PLAID_TOKEN}\n"
+	if err := os.WriteFile(h, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GH_TOKEN", "x")
+	t.Setenv("PLAID_TOKEN", "y")
+	code, out, errOut := run(t, nil, "check", "--harness", h)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		h + `:3:5: error: the github connector cannot be set up: the github connector does not take authKind "aggregator_link"; it takes oauth (secrets accessToken) or api_token (secrets apiKey) [preflight-connection]`,
+		h + `:6:5: error: the plaid connector cannot be set up: the plaid connection (authKind aggregator_link) binds no clientId or apiKey secret; it needs the secret roles clientId, apiKey, accessToken [preflight-connection]`,
+	} {
+		if !strings.Contains(out+errOut, want) {
+			t.Errorf("missing %q in\n%s%s", want, out, errOut)
+		}
+	}
+}
