@@ -207,8 +207,18 @@ async function run(body) {
   });
   const out = {};
   if (result.errors) out.errors = result.errors.map((e) => e.toJSON());
-  if ("data" in result && result.data !== undefined) out.data = result.data;
+  if ("data" in result && result.data !== undefined) out.data = noUserErrors(result.data);
   return out;
+}
+
+// noUserErrors empties every userErrors list in a mocked answer: the mock
+// answers a mutation's success path (a schema-driven mock would otherwise
+// invent errors for every mutation).
+function noUserErrors(v) {
+  if (v === null || typeof v !== "object") return v;
+  if (Array.isArray(v)) return v.map(noUserErrors);
+  for (const k of Object.keys(v)) v[k] = k === "userErrors" && Array.isArray(v[k]) ? [] : noUserErrors(v[k]);
+  return v;
 }
 
 function send(res, status, value) {

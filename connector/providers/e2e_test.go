@@ -181,6 +181,11 @@ func TestEndToEnd(t *testing.T) {
 			if code != 0 {
 				t.Errorf("the run ended with exit %d:\n%s", code, out)
 			}
+			// Every call succeeded, by the audit log (a transcript step
+			// goes on after a failed call).
+			if kinds := auditKinds(t, bin, dir, out); kinds["call.succeeded"] != len(names) || kinds["call.failed"]+kinds["call.refused"] > 0 {
+				t.Errorf("audit: %d calls succeeded, %d failed, %d refused; want %d, 0, 0", kinds["call.succeeded"], kinds["call.failed"], kinds["call.refused"], len(names))
+			}
 			// Each tool's request reached the mock once; the check tool's
 			// also once per preflight (run and each resume).
 			conn := openFor(t, p, base)
@@ -438,4 +443,29 @@ func providerNamed(t *testing.T, name string) *httpconn.Provider {
 	}
 	t.Fatalf("no provider %s", name)
 	return nil
+}
+
+// auditKinds counts the kinds of the audit records of the run whose
+// outcome is out.
+func auditKinds(t *testing.T, bin, dir, out string) map[string]int {
+	t.Helper()
+	var o struct{ Run string }
+	if err := json.Unmarshal([]byte(jsonPart(out)), &o); err != nil || o.Run == "" {
+		t.Fatalf("no run in the outcome: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "audit", "--harness", "harness.yaml", "--format", "json", o.Run)
+	cmd.Dir = dir
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("audit: %v", err)
+	}
+	var log struct{ Records []struct{ Kind string } }
+	if err := json.Unmarshal(b, &log); err != nil {
+		t.Fatalf("reading the audit log: %v", err)
+	}
+	kinds := map[string]int{}
+	for _, r := range log.Records {
+		kinds[r.Kind]++
+	}
+	return kinds
 }
