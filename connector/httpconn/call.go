@@ -249,7 +249,10 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	writes := t.def.SideEffecting != nil && *t.def.SideEffecting
-	retryable := !writes || t.retryWrite
+	// A write is retried only when the provider makes it idempotent and
+	// the request carries the key (a call with no recorded place in a
+	// run has none).
+	retryable := !writes || (t.retryWrite && key != "")
 	refreshed := false
 	var last error
 	for attempt := 1; ; attempt++ {
@@ -279,9 +282,9 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 			continue
 		case ans.status == http.StatusTooManyRequests:
 			last = registry.Definite(c.providerError(t, req, ans))
-			if attempt < MaxAttempts {
+			if retryable && attempt < MaxAttempts {
 				d, ok := retryAfter(ans.header, time.Now())
-				if !ok {
+				if !ok || d < backoff(attempt) {
 					d = backoff(attempt)
 				}
 				if dl, has := ctx.Deadline(); !has || time.Until(dl) > d {
@@ -300,6 +303,18 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 				return nil, registry.Definite(perr)
 			}
 			return nil, fmt.Errorf("%w; the outcome is unknown: the provider may have applied the request", perr)
+		case ans.status >= 300 && ans.status < 400:
+			// Redirects are not followed (noRedirects): the request went
+			// to an address the provider does not serve it at. A 303
+			// answers a write the provider may have done.
+			err := fmt.Errorf("%s; redirects are not followed (is the connection's baseURL right?)", c.providerError(t, req, ans))
+			if loc := ans.header.Get("Location"); loc != "" {
+				err = fmt.Errorf("%s; redirects to %s are not followed (is the connection's baseURL right?)", c.providerError(t, req, ans), clip(c.redactURL(loc), 200))
+			}
+			if writes && ans.status == http.StatusSeeOther {
+				return nil, fmt.Errorf("%w; the outcome is unknown: the provider may have applied the request", err)
+			}
+			return nil, registry.Definite(err)
 		case ans.status >= 400 || ans.status < 200 || ans.status >= 300:
 			return nil, registry.Definite(c.providerError(t, req, ans))
 		}
@@ -357,7 +372,7 @@ func (c *Connection) answer(t *tool, ans *answer) (jsontext.Value, error) {
 			for _, e := range list {
 				m, _ := pointer(e, []string{"message"})
 				if s, ok := m.(string); ok {
-					msgs = append(msgs, clip(s, 300))
+					msgs = append(msgs, clip(c.redactor(s), 300))
 				}
 				if len(msgs) == 3 {
 					break
@@ -384,10 +399,10 @@ func (c *Connection) answer(t *tool, ans *answer) (jsontext.Value, error) {
 					s, _ := m.(string)
 					if f, _ := pointer(e, []string{"field"}); f != nil {
 						if fe, err := encode(f); err == nil {
-							s = fmt.Sprintf("%s (field %s)", s, clip(string(fe), 100))
+							s = fmt.Sprintf("%s (field %s)", s, clip(c.redactor(string(fe)), 100))
 						}
 					}
-					msgs = append(msgs, clip(s, 300))
+					msgs = append(msgs, clip(c.redactor(s), 300))
 					if len(msgs) == 3 {
 						break
 					}
@@ -496,7 +511,9 @@ func (c *Connection) errorText(v any) (code, msg string) {
 		toks, _ := splitPointer(p)
 		if x, ok := pointer(v, toks); ok {
 			if s, ok := scalarString(x); ok && s != "" {
-				code = clip(s, 100)
+				// Redacted before it is clipped: a secret cut by the
+				// clip would no longer match.
+				code = clip(c.redactor(s), 100)
 				break
 			}
 		}
@@ -505,7 +522,7 @@ func (c *Connection) errorText(v any) (code, msg string) {
 		toks, _ := splitPointer(p)
 		if x, ok := pointer(v, toks); ok {
 			if s, ok := x.(string); ok && s != "" {
-				msg = clip(s, 500)
+				msg = clip(c.redactor(s), 500)
 				break
 			}
 		}
@@ -574,7 +591,9 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second, true
+		// More than a day is as good as never (and n seconds past
+		// about 292 years would overflow a Duration).
+		return time.Duration(min(n, 86400)) * time.Second, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
