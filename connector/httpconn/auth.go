@@ -149,11 +149,37 @@ func (r *redactor) add(vals ...string) {
 }
 
 func (r *redactor) redact(s string) string {
+	return credential.Redact(r.values(s))
+}
+
+// values removes the secret values and issued tokens only (not what the
+// detector recognises): what a result may not carry.
+func (r *redactor) values(s string) string {
 	r.mu.Lock()
 	vals := r.vals
 	r.mu.Unlock()
 	for _, v := range vals {
 		s = strings.ReplaceAll(s, v, "[redacted]")
 	}
-	return credential.Redact(s)
+	return s
+}
+
+// redactResult replaces the secret values and issued tokens in every
+// string of a result (a provider that echoes the credential): the
+// runtime redacts the harness's secrets, but not the tokens a token
+// endpoint issued.
+func (r *redactor) redactResult(v any) any {
+	switch v := v.(type) {
+	case string:
+		return r.values(v)
+	case []any:
+		for i, e := range v {
+			v[i] = r.redactResult(e)
+		}
+	case *object:
+		for _, k := range v.keys {
+			v.vals[k] = r.redactResult(v.vals[k])
+		}
+	}
+	return v
 }

@@ -418,7 +418,7 @@ func (c *Connection) answer(t *tool, ans *answer) (jsontext.Value, error) {
 	if !ok {
 		return nil, errors.New("the answer lacks what the result is built from")
 	}
-	return encode(v)
+	return encode(c.redactResult(v))
 }
 
 // answer is a provider's HTTP answer, its body read up to the limit.

@@ -713,3 +713,24 @@ func TestWriteWithoutIdempotencyIsNotRetriedOn429(t *testing.T) {
 		t.Errorf("%v, %d requests; a write the provider does not make idempotent is sent once, its 429 definite", err, hits.Load())
 	}
 }
+
+func TestIssuedTokenNotInResult(t *testing.T) {
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token": "at_issued_value_1234", "token_type": "Bearer", "expires_in": 3600}`)
+	}))
+	defer tokens.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"id": "1", "name": "echo `+r.Header.Get("Authorization")+`", "tags": [{"label": "at_issued_value_1234"}]}`)
+	}))
+	defer api.Close()
+	secrets := map[string]string{"refreshToken": "rt_1_value", "clientId": "cid", "clientSecret": "csecret"}
+	c := open(t, spec(nil), connector.Config{AuthKind: "oauth", Secrets: secrets, BaseURL: api.URL, TokenURL: tokens.URL})
+	out, err := call(t, c, "acme.item.get", `{"id": "1"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "at_issued_value_1234") || !strings.Contains(out, "echo Bearer [redacted]") {
+		t.Errorf("result %s: the token the endpoint issued reaches the agent", out)
+	}
+}

@@ -331,7 +331,7 @@ func (p *Provider) open(cfg connector.Config, client *http.Client) (*Connection,
 	}
 	c := &Connection{p: p, root: strings.TrimRight(root, "/"), auth: a, secrets: cfg.Secrets, timeout: timeout, client: noRedirects(client)}
 	red := newRedactor(cfg.Secrets)
-	c.redactor = red.redact
+	c.redactor, c.redactResult = red.redact, red.redactResult
 	switch {
 	case cfg.AuthKind != "oauth" || !canRefresh(a, cfg):
 	case a.Grant == "client_credentials":
@@ -394,7 +394,10 @@ type Connection struct {
 	timeout  time.Duration
 	client   *http.Client
 	redactor func(string) string
-	refresh  *refresher
+	// redactResult removes the secret values and issued tokens from a
+	// result's strings.
+	redactResult func(any) any
+	refresh      *refresher
 }
 
 // Tools implements [connector.Connection].
