@@ -168,23 +168,38 @@ func expandPath(p string, in any) (string, error) {
 		if !ok || s == "" {
 			return "", fmt.Errorf("argument %q is needed in the request path (a non-empty string or number)", name)
 		}
+		// A "." or ".." between slashes or backslashes is refused even
+		// where the slash is escaped: a server (or a proxy before it)
+		// that decodes %2F, or reads a backslash as "/", before it resolves
+		// dot segments would take the request to another endpoint.
+		if dotSegment(s) {
+			return "", fmt.Errorf("argument %q has a \".\" or \"..\" segment", name)
+		}
 		if keep {
 			parts := strings.Split(s, "/")
 			for k, part := range parts {
-				if part == "" || part == "." || part == ".." {
-					return "", fmt.Errorf("argument %q has an empty, \".\" or \"..\" segment", name)
+				if part == "" {
+					return "", fmt.Errorf("argument %q has an empty segment", name)
 				}
 				parts[k] = url.PathEscape(part)
 			}
 			sb.WriteString(strings.Join(parts, "/"))
 		} else {
-			if s == "." || s == ".." {
-				return "", fmt.Errorf("argument %q cannot be %q", name, s)
-			}
 			sb.WriteString(url.PathEscape(s))
 		}
 		p = p[j+1:]
 	}
+}
+
+// dotSegment reports whether s, split at "/" and backslash, has a "." or
+// ".." part.
+func dotSegment(s string) bool {
+	for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if part == "." || part == ".." {
+			return true
+		}
+	}
+	return s == "." || s == ".."
 }
 
 // flattenForm encodes a body the way form APIs read nested members:

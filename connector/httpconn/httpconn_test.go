@@ -734,3 +734,30 @@ func TestIssuedTokenNotInResult(t *testing.T) {
 		t.Errorf("result %s: the token the endpoint issued reaches the agent", out)
 	}
 }
+
+func TestEscapedDotSegmentsRefused(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, `{"id": "1"}`)
+	}))
+	defer srv.Close()
+	c := open(t, spec(nil), connector.Config{BaseURL: srv.URL})
+	// Sent as one escaped segment, but a server or proxy that decodes
+	// %2F (or reads "\" as "/") before resolving dot segments would route
+	// them to another endpoint.
+	for _, id := range []string{"x/../../admin", `..\admin`, "a/.", `.\x`, "../payments"} {
+		_, err := call(t, c, "acme.item.get", `{"id": `+strings.ReplaceAll(`"`+id+`"`, `\`, `\\`)+`}`)
+		if err == nil || !registry.IsDefinite(err) {
+			t.Errorf("id %q: %v; want a definite refusal", id, err)
+		}
+	}
+	if hits.Load() != 0 {
+		t.Errorf("%d requests sent for refused arguments", hits.Load())
+	}
+	for _, id := range []string{"a/b c", "..x", "x..", "%2e%2e", "...", "a.b"} {
+		if _, err := call(t, c, "acme.item.get", `{"id": "`+id+`"}`); err != nil {
+			t.Errorf("id %q: %v", id, err)
+		}
+	}
+}
