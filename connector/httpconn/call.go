@@ -382,6 +382,9 @@ func (c *Connection) answer(t *tool, ans *answer) (jsontext.Value, error) {
 	if t.graphql != "" {
 		errs, _ := pointer(in, []string{"errors"})
 		data, _ := pointer(in, []string{"data"})
+		if _, ok := errs.([]any); errs != nil && !ok {
+			return nil, errors.New("the answer's GraphQL errors are not an array")
+		}
 		if list, ok := errs.([]any); ok && len(list) > 0 {
 			var msgs []string
 			for _, e := range list {
@@ -424,6 +427,14 @@ func (c *Connection) answer(t *tool, ans *answer) (jsontext.Value, error) {
 				}
 				return nil, &definiteAnswer{"the provider refused the call: " + strings.Join(msgs, "; ")}
 			}
+		}
+	}
+	if t.def.SideEffecting != nil && *t.def.SideEffecting {
+		// A write's answer that holds nothing its result is built from
+		// (an empty object, GraphQL data null) says nothing of what
+		// happened: not an empty result.
+		if _, ok, err := t.result.eval(in); err == nil && !ok {
+			return nil, errors.New("the answer lacks what the result is built from")
 		}
 	}
 	v, ok, err := evalTop(t.result, in)

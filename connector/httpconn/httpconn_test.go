@@ -761,3 +761,27 @@ func TestEscapedDotSegmentsRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteAnswerWithoutItsResultIsOutcomeUnknown(t *testing.T) {
+	sp := spec(nil)
+	gql := def("acme.thing.create", true)
+	sp.Tools = append(sp.Tools, httpconn.Tool{
+		Definition: gql,
+		Request:    httpconn.Request{Method: "POST", Path: "/graphql", GraphQL: &httpconn.GraphQL{Query: "mutation { thingCreate { thing { id } } }"}},
+		Result:     jsontext.Value(`{"id": "$/thingCreate/thing/id"}`),
+	})
+	for tool, bodies := range map[string][]string{
+		"acme.payment.create": {`{}`, `{"unrelated": 1}`, `null`, ``},
+		"acme.thing.create":   {`{"data": null}`, `{}`, `{"errors": {"message": "boom"}, "data": {"thingCreate": {"thing": {"id": "1"}}}}`, `{"data": {"thingCreate": null}}`},
+	} {
+		for _, b := range bodies {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, b) }))
+			c := open(t, sp, connector.Config{BaseURL: srv.URL})
+			out, err := call(t, c, tool, `{"amount": 5}`)
+			srv.Close()
+			if err == nil || registry.IsDefinite(err) {
+				t.Errorf("%s answered 200 %q: %s %v; want outcome-unknown, not an empty result", tool, b, out, err)
+			}
+		}
+	}
+}
