@@ -76,7 +76,7 @@ func (c *Connection) build(t *tool, in any, key string) (*built, error) {
 			continue
 		}
 		s, ok := scalarString(v)
-		if !ok || strings.ContainsAny(s, "\r\n\x00") {
+		if !ok || !headerSafe(s) {
 			return nil, fmt.Errorf("header %s: a one-line scalar is needed", e.name)
 		}
 		b.header.Set(e.name, s)
@@ -146,6 +146,13 @@ func (c *Connection) build(t *tool, in any, key string) (*built, error) {
 	}
 	b.header.Set("User-Agent", "openplaybook")
 	return b, nil
+}
+
+// headerSafe reports whether s can be a header value: no control
+// character but tab (Go's transport refuses one only once the request is
+// under way, which would make a refused write look possibly sent).
+func headerSafe(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return (r < ' ' && r != '\t') || r == 0x7f })
 }
 
 // expandPath fills the path's {name} placeholders from the arguments'
@@ -494,6 +501,9 @@ func (c *Connection) authorize(ctx context.Context, req *http.Request) error {
 			if tok, err = c.refresh.token(ctx, tok); err != nil {
 				return fmt.Errorf("refreshing the OAuth access token: %v", err)
 			}
+			if !headerSafe(tok) {
+				return errors.New("the token endpoint issued an access token with control characters")
+			}
 		}
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
@@ -510,6 +520,9 @@ func (c *Connection) authorize(ctx context.Context, req *http.Request) error {
 			var err error
 			if tok, err = c.refresh.token(ctx, tok); err != nil {
 				return fmt.Errorf("refreshing the OAuth access token: %v", err)
+			}
+			if !headerSafe(tok) {
+				return errors.New("the token endpoint issued an access token with control characters")
 			}
 		}
 		req.Header.Set(h, tok)

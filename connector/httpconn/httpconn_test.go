@@ -785,3 +785,36 @@ func TestWriteAnswerWithoutItsResultIsOutcomeUnknown(t *testing.T) {
 		}
 	}
 }
+
+func TestHeaderControlCharactersRefusedBeforeSending(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, `{"id": "1"}`)
+	}))
+	defer srv.Close()
+	sp := spec(nil)
+	sp.Tools[1].Request.Headers = map[string]jsontext.Value{"X-Memo": jsontext.Value(`"$/memo"`)}
+	c := open(t, sp, connector.Config{BaseURL: srv.URL})
+	for _, memo := range []string{`a\u0001b`, `a\u007fb`, `a\u000bb`} {
+		_, err := call(t, c, "acme.payment.create", `{"amount": 5, "memo": "`+memo+`"}`)
+		if err == nil || !registry.IsDefinite(err) {
+			t.Errorf("memo %s: %v; a header Go would refuse is refused before sending (definite)", memo, err)
+		}
+	}
+
+	// A token endpoint issuing a token that cannot be a header value.
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token": "at_\u0001bad", "token_type": "Bearer", "expires_in": 3600}`)
+	}))
+	defer tokens.Close()
+	secrets := map[string]string{"refreshToken": "rt_1_value", "clientId": "cid", "clientSecret": "csecret"}
+	c = open(t, spec(nil), connector.Config{AuthKind: "oauth", Secrets: secrets, BaseURL: srv.URL, TokenURL: tokens.URL})
+	if _, err := call(t, c, "acme.payment.create", `{"amount": 5}`); err == nil || !registry.IsDefinite(err) {
+		t.Errorf("%v; want a definite refusal", err)
+	}
+	if hits.Load() != 0 {
+		t.Errorf("%d requests sent", hits.Load())
+	}
+}
