@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +24,10 @@ type refresher struct {
 	cc     *clientcredentials.Config // the client-credentials grant instead
 	client *http.Client
 	expiry time.Time
+
+	// issued, when set, is told every token the endpoint issues (the
+	// connection's redactor learns them).
+	issued func(vals ...string)
 
 	mu      sync.Mutex
 	current string
@@ -102,6 +107,9 @@ func (r *refresher) refreshLocked(ctx context.Context) error {
 	if tok.AccessToken == "" {
 		return errors.New("the token endpoint answered no access token")
 	}
+	if r.issued != nil {
+		r.issued(tok.AccessToken, tok.RefreshToken)
+	}
 	r.current, r.expiry = tok.AccessToken, tok.Expiry
 	if tok.RefreshToken != "" {
 		r.refresh = tok.RefreshToken
@@ -109,21 +117,69 @@ func (r *refresher) refreshLocked(ctx context.Context) error {
 	return nil
 }
 
-// newRedactor returns what removes the connection's secret values (the
-// longest first), and anything the credential detector recognises, from
-// a message.
-func newRedactor(secrets map[string]string) func(string) string {
-	var vals []string
+// redactor removes the connection's secret values (the longest first),
+// the tokens its token endpoint issued since, and anything the credential
+// detector recognises, from a message.
+type redactor struct {
+	mu   sync.Mutex
+	vals []string
+}
+
+func newRedactor(secrets map[string]string) *redactor {
+	r := &redactor{}
 	for _, v := range secrets {
-		if len(v) >= 4 {
-			vals = append(vals, v)
+		r.add(v)
+	}
+	return r
+}
+
+// add makes r redact vals too (values shorter than 4 bytes are not
+// redacted: they would match ordinary text).
+func (r *redactor) add(vals ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	next := slices.Clone(r.vals) // redact may be reading the old list
+	for _, v := range vals {
+		if len(v) >= 4 && !slices.Contains(next, v) {
+			next = append(next, v)
 		}
 	}
-	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
-	return func(s string) string {
-		for _, v := range vals {
-			s = strings.ReplaceAll(s, v, "[redacted]")
-		}
-		return credential.Redact(s)
+	sort.Slice(next, func(i, j int) bool { return len(next[i]) > len(next[j]) })
+	r.vals = next
+}
+
+func (r *redactor) redact(s string) string {
+	return credential.Redact(r.values(s))
+}
+
+// values removes the secret values and issued tokens only (not what the
+// detector recognises): what a result may not carry.
+func (r *redactor) values(s string) string {
+	r.mu.Lock()
+	vals := r.vals
+	r.mu.Unlock()
+	for _, v := range vals {
+		s = strings.ReplaceAll(s, v, "[redacted]")
 	}
+	return s
+}
+
+// redactResult replaces the secret values and issued tokens in every
+// string of a result (a provider that echoes the credential): the
+// runtime redacts the harness's secrets, but not the tokens a token
+// endpoint issued.
+func (r *redactor) redactResult(v any) any {
+	switch v := v.(type) {
+	case string:
+		return r.values(v)
+	case []any:
+		for i, e := range v {
+			v[i] = r.redactResult(e)
+		}
+	case *object:
+		for _, k := range v.keys {
+			v.vals[k] = r.redactResult(v.vals[k])
+		}
+	}
+	return v
 }

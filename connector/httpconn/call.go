@@ -76,7 +76,7 @@ func (c *Connection) build(t *tool, in any, key string) (*built, error) {
 			continue
 		}
 		s, ok := scalarString(v)
-		if !ok || strings.ContainsAny(s, "\r\n\x00") {
+		if !ok || !headerSafe(s) {
 			return nil, fmt.Errorf("header %s: a one-line scalar is needed", e.name)
 		}
 		b.header.Set(e.name, s)
@@ -148,6 +148,13 @@ func (c *Connection) build(t *tool, in any, key string) (*built, error) {
 	return b, nil
 }
 
+// headerSafe reports whether s can be a header value: no control
+// character but tab (Go's transport refuses one only once the request is
+// under way, which would make a refused write look possibly sent).
+func headerSafe(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return (r < ' ' && r != '\t') || r == 0x7f })
+}
+
 // expandPath fills the path's {name} placeholders from the arguments'
 // top-level members, percent-encoded ("{name*}" keeps "/").
 func expandPath(p string, in any) (string, error) {
@@ -168,23 +175,38 @@ func expandPath(p string, in any) (string, error) {
 		if !ok || s == "" {
 			return "", fmt.Errorf("argument %q is needed in the request path (a non-empty string or number)", name)
 		}
+		// A "." or ".." between slashes or backslashes is refused even
+		// where the slash is escaped: a server (or a proxy before it)
+		// that decodes %2F, or reads a backslash as "/", before it resolves
+		// dot segments would take the request to another endpoint.
+		if dotSegment(s) {
+			return "", fmt.Errorf("argument %q has a \".\" or \"..\" segment", name)
+		}
 		if keep {
 			parts := strings.Split(s, "/")
 			for k, part := range parts {
-				if part == "" || part == "." || part == ".." {
-					return "", fmt.Errorf("argument %q has an empty, \".\" or \"..\" segment", name)
+				if part == "" {
+					return "", fmt.Errorf("argument %q has an empty segment", name)
 				}
 				parts[k] = url.PathEscape(part)
 			}
 			sb.WriteString(strings.Join(parts, "/"))
 		} else {
-			if s == "." || s == ".." {
-				return "", fmt.Errorf("argument %q cannot be %q", name, s)
-			}
 			sb.WriteString(url.PathEscape(s))
 		}
 		p = p[j+1:]
 	}
+}
+
+// dotSegment reports whether s, split at "/" and backslash, has a "." or
+// ".." part.
+func dotSegment(s string) bool {
+	for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if part == "." || part == ".." {
+			return true
+		}
+	}
+	return s == "." || s == ".."
 }
 
 // flattenForm encodes a body the way form APIs read nested members:
@@ -249,7 +271,10 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	writes := t.def.SideEffecting != nil && *t.def.SideEffecting
-	retryable := !writes || t.retryWrite
+	// A write is retried only when the provider makes it idempotent and
+	// the request carries the key (a call with no recorded place in a
+	// run has none).
+	retryable := !writes || (t.retryWrite && key != "")
 	refreshed := false
 	var last error
 	for attempt := 1; ; attempt++ {
@@ -279,9 +304,9 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 			continue
 		case ans.status == http.StatusTooManyRequests:
 			last = registry.Definite(c.providerError(t, req, ans))
-			if attempt < MaxAttempts {
+			if retryable && attempt < MaxAttempts {
 				d, ok := retryAfter(ans.header, time.Now())
-				if !ok {
+				if !ok || d < backoff(attempt) {
 					d = backoff(attempt)
 				}
 				if dl, has := ctx.Deadline(); !has || time.Until(dl) > d {
@@ -300,6 +325,18 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 				return nil, registry.Definite(perr)
 			}
 			return nil, fmt.Errorf("%w; the outcome is unknown: the provider may have applied the request", perr)
+		case ans.status >= 300 && ans.status < 400:
+			// Redirects are not followed (noRedirects): the request went
+			// to an address the provider does not serve it at. A 303
+			// answers a write the provider may have done.
+			err := fmt.Errorf("%s; redirects are not followed (is the connection's baseURL right?)", c.providerError(t, req, ans))
+			if loc := ans.header.Get("Location"); loc != "" {
+				err = fmt.Errorf("%s; redirects to %s are not followed (is the connection's baseURL right?)", c.providerError(t, req, ans), clip(c.redactURL(loc), 200))
+			}
+			if writes && ans.status == http.StatusSeeOther {
+				return nil, fmt.Errorf("%w; the outcome is unknown: the provider may have applied the request", err)
+			}
+			return nil, registry.Definite(err)
 		case ans.status >= 400 || ans.status < 200 || ans.status >= 300:
 			return nil, registry.Definite(c.providerError(t, req, ans))
 		}
@@ -352,12 +389,15 @@ func (c *Connection) answer(t *tool, ans *answer) (jsontext.Value, error) {
 	if t.graphql != "" {
 		errs, _ := pointer(in, []string{"errors"})
 		data, _ := pointer(in, []string{"data"})
+		if _, ok := errs.([]any); errs != nil && !ok {
+			return nil, errors.New("the answer's GraphQL errors are not an array")
+		}
 		if list, ok := errs.([]any); ok && len(list) > 0 {
 			var msgs []string
 			for _, e := range list {
 				m, _ := pointer(e, []string{"message"})
 				if s, ok := m.(string); ok {
-					msgs = append(msgs, clip(s, 300))
+					msgs = append(msgs, clip(c.redactor(s), 300))
 				}
 				if len(msgs) == 3 {
 					break
@@ -384,16 +424,24 @@ func (c *Connection) answer(t *tool, ans *answer) (jsontext.Value, error) {
 					s, _ := m.(string)
 					if f, _ := pointer(e, []string{"field"}); f != nil {
 						if fe, err := encode(f); err == nil {
-							s = fmt.Sprintf("%s (field %s)", s, clip(string(fe), 100))
+							s = fmt.Sprintf("%s (field %s)", s, clip(c.redactor(string(fe)), 100))
 						}
 					}
-					msgs = append(msgs, clip(s, 300))
+					msgs = append(msgs, clip(c.redactor(s), 300))
 					if len(msgs) == 3 {
 						break
 					}
 				}
 				return nil, &definiteAnswer{"the provider refused the call: " + strings.Join(msgs, "; ")}
 			}
+		}
+	}
+	if t.def.SideEffecting != nil && *t.def.SideEffecting {
+		// A write's answer that holds nothing its result is built from
+		// (an empty object, GraphQL data null) says nothing of what
+		// happened: not an empty result.
+		if _, ok, err := t.result.eval(in); err == nil && !ok {
+			return nil, errors.New("the answer lacks what the result is built from")
 		}
 	}
 	v, ok, err := evalTop(t.result, in)
@@ -403,7 +451,7 @@ func (c *Connection) answer(t *tool, ans *answer) (jsontext.Value, error) {
 	if !ok {
 		return nil, errors.New("the answer lacks what the result is built from")
 	}
-	return encode(v)
+	return encode(c.redactResult(v))
 }
 
 // answer is a provider's HTTP answer, its body read up to the limit.
@@ -453,6 +501,9 @@ func (c *Connection) authorize(ctx context.Context, req *http.Request) error {
 			if tok, err = c.refresh.token(ctx, tok); err != nil {
 				return fmt.Errorf("refreshing the OAuth access token: %v", err)
 			}
+			if !headerSafe(tok) {
+				return errors.New("the token endpoint issued an access token with control characters")
+			}
 		}
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
@@ -469,6 +520,9 @@ func (c *Connection) authorize(ctx context.Context, req *http.Request) error {
 			var err error
 			if tok, err = c.refresh.token(ctx, tok); err != nil {
 				return fmt.Errorf("refreshing the OAuth access token: %v", err)
+			}
+			if !headerSafe(tok) {
+				return errors.New("the token endpoint issued an access token with control characters")
 			}
 		}
 		req.Header.Set(h, tok)
@@ -496,7 +550,9 @@ func (c *Connection) errorText(v any) (code, msg string) {
 		toks, _ := splitPointer(p)
 		if x, ok := pointer(v, toks); ok {
 			if s, ok := scalarString(x); ok && s != "" {
-				code = clip(s, 100)
+				// Redacted before it is clipped: a secret cut by the
+				// clip would no longer match.
+				code = clip(c.redactor(s), 100)
 				break
 			}
 		}
@@ -505,7 +561,7 @@ func (c *Connection) errorText(v any) (code, msg string) {
 		toks, _ := splitPointer(p)
 		if x, ok := pointer(v, toks); ok {
 			if s, ok := x.(string); ok && s != "" {
-				msg = clip(s, 500)
+				msg = clip(c.redactor(s), 500)
 				break
 			}
 		}
@@ -574,7 +630,9 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second, true
+		// More than a day is as good as never (and n seconds past
+		// about 292 years would overflow a Duration).
+		return time.Duration(min(n, 86400)) * time.Second, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {

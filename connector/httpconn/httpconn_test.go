@@ -1,6 +1,7 @@
 package httpconn_test
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -452,5 +453,368 @@ func TestOAuthClientCredentials(t *testing.T) {
 	c = open(t, sp, connector.Config{AuthKind: "oauth", Secrets: map[string]string{"clientId": "cid", "clientSecret": "wrong"}, BaseURL: api.URL, TokenURL: tokens.URL})
 	if _, err := call(t, c, "acme.item.get", `{"id": "1"}`); err == nil || !strings.Contains(err.Error(), "invalid_client") || strings.Contains(err.Error(), "wrong") {
 		t.Errorf("%v", err)
+	}
+}
+
+// headerSpec is spec with the credential in custom headers (Shopify's
+// X-Shopify-Access-Token, Plaid's PLAID-SECRET) and in the JSON body
+// (Plaid's access_token), which Go's http.Client does not strip when it
+// follows a redirect.
+func headerSpec() httpconn.Spec {
+	sp := spec(nil)
+	sp.Auth["api_token"] = httpconn.Auth{Secrets: []string{"apiKey"}, Header: map[string]string{"X-Api-Key": "apiKey"}, Body: map[string]string{"secret": "apiKey"}}
+	sp.Tools[0].Request.Method = "POST"
+	return sp
+}
+
+func TestRedirectsAreNeverFollowed(t *testing.T) {
+	var leaked atomic.Int32
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Add(1)
+		io.WriteString(w, `{"id": "1"}`)
+	}))
+	defer evil.Close()
+	for _, status := range []int{301, 302, 303, 307, 308} {
+		for _, target := range []string{evil.URL + "/steal", "file:///etc/passwd", "/same-host-other-path"} {
+			var hits atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if hits.Add(1) > 1 {
+					io.WriteString(w, `{"id": "1"}`)
+					return
+				}
+				http.Redirect(w, r, target, status)
+			}))
+			for _, sp := range []httpconn.Spec{spec(nil), headerSpec()} {
+				hits.Store(0)
+				c := open(t, sp, connector.Config{BaseURL: srv.URL})
+				_, err := call(t, c, "acme.item.get", `{"id": "1"}`)
+				if err == nil || !registry.IsDefinite(err) {
+					t.Errorf("%d to %s: %v; a read redirected is a definite error", status, target, err)
+				}
+				if err != nil && strings.Contains(err.Error(), secret) {
+					t.Errorf("the error shows the secret: %v", err)
+				}
+				hits.Store(0)
+				_, err = call(t, c, "acme.payment.create", `{"amount": 5}`)
+				if err == nil {
+					t.Errorf("%d to %s: a write redirected succeeded", status, target)
+				}
+				if status == 303 && registry.IsDefinite(err) {
+					t.Errorf("303 after a write: %v; the provider may have applied it", err)
+				}
+				if hits.Load() != 1 {
+					t.Errorf("%d to %s: %d requests to the API; the redirect was followed", status, target, hits.Load())
+				}
+			}
+			srv.Close()
+		}
+	}
+	if leaked.Load() != 0 {
+		t.Errorf("another host got %d requests carrying the credential", leaked.Load())
+	}
+}
+
+func TestTokenEndpointRedirectIsNotFollowed(t *testing.T) {
+	var leaked atomic.Int32
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token": "at_evil", "token_type": "Bearer"}`)
+	}))
+	defer evil.Close()
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, evil.URL+"/token", http.StatusTemporaryRedirect)
+	}))
+	defer tokens.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"id": "1"}`) }))
+	defer api.Close()
+	secrets := map[string]string{"refreshToken": "rt_secret_1", "clientId": "cid", "clientSecret": "csecret_value"}
+	c := open(t, spec(nil), connector.Config{AuthKind: "oauth", Secrets: secrets, BaseURL: api.URL, TokenURL: tokens.URL})
+	_, err := call(t, c, "acme.item.get", `{"id": "1"}`)
+	if err == nil || !registry.IsDefinite(err) {
+		t.Errorf("%v; a token endpoint that redirects gives no token", err)
+	}
+	if leaked.Load() != 0 {
+		t.Errorf("the client secret and refresh token were re-posted to another host")
+	}
+}
+
+func TestSecretAcrossTheClipIsRedacted(t *testing.T) {
+	for _, pad := range []int{470, 480, 490, 499} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error": {"code": "bad", "message": "`+strings.Repeat("x", pad)+secret+`"}}`)
+		}))
+		c := open(t, spec(nil), connector.Config{BaseURL: srv.URL})
+		_, err := call(t, c, "acme.item.get", `{"id": "1"}`)
+		srv.Close()
+		if err == nil {
+			t.Fatal("accepted")
+		}
+		if strings.Contains(err.Error(), secret[:12]) {
+			t.Errorf("pad %d: the error shows part of the secret: %s", pad, err.Error()[len(err.Error())-60:])
+		}
+	}
+}
+
+func TestRefreshedTokenIsRedacted(t *testing.T) {
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token": "at_fresh_from_endpoint_42", "refresh_token": "rt_rotated_value_77", "token_type": "Bearer", "expires_in": 3600}`)
+	}))
+	defer tokens.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, `{"error": {"code": "forbidden", "message": "token `+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")+` lacks scope (rt_rotated_value_77)"}}`)
+	}))
+	defer api.Close()
+	secrets := map[string]string{"refreshToken": "rt_1_value", "clientId": "cid", "clientSecret": "csecret"}
+	c := open(t, spec(nil), connector.Config{AuthKind: "oauth", Secrets: secrets, BaseURL: api.URL, TokenURL: tokens.URL})
+	_, err := call(t, c, "acme.item.get", `{"id": "1"}`)
+	if err == nil || !strings.Contains(err.Error(), "lacks scope") {
+		t.Fatalf("%v", err)
+	}
+	for _, bad := range []string{"at_fresh_from_endpoint_42", "rt_rotated_value_77"} {
+		if strings.Contains(err.Error(), bad) {
+			t.Errorf("the error shows the token the endpoint issued: %v", err)
+		}
+	}
+}
+
+func TestWriteWithoutKeyIsNeverRetried(t *testing.T) {
+	var hits atomic.Int32
+	var keys []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	c := open(t, spec(&httpconn.Idempotency{Header: "Idempotency-Key"}), connector.Config{BaseURL: srv.URL})
+	// No recorded place in a run: no idempotency key can be derived.
+	for _, ctx := range []context.Context{context.Background(), registry.WithCallInfo(context.Background(), registry.CallInfo{Run: "run_1", Index: -1})} {
+		hits.Store(0)
+		_, err := c.Tools()["acme.payment.create"].Call(ctx, jsontext.Value(`{"amount": 5}`))
+		if err == nil || registry.IsDefinite(err) {
+			t.Errorf("%v; a write's 503 is outcome-unknown", err)
+		}
+		if hits.Load() != 1 {
+			t.Errorf("%d requests (keys %q); a write sent without an idempotency key is never retried", hits.Load(), keys)
+		}
+	}
+}
+
+func TestHugeRetryAfter(t *testing.T) {
+	for _, v := range []string{"9223372037", "99999999999999999999", "-5", "Wed, 21 Oct 2099 07:28:00 GMT", "Wed, 21 Oct 2015 07:28:00 GMT", "1.5", "abc"} {
+		var hits atomic.Int32
+		var times []time.Time
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			times = append(times, time.Now())
+			w.Header().Set("Retry-After", v)
+			w.WriteHeader(http.StatusTooManyRequests)
+		}))
+		c := open(t, spec(nil), connector.Config{BaseURL: srv.URL, Timeout: 5 * time.Second})
+		start := time.Now()
+		_, err := call(t, c, "acme.item.get", `{"id": "1"}`)
+		srv.Close()
+		if err == nil || !registry.IsDefinite(err) {
+			t.Errorf("%s: %v", v, err)
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Errorf("%s: took %v", v, time.Since(start))
+		}
+		for i := 1; i < len(times); i++ {
+			if d := times[i].Sub(times[i-1]); d < 400*time.Millisecond {
+				t.Errorf("Retry-After %q: retried after %v, no wait", v, d)
+			}
+		}
+	}
+}
+
+func TestGzipBombIsBounded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		io.WriteString(zw, `{"id": "`)
+		chunk := []byte(strings.Repeat("a", 1<<20))
+		for i := 0; i < 64; i++ {
+			if _, err := zw.Write(chunk); err != nil {
+				return
+			}
+		}
+		io.WriteString(zw, `"}`)
+		zw.Close()
+	}))
+	defer srv.Close()
+	c := open(t, spec(nil), connector.Config{BaseURL: srv.URL})
+	_, err := call(t, c, "acme.item.get", `{"id": "1"}`)
+	if err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("%v; want the size limit", err)
+	}
+}
+
+func TestHostileAnswersNeverPanic(t *testing.T) {
+	bodies := []string{
+		`{"id": 1e999999999, "name": -0.0000000000000000000000001e-99999}`,
+		"{\"id\": \"\xff\xfe\"}",
+		`{"id": "1", "tags": {"label": "x"}}`,
+		`{"id": "1", "tags": [1, "x", null, [[]]]}`,
+		`null`, `[]`, `"x"`, `123`, `{"id":`, strings.Repeat(`{"a":`, 200) + `1` + strings.Repeat(`}`, 200),
+		`{"error": {"code": {"x": 1}, "message": ["m"]}}`,
+	}
+	for _, b := range bodies {
+		for _, status := range []int{200, 400, 500} {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(status)
+				io.WriteString(w, b)
+			}))
+			c := open(t, spec(nil), connector.Config{BaseURL: srv.URL, Timeout: 3 * time.Second})
+			call(t, c, "acme.item.get", `{"id": "1"}`)
+			_, err := call(t, c, "acme.payment.create", `{"amount": 5}`)
+			if status == 500 && registry.IsDefinite(err) {
+				t.Errorf("%q %d: %v", b, status, err)
+			}
+			srv.Close()
+		}
+	}
+}
+
+func TestCookiesAreNotKept(t *testing.T) {
+	var cookies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cookies = append(cookies, r.Header.Get("Cookie"))
+		http.SetCookie(w, &http.Cookie{Name: "session", Value: "s1"})
+		io.WriteString(w, `{"id": "1"}`)
+	}))
+	defer srv.Close()
+	c := open(t, spec(nil), connector.Config{BaseURL: srv.URL})
+	call(t, c, "acme.item.get", `{"id": "1"}`)
+	call(t, c, "acme.item.get", `{"id": "1"}`)
+	if cookies[1] != "" {
+		t.Errorf("a cookie the provider set was sent back: %q", cookies[1])
+	}
+}
+
+func TestWriteWithoutIdempotencyIsNotRetriedOn429(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 1 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		io.WriteString(w, `{"id": "pay_1"}`)
+	}))
+	defer srv.Close()
+	c := open(t, spec(nil), connector.Config{BaseURL: srv.URL})
+	_, err := call(t, c, "acme.payment.create", `{"amount": 5}`)
+	if err == nil || !registry.IsDefinite(err) || hits.Load() != 1 {
+		t.Errorf("%v, %d requests; a write the provider does not make idempotent is sent once, its 429 definite", err, hits.Load())
+	}
+}
+
+func TestIssuedTokenNotInResult(t *testing.T) {
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token": "at_issued_value_1234", "token_type": "Bearer", "expires_in": 3600}`)
+	}))
+	defer tokens.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"id": "1", "name": "echo `+r.Header.Get("Authorization")+`", "tags": [{"label": "at_issued_value_1234"}]}`)
+	}))
+	defer api.Close()
+	secrets := map[string]string{"refreshToken": "rt_1_value", "clientId": "cid", "clientSecret": "csecret"}
+	c := open(t, spec(nil), connector.Config{AuthKind: "oauth", Secrets: secrets, BaseURL: api.URL, TokenURL: tokens.URL})
+	out, err := call(t, c, "acme.item.get", `{"id": "1"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "at_issued_value_1234") || !strings.Contains(out, "echo Bearer [redacted]") {
+		t.Errorf("result %s: the token the endpoint issued reaches the agent", out)
+	}
+}
+
+func TestEscapedDotSegmentsRefused(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, `{"id": "1"}`)
+	}))
+	defer srv.Close()
+	c := open(t, spec(nil), connector.Config{BaseURL: srv.URL})
+	// Sent as one escaped segment, but a server or proxy that decodes
+	// %2F (or reads "\" as "/") before resolving dot segments would route
+	// them to another endpoint.
+	for _, id := range []string{"x/../../admin", `..\admin`, "a/.", `.\x`, "../payments"} {
+		_, err := call(t, c, "acme.item.get", `{"id": `+strings.ReplaceAll(`"`+id+`"`, `\`, `\\`)+`}`)
+		if err == nil || !registry.IsDefinite(err) {
+			t.Errorf("id %q: %v; want a definite refusal", id, err)
+		}
+	}
+	if hits.Load() != 0 {
+		t.Errorf("%d requests sent for refused arguments", hits.Load())
+	}
+	for _, id := range []string{"a/b c", "..x", "x..", "%2e%2e", "...", "a.b"} {
+		if _, err := call(t, c, "acme.item.get", `{"id": "`+id+`"}`); err != nil {
+			t.Errorf("id %q: %v", id, err)
+		}
+	}
+}
+
+func TestWriteAnswerWithoutItsResultIsOutcomeUnknown(t *testing.T) {
+	sp := spec(nil)
+	gql := def("acme.thing.create", true)
+	sp.Tools = append(sp.Tools, httpconn.Tool{
+		Definition: gql,
+		Request:    httpconn.Request{Method: "POST", Path: "/graphql", GraphQL: &httpconn.GraphQL{Query: "mutation { thingCreate { thing { id } } }"}},
+		Result:     jsontext.Value(`{"id": "$/thingCreate/thing/id"}`),
+	})
+	for tool, bodies := range map[string][]string{
+		"acme.payment.create": {`{}`, `{"unrelated": 1}`, `null`, ``},
+		"acme.thing.create":   {`{"data": null}`, `{}`, `{"errors": {"message": "boom"}, "data": {"thingCreate": {"thing": {"id": "1"}}}}`, `{"data": {"thingCreate": null}}`},
+	} {
+		for _, b := range bodies {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, b) }))
+			c := open(t, sp, connector.Config{BaseURL: srv.URL})
+			out, err := call(t, c, tool, `{"amount": 5}`)
+			srv.Close()
+			if err == nil || registry.IsDefinite(err) {
+				t.Errorf("%s answered 200 %q: %s %v; want outcome-unknown, not an empty result", tool, b, out, err)
+			}
+		}
+	}
+}
+
+func TestHeaderControlCharactersRefusedBeforeSending(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, `{"id": "1"}`)
+	}))
+	defer srv.Close()
+	sp := spec(nil)
+	sp.Tools[1].Request.Headers = map[string]jsontext.Value{"X-Memo": jsontext.Value(`"$/memo"`)}
+	c := open(t, sp, connector.Config{BaseURL: srv.URL})
+	for _, memo := range []string{`a\u0001b`, `a\u007fb`, `a\u000bb`} {
+		_, err := call(t, c, "acme.payment.create", `{"amount": 5, "memo": "`+memo+`"}`)
+		if err == nil || !registry.IsDefinite(err) {
+			t.Errorf("memo %s: %v; a header Go would refuse is refused before sending (definite)", memo, err)
+		}
+	}
+
+	// A token endpoint issuing a token that cannot be a header value.
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token": "at_\u0001bad", "token_type": "Bearer", "expires_in": 3600}`)
+	}))
+	defer tokens.Close()
+	secrets := map[string]string{"refreshToken": "rt_1_value", "clientId": "cid", "clientSecret": "csecret"}
+	c = open(t, spec(nil), connector.Config{AuthKind: "oauth", Secrets: secrets, BaseURL: srv.URL, TokenURL: tokens.URL})
+	if _, err := call(t, c, "acme.payment.create", `{"amount": 5}`); err == nil || !registry.IsDefinite(err) {
+		t.Errorf("%v; want a definite refusal", err)
+	}
+	if hits.Load() != 0 {
+		t.Errorf("%d requests sent", hits.Load())
 	}
 }

@@ -329,19 +329,36 @@ func (p *Provider) open(cfg connector.Config, client *http.Client) (*Connection,
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
-	if client == nil {
-		client = &http.Client{}
-	}
-	c := &Connection{p: p, root: strings.TrimRight(root, "/"), auth: a, secrets: cfg.Secrets, timeout: timeout, client: client}
-	c.redactor = newRedactor(cfg.Secrets)
+	c := &Connection{p: p, root: strings.TrimRight(root, "/"), auth: a, secrets: cfg.Secrets, timeout: timeout, client: noRedirects(client)}
+	red := newRedactor(cfg.Secrets)
+	c.redactor, c.redactResult = red.redact, red.redactResult
 	switch {
 	case cfg.AuthKind != "oauth" || !canRefresh(a, cfg):
 	case a.Grant == "client_credentials":
-		c.refresh = newClientCredentials(cmpOr(cfg.TokenURL, a.TokenURL), cfg.Secrets, cfg.Scopes, client)
+		c.refresh = newClientCredentials(cmpOr(cfg.TokenURL, a.TokenURL), cfg.Secrets, cfg.Scopes, c.client)
 	default:
-		c.refresh = newRefresher(cmpOr(cfg.TokenURL, a.TokenURL), cfg.Secrets, client)
+		c.refresh = newRefresher(cmpOr(cfg.TokenURL, a.TokenURL), cfg.Secrets, c.client)
+	}
+	if c.refresh != nil {
+		c.refresh.issued = red.add
 	}
 	return c, nil
+}
+
+// noRedirects returns a copy of client (a new one when nil) that never
+// follows a redirect and keeps no cookies. Go's client forwards custom
+// headers (X-Api-Key, PLAID-SECRET), same-host Authorization and, on a
+// 307 or 308, the body (a credential or a client secret in it) to
+// wherever the Location points; a provider's redirect is an answer
+// instead ([Connection.call]).
+func noRedirects(client *http.Client) *http.Client {
+	cl := &http.Client{}
+	if client != nil {
+		*cl = *client
+	}
+	cl.Jar = nil
+	cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return cl
 }
 
 func cmpOr(a, b string) string {
@@ -377,7 +394,10 @@ type Connection struct {
 	timeout  time.Duration
 	client   *http.Client
 	redactor func(string) string
-	refresh  *refresher
+	// redactResult removes the secret values and issued tokens from a
+	// result's strings.
+	redactResult func(any) any
+	refresh      *refresher
 }
 
 // Tools implements [connector.Connection].
