@@ -621,8 +621,10 @@ func TestHugeRetryAfter(t *testing.T) {
 		if err == nil || !registry.IsDefinite(err) {
 			t.Errorf("%s: %v", v, err)
 		}
-		if time.Since(start) > 5*time.Second {
-			t.Errorf("%s: took %v", v, time.Since(start))
+		// The call is bounded by its timeout (5 s), never by the
+		// header; the slack is for a loaded machine.
+		if time.Since(start) > 30*time.Second || hits.Load() > httpconn.MaxAttempts {
+			t.Errorf("%s: took %v, %d attempts", v, time.Since(start), hits.Load())
 		}
 		for i := 1; i < len(times); i++ {
 			if d := times[i].Sub(times[i-1]); d < 400*time.Millisecond {
