@@ -92,3 +92,59 @@ func TestConnectionAuthErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPinAndCheckEveryConnectorTool: pin brings a document embedding every
+// connector tool, each with a stale description, in line with the
+// registry, and check then finds no drift in any of them.
+func TestPinAndCheckEveryConnectorTool(t *testing.T) {
+	cat := host.NewCatalog(nil)
+	var tools []any
+	var names []string
+	var conns []any
+	var providers []string
+	for _, p := range cat.Providers {
+		var ns []string
+		for _, d := range p.Tools {
+			d.Description = "stale: " + d.Description
+			tools = append(tools, d)
+			ns = append(ns, d.Name)
+		}
+		names = append(names, ns...)
+		providers = append(providers, p.Provider)
+		conns = append(conns, map[string]any{"provider": p.Provider, "authKind": p.AuthKinds[0], "scopes": []string{}, "capabilities": ns})
+	}
+	doc := map[string]any{
+		"openplaybook": "1.6",
+		"manifest":     map[string]any{"id": "all-connectors", "name": "All", "version": "1.0.0", "description": "Every connector tool.", "requiredConnectors": providers},
+		"inputSchema":  map[string]any{"type": "object"},
+		"requires":     map[string]any{"connections": conns, "mcpServers": []any{}, "secrets": []any{}},
+		"tools":        tools,
+		"steps":        []any{map[string]any{"id": "s", "kind": "agent", "agent": "a", "purpose": "All.", "allowedTools": names}},
+	}
+	dir := t.TempDir()
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docPath, h := filepath.Join(dir, "doc.json"), filepath.Join(dir, "h.yaml")
+	if err := os.WriteFile(docPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h, []byte("store: {sqlite: state.db}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := run(t, nil, "pin", "--harness", h, "--write", docPath); code != 0 {
+		t.Fatalf("pin: exit %d\n%s%s", code, out, errOut)
+	}
+	pinned, _ := os.ReadFile(docPath)
+	if n := strings.Count(string(pinned), "stale: "); n != 0 {
+		t.Errorf("%d stale descriptions left after pin", n)
+	}
+	_, out, errOut := run(t, nil, "check", "--harness", h, "--format", "json", docPath)
+	if strings.Contains(out+errOut, `"drift-`) {
+		t.Errorf("check finds drift after pin:\n%s", out)
+	}
+	if !strings.Contains(out, "preflight-connection") {
+		t.Errorf("check did not get to preflight (no connection is bound):\n%s%s", out, errOut)
+	}
+}
