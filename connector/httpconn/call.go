@@ -462,7 +462,8 @@ type answer struct {
 	tooBig bool
 }
 
-func (c *Connection) send(ctx context.Context, b *built) (*answer, error) {
+// httpRequest makes b an *http.Request with the credential placed.
+func (c *Connection) httpRequest(ctx context.Context, b *built) (*http.Request, error) {
 	var body io.Reader
 	if b.body != nil {
 		body = bytes.NewReader(b.body)
@@ -474,6 +475,14 @@ func (c *Connection) send(ctx context.Context, b *built) (*answer, error) {
 	req.Header = b.header.Clone()
 	if err := c.authorize(ctx, req); err != nil {
 		return nil, &notSent{err}
+	}
+	return req, nil
+}
+
+func (c *Connection) send(ctx context.Context, b *built) (*answer, error) {
+	req, err := c.httpRequest(ctx, b)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
@@ -678,19 +687,7 @@ func (c *Connection) Request(ctx context.Context, name string, args jsontext.Val
 	if err != nil {
 		return nil, err
 	}
-	var body io.Reader
-	if b.body != nil {
-		body = bytes.NewReader(b.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, b.method, b.url, body)
-	if err != nil {
-		return nil, err
-	}
-	req.Header = b.header.Clone()
-	if err := c.authorize(ctx, req); err != nil {
-		return nil, err
-	}
-	return req, nil
+	return c.httpRequest(ctx, b)
 }
 
 // ResultPointers returns the JSON Pointers the named tool's result
