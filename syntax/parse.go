@@ -12,7 +12,8 @@ import (
 // Limits bound what the reader accepts, so that a hostile document costs a
 // bounded amount of time and memory. A zero field takes its default.
 type Limits struct {
-	// MaxSize is the largest document in bytes. Default 16 MiB.
+	// MaxSize is the largest document in bytes. Default 16 MiB; at most
+	// [MaxSizeLimit] (a larger value is taken as that).
 	MaxSize int
 	// MaxDepth is the deepest nesting of objects and arrays. Default 128.
 	MaxDepth int
@@ -31,10 +32,15 @@ const (
 	DefaultMaxArray  = 100_000
 )
 
+// MaxSizeLimit is the largest [Limits.MaxSize]: 1 GiB. Offsets within the
+// tree are kept in 32 bits.
+const MaxSizeLimit = 1 << 30
+
 func (l Limits) withDefaults() Limits {
 	if l.MaxSize <= 0 {
 		l.MaxSize = DefaultMaxSize
 	}
+	l.MaxSize = min(l.MaxSize, MaxSizeLimit)
 	if l.MaxDepth <= 0 {
 		l.MaxDepth = DefaultMaxDepth
 	}
