@@ -89,7 +89,7 @@ func (d *Document) Diag(n *syntax.Node, sev diag.Severity, rule, format string, 
 	if n == nil {
 		return d.At(0, "", sev, rule, format, args...)
 	}
-	return d.At(n.Offset, n.Pointer(), sev, rule, format, args...)
+	return d.At(int(n.Offset), n.Pointer(), sev, rule, format, args...)
 }
 
 func (r *reader) at(off int, ptr, rule, format string, args ...any) {

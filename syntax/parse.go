@@ -178,7 +178,7 @@ func contains(n *Node, off int) bool {
 	if n.Kind != Object && n.Kind != Array {
 		return false
 	}
-	return off >= n.Offset && (off < n.End || n.End == n.Offset)
+	return off >= int(n.Offset) && (off < int(n.End) || n.End == n.Offset)
 }
 
 type parser struct {
@@ -239,7 +239,7 @@ func (p *parser) value(parent *Node, idx int, inArray bool, depth int) *Node {
 				return nil
 			}
 			n.Kind = Null
-			n.End = int(p.dec.InputOffset())
+			n.End = int32(p.dec.InputOffset())
 			n.Offset = n.End
 			return n
 		}
@@ -247,7 +247,7 @@ func (p *parser) value(parent *Node, idx int, inArray bool, depth int) *Node {
 			p.syntaxError(err)
 			return nil
 		}
-		n.Offset = int(p.dec.InputOffset()) - 1
+		n.Offset = int32(p.dec.InputOffset()) - 1
 		n.End = n.Offset // until the closing delimiter is read
 		if k == '{' {
 			n.Kind = Object
@@ -263,7 +263,7 @@ func (p *parser) value(parent *Node, idx int, inArray bool, depth int) *Node {
 			p.syntaxError(err)
 			return n
 		}
-		n.End = int(p.dec.InputOffset())
+		n.End = int32(p.dec.InputOffset())
 		return n
 	case jsontext.KindInvalid:
 		_, err := p.dec.ReadToken()
@@ -275,8 +275,8 @@ func (p *parser) value(parent *Node, idx int, inArray bool, depth int) *Node {
 		p.syntaxError(err)
 		return nil
 	}
-	n.End = int(p.dec.InputOffset())
-	n.Offset = n.End - len(raw)
+	n.End = int32(p.dec.InputOffset())
+	n.Offset = n.End - int32(len(raw))
 	switch raw.Kind() {
 	case 'n':
 		n.Kind = Null
@@ -289,7 +289,7 @@ func (p *parser) value(parent *Node, idx int, inArray bool, depth int) *Node {
 		n.Text = p.internShort(raw)
 	case '"':
 		n.Kind = String
-		n.Text = p.unquote(raw, n.Offset, n, false)
+		n.Text = p.unquote(raw, int(n.Offset), n, false)
 	}
 	return n
 }
