@@ -82,7 +82,7 @@ func explainInput(doc *playbook.Document) (Schema, []InputField) {
 		return nil, fields
 	}
 	var raw Schema
-	if n.End > n.Offset && n.End <= len(doc.Source) {
+	if n.End > n.Offset && int(n.End) <= len(doc.Source) {
 		raw, _ = canonical(doc.Source[n.Offset:n.End])
 	}
 	required := map[string]bool{}

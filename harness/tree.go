@@ -225,7 +225,7 @@ func (r *reader) readJSON() *node {
 }
 
 func (r *reader) fromJSON(n *syntax.Node, ptr string) *node {
-	line, col := r.lines.Position(n.Offset)
+	line, col := r.lines.Position(int(n.Offset))
 	out := &node{line: line, col: col, ptr: ptr, text: n.Text}
 	switch n.Kind {
 	case syntax.Null:

@@ -284,7 +284,7 @@ func (p *planner) updateTool(i int, t *playbook.Tool, reg playbook.Definition, r
 		}
 		p.groups = append(p.groups, &group{
 			tool: t.Name.Value, toolIndex: i, member: m.Name, value: string(newVal),
-			edit: &udiff.Edit{Start: m.Value.Offset, End: m.Value.End, New: p.format(newVal, p.lineIndent(m.NameOffset))},
+			edit: &udiff.Edit{Start: int(m.Value.Offset), End: int(m.Value.End), New: p.format(newVal, p.lineIndent(m.NameOffset))},
 		})
 	}
 	for _, name := range playbook.ToolMembers {
@@ -542,14 +542,14 @@ func (p *planner) appendStrings(arr *syntax.Node, names []string) udiff.Edit {
 	multi := bytes.ContainsRune(p.src[arr.Offset:arr.End], '\n')
 	if len(arr.Elems) == 0 {
 		// Whatever lies between the brackets is whitespace: replace it.
-		return udiff.Edit{Start: arr.Offset + 1, End: arr.End - 1, New: strings.Join(qs, ", ")}
+		return udiff.Edit{Start: int(arr.Offset) + 1, End: int(arr.End) - 1, New: strings.Join(qs, ", ")}
 	}
 	last := arr.Elems[len(arr.Elems)-1]
 	sep := ", "
 	if multi {
-		sep = ",\n" + p.lineIndent(last.Offset)
+		sep = ",\n" + p.lineIndent(int(last.Offset))
 	}
-	return udiff.Edit{Start: last.End, End: last.End, New: sep + strings.Join(qs, sep)}
+	return udiff.Edit{Start: int(last.End), End: int(last.End), New: sep + strings.Join(qs, sep)}
 }
 
 // insertBeforeClose returns the edit that inserts text after the last
@@ -566,10 +566,10 @@ func (p *planner) insertBeforeClose(n *syntax.Node, text string) udiff.Edit {
 		text = strings.TrimPrefix(text, ",")
 	}
 	if len(n.Members) == 0 && len(n.Elems) == 0 {
-		text += "\n" + p.lineIndent(n.Offset)
-		return udiff.Edit{Start: at, End: n.End - 1, New: text}
+		text += "\n" + p.lineIndent(int(n.Offset))
+		return udiff.Edit{Start: int(at), End: int(n.End) - 1, New: text}
 	}
-	return udiff.Edit{Start: at, End: at, New: text}
+	return udiff.Edit{Start: int(at), End: int(at), New: text}
 }
 
 // lineIndent returns the whitespace that starts the line holding off.
@@ -589,9 +589,9 @@ func (p *planner) childIndent(n *syntax.Node) string {
 		return p.lineIndent(n.Members[0].NameOffset)
 	}
 	if len(n.Elems) > 0 {
-		return p.lineIndent(n.Elems[0].Offset)
+		return p.lineIndent(int(n.Elems[0].Offset))
 	}
-	return p.lineIndent(n.Offset) + p.indent
+	return p.lineIndent(int(n.Offset)) + p.indent
 }
 
 // format renders a JSON value indented the document's way, its first line

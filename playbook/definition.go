@@ -67,7 +67,7 @@ func (t *Tool) Definition(src []byte) Definition {
 }
 
 func rawOf(n *syntax.Node, src []byte) jsontext.Value {
-	if n == nil || n.End <= n.Offset || n.End > len(src) {
+	if n == nil || n.End <= n.Offset || int(n.End) > len(src) {
 		return nil
 	}
 	return jsontext.Value(append([]byte(nil), src[n.Offset:n.End]...))

@@ -2,6 +2,7 @@ package playbook
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/openplaybook/openplaybook/diag"
@@ -89,7 +90,7 @@ func (d *Document) Diag(n *syntax.Node, sev diag.Severity, rule, format string, 
 	if n == nil {
 		return d.At(0, "", sev, rule, format, args...)
 	}
-	return d.At(n.Offset, n.Pointer(), sev, rule, format, args...)
+	return d.At(int(n.Offset), n.Pointer(), sev, rule, format, args...)
 }
 
 func (r *reader) at(off int, ptr, rule, format string, args ...any) {
@@ -109,12 +110,22 @@ func (r *reader) object(n *syntax.Node, what string, fields []string, open bool,
 		r.errorf(n, RuleType, "%s must be an object, got %s", what, n.Kind)
 		return false
 	}
-	seen := make(map[string]bool, len(n.Members))
-	for _, m := range n.Members {
-		if seen[m.Name] {
+	var seen map[string]bool // for large objects; small ones look back
+	for i, m := range n.Members {
+		if i >= 16 && seen == nil {
+			seen = make(map[string]bool, len(n.Members))
+			for _, p := range n.Members[:i] {
+				seen[p.Name] = true
+			}
+		}
+		if seen != nil {
+			if seen[m.Name] {
+				continue
+			}
+			seen[m.Name] = true
+		} else if slices.ContainsFunc(n.Members[:i], func(p syntax.Member) bool { return p.Name == m.Name }) {
 			continue
 		}
-		seen[m.Name] = true
 		if contains(fields, m.Name) {
 			set(m.Name, m.Value)
 			continue

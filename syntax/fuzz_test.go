@@ -27,7 +27,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("no error and no root for %q", src)
 		}
 		Walk(root, func(n *Node) bool {
-			if n.Offset < 0 || n.End > len(src) || n.End < n.Offset {
+			if n.Offset < 0 || int(n.End) > len(src) || n.End < n.Offset {
 				t.Fatalf("node %+v outside the input %q", n, src)
 			}
 			_ = n.Pointer()

@@ -72,7 +72,8 @@ type Node struct {
 	// Offset is the byte offset of the value's first byte; End is the
 	// offset just past its last byte. End == Offset for an object or array
 	// cut off by a syntax error (its closing delimiter was never read).
-	Offset, End int
+	// They are 32-bit, which [MaxSizeLimit] allows, to keep nodes small.
+	Offset, End int32
 
 	parent *Node
 }
@@ -161,31 +162,34 @@ func Walk(n *Node, fn func(*Node) bool) {
 // Lines maps byte offsets of one source text to 1-based lines and byte
 // columns.
 type Lines struct {
-	starts []int // byte offset of the first byte of each line
+	starts []int32 // byte offset of the first byte of each line (sources are at most MaxSizeLimit bytes)
 }
 
 // NewLines indexes the line starts of src. Lines end at "\n"; a "\r"
 // before it counts as part of the line.
 func NewLines(src []byte) *Lines {
-	starts := make([]int, 1, 1+len(src)/32)
+	// Offsets past 2 GiB cannot be held: index only the first 2 GiB (the
+	// reader never reads more than MaxSizeLimit bytes).
+	src = src[:min(len(src), 1<<31-1)]
+	starts := make([]int32, 1, 1+len(src)/32)
 	for i := 0; ; {
 		j := bytes.IndexByte(src[i:], '\n')
 		if j < 0 {
 			break
 		}
 		i += j + 1
-		starts = append(starts, i)
+		starts = append(starts, int32(i))
 	}
 	return &Lines{starts: starts}
 }
 
 // Position returns the 1-based line and 1-based byte column of offset.
 func (l *Lines) Position(offset int) (line, col int) {
-	i := sort.Search(len(l.starts), func(i int) bool { return l.starts[i] > offset }) - 1
+	i := sort.Search(len(l.starts), func(i int) bool { return int(l.starts[i]) > offset }) - 1
 	if i < 0 {
 		i = 0
 	}
-	return i + 1, offset - l.starts[i] + 1
+	return i + 1, offset - int(l.starts[i]) + 1
 }
 
 // Value converts n to plain Go values: nil, bool, json.Number (the literal

@@ -12,7 +12,8 @@ import (
 // Limits bound what the reader accepts, so that a hostile document costs a
 // bounded amount of time and memory. A zero field takes its default.
 type Limits struct {
-	// MaxSize is the largest document in bytes. Default 16 MiB.
+	// MaxSize is the largest document in bytes. Default 16 MiB; at most
+	// [MaxSizeLimit] (a larger value is taken as that).
 	MaxSize int
 	// MaxDepth is the deepest nesting of objects and arrays. Default 128.
 	MaxDepth int
@@ -31,10 +32,15 @@ const (
 	DefaultMaxArray  = 100_000
 )
 
+// MaxSizeLimit is the largest [Limits.MaxSize]: 1 GiB. Offsets within the
+// tree are kept in 32 bits.
+const MaxSizeLimit = 1 << 30
+
 func (l Limits) withDefaults() Limits {
 	if l.MaxSize <= 0 {
 		l.MaxSize = DefaultMaxSize
 	}
+	l.MaxSize = min(l.MaxSize, MaxSizeLimit)
 	if l.MaxDepth <= 0 {
 		l.MaxDepth = DefaultMaxDepth
 	}
@@ -172,7 +178,7 @@ func contains(n *Node, off int) bool {
 	if n.Kind != Object && n.Kind != Array {
 		return false
 	}
-	return off >= n.Offset && (off < n.End || n.End == n.Offset)
+	return off >= int(n.Offset) && (off < int(n.End) || n.End == n.Offset)
 }
 
 type parser struct {
@@ -233,7 +239,7 @@ func (p *parser) value(parent *Node, idx int, inArray bool, depth int) *Node {
 				return nil
 			}
 			n.Kind = Null
-			n.End = int(p.dec.InputOffset())
+			n.End = int32(p.dec.InputOffset())
 			n.Offset = n.End
 			return n
 		}
@@ -241,7 +247,7 @@ func (p *parser) value(parent *Node, idx int, inArray bool, depth int) *Node {
 			p.syntaxError(err)
 			return nil
 		}
-		n.Offset = int(p.dec.InputOffset()) - 1
+		n.Offset = int32(p.dec.InputOffset()) - 1
 		n.End = n.Offset // until the closing delimiter is read
 		if k == '{' {
 			n.Kind = Object
@@ -257,7 +263,7 @@ func (p *parser) value(parent *Node, idx int, inArray bool, depth int) *Node {
 			p.syntaxError(err)
 			return n
 		}
-		n.End = int(p.dec.InputOffset())
+		n.End = int32(p.dec.InputOffset())
 		return n
 	case jsontext.KindInvalid:
 		_, err := p.dec.ReadToken()
@@ -269,8 +275,8 @@ func (p *parser) value(parent *Node, idx int, inArray bool, depth int) *Node {
 		p.syntaxError(err)
 		return nil
 	}
-	n.End = int(p.dec.InputOffset())
-	n.Offset = n.End - len(raw)
+	n.End = int32(p.dec.InputOffset())
+	n.Offset = n.End - int32(len(raw))
 	switch raw.Kind() {
 	case 'n':
 		n.Kind = Null
@@ -283,7 +289,7 @@ func (p *parser) value(parent *Node, idx int, inArray bool, depth int) *Node {
 		n.Text = p.internShort(raw)
 	case '"':
 		n.Kind = String
-		n.Text = p.unquote(raw, n.Offset, n, false)
+		n.Text = p.unquote(raw, int(n.Offset), n, false)
 	}
 	return n
 }

@@ -105,7 +105,7 @@ func TestPointerAndPosition(t *testing.T) {
 	if got := v.Pointer(); got != "/s/0/a~1b~0c" {
 		t.Errorf("pointer = %q", got)
 	}
-	line, col := NewLines([]byte(src)).Position(v.Offset)
+	line, col := NewLines([]byte(src)).Position(int(v.Offset))
 	if line != 3 || col != 15 {
 		t.Errorf("position = %d:%d, want 3:15", line, col)
 	}

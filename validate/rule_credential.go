@@ -45,7 +45,7 @@ func credentialWalk(c *Context, n *syntax.Node) {
 	case syntax.String:
 		if len(n.Text) >= minCredentialLen {
 			if kind, ok := credential.Find(n.Text); ok {
-				c.diags = append(c.diags, c.Doc.At(n.Offset, n.Pointer(), diag.Error, c.rule,
+				c.diags = append(c.diags, c.Doc.At(int(n.Offset), n.Pointer(), diag.Error, c.rule,
 					"%s looks like %s; %s", credentialSubject(n), credential.Describe(kind), credentialFix))
 			}
 		}
@@ -60,7 +60,7 @@ func credentialWalk(c *Context, n *syntax.Node) {
 			if v := m.Value; v.Kind == syntax.String && len(v.Text) >= minCredentialLen {
 				if kind, ok := credential.FindAssigned(m.Name, v.Text); ok {
 					if _, found := credential.Find(v.Text); !found {
-						c.diags = append(c.diags, c.Doc.At(v.Offset, v.Pointer(), diag.Error, c.rule,
+						c.diags = append(c.diags, c.Doc.At(int(v.Offset), v.Pointer(), diag.Error, c.rule,
 							"%s looks like %s; %s", credentialSubject(v), credential.Describe(kind), credentialFix))
 					}
 				}

@@ -21,7 +21,7 @@ func (ruleInputSchemaShape) Description() string {
 }
 
 func (ruleInputSchemaShape) Check(c *Context) {
-	for _, s := range embeddedSchemas(c.Doc) {
+	for _, s := range c.embedded() {
 		if !s.input || s.n.Kind != syntax.Object || hasAny(s.n, "$ref", "allOf", "anyOf", "oneOf", "$dynamicRef", "$recursiveRef") {
 			continue
 		}
@@ -29,10 +29,10 @@ func (ruleInputSchemaShape) Check(c *Context) {
 		switch {
 		case typ == nil:
 			c.Warnf(s.n, "%s has no %q; a tool's arguments are a JSON object, so write %s and describe the arguments in %q",
-				s.label, "type", `"type": "object"`, "properties")
+				s.label(), "type", `"type": "object"`, "properties")
 		case isObjectType(typ) && !hasAny(s.n, "properties", "additionalProperties", "unevaluatedProperties", "patternProperties"):
 			c.Warnf(typ, "%s is %s without %q, so it declares no arguments and the runtime refuses any; describe the arguments in %q (%s for a tool that takes none), or write %s to accept any",
-				s.label, `"type": "object"`, "properties", "properties", `"properties": {}`, `"additionalProperties": true`)
+				s.label(), `"type": "object"`, "properties", "properties", `"properties": {}`, `"additionalProperties": true`)
 		}
 	}
 }

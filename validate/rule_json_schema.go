@@ -83,7 +83,7 @@ func (ruleJSONSchema) Check(c *Context) {
 		if draft := schemaDraft(j.n); draft != "" {
 			what += " (" + draft + ")"
 		}
-		c.diags = append(c.diags, c.Doc.At(at.Offset, credentialSafePointer(at), diag.Error, c.rule,
+		c.diags = append(c.diags, c.Doc.At(int(at.Offset), credentialSafePointer(at), diag.Error, c.rule,
 			"%s is not a valid JSON Schema: %s", what, reason))
 	}
 	for _, t := range d.Tools {
@@ -193,7 +193,7 @@ func (dd *schemaDedup) add(n *syntax.Node) *uniqueSchema {
 	if dd.buckets == nil {
 		dd.buckets = map[schemaSig]*schemaBucket{}
 	}
-	sig := schemaSig{n.Kind, n.End - n.Offset, len(n.Members)}
+	sig := schemaSig{n.Kind, int(n.End - n.Offset), len(n.Members)}
 	b := dd.buckets[sig]
 	if b == nil {
 		b = &schemaBucket{}
@@ -531,7 +531,7 @@ func warnNotObject(c *Context, t *playbook.Tool, n *syntax.Node) {
 // hold (see package internal/jsonnum), or nil. src is the document's text:
 // a quick scan of n's bytes decides whether the tree needs a walk.
 func outOfRangeNumber(src []byte, n *syntax.Node) *syntax.Node {
-	if n.End > n.Offset && n.End <= len(src) {
+	if n.End > n.Offset && int(n.End) <= len(src) {
 		if _, bad := jsonnum.OutOfRange(src[n.Offset:n.End]); !bad {
 			return nil
 		}
@@ -552,7 +552,7 @@ func outOfRangeNumber(src []byte, n *syntax.Node) *syntax.Node {
 // sameBytes reports whether two values are spelled with the same bytes,
 // which makes them the same value without walking them.
 func (dd *schemaDedup) sameBytes(a, b *syntax.Node) bool {
-	if dd.src == nil || a.End > len(dd.src) || b.End > len(dd.src) || a.End <= a.Offset {
+	if dd.src == nil || int(a.End) > len(dd.src) || int(b.End) > len(dd.src) || a.End <= a.Offset {
 		return false
 	}
 	return bytes.Equal(dd.src[a.Offset:a.End], dd.src[b.Offset:b.End])

@@ -34,17 +34,21 @@ func (ruleSchemaAddress) Description() string {
 var dataKeywords = []string{"default", "examples", "const", "enum"}
 
 func (ruleSchemaAddress) Check(c *Context) {
-	for _, s := range embeddedSchemas(c.Doc) {
+	// Which strings hold no address, remembered: the same enum values and
+	// defaults recur in thousands of schemas.
+	clean := map[string]bool{}
+	for _, s := range c.embedded() {
 		walkSchema(s.n, func(n *syntax.Node) {
 			for _, kw := range dataKeywords {
 				v := n.Member(kw)
 				if v == nil {
 					continue
 				}
-				place := fmt.Sprintf("%q in %s", kw, s.label)
 				syntax.Walk(v, func(x *syntax.Node) bool {
-					if x.Kind == syntax.String {
-						checkAddress(c, x, place)
+					if x.Kind == syntax.String && !clean[x.Text] {
+						if !checkAddress(c, x, func() string { return fmt.Sprintf("%q in %s", kw, s.label()) }) {
+							clean[x.Text] = true
+						}
 					}
 					return true
 				})
@@ -53,22 +57,26 @@ func (ruleSchemaAddress) Check(c *Context) {
 	}
 }
 
-// checkAddress reports the first address in the string x.
-func checkAddress(c *Context, x *syntax.Node, place string) {
+// checkAddress reports the first address in the string x, and whether
+// there was one (or a credential, which is credential's to report). place
+// names where x is, for the message.
+func checkAddress(c *Context, x *syntax.Node, placeOf func() string) bool {
 	if credentialIn(x.Text) != "" {
-		return // credential's, which does not echo it
+		return true // credential's, which does not echo it
 	}
 	what, addr, danger := findAddress(x.Text)
 	if what == "" {
-		return
+		return false
 	}
+	place := placeOf()
 	if danger {
 		c.Errorf(x, "%s holds the %s %s, a cloud metadata or link-local address: a tool sent there reads the machine's cloud credentials; remove it (addresses belong to the harness, never to a document)",
 			place, what, strconv.Quote(addr))
-		return
+		return true
 	}
 	c.Warnf(x, "%s holds the %s %s; a document does not say where tools connect (the harness does): remove it, or mention it in a %q",
 		place, what, strconv.Quote(addr), "description")
+	return true
 }
 
 var urlInText = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>]+`)

@@ -51,7 +51,7 @@ var knownKeyword = func() map[string]bool {
 }()
 
 func (ruleSchemaKeywordTypo) Check(c *Context) {
-	for _, s := range embeddedSchemas(c.Doc) {
+	for _, s := range c.embedded() {
 		walkSchema(s.n, func(n *syntax.Node) {
 			for _, m := range n.Members {
 				if knownKeyword[m.Name] {
@@ -59,7 +59,7 @@ func (ruleSchemaKeywordTypo) Check(c *Context) {
 				}
 				if want := keywordFor(m.Name); want != "" {
 					c.WarnAtName(n, m.Name, "%q in %s is not a JSON Schema keyword (did you mean %q?); a validator ignores members it does not know, so it constrains nothing",
-						m.Name, s.label, want)
+						m.Name, s.label(), want)
 				}
 			}
 		})

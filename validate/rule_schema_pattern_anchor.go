@@ -22,18 +22,22 @@ func (ruleSchemaPatternAnchor) Description() string {
 }
 
 func (ruleSchemaPatternAnchor) Check(c *Context) {
-	for _, s := range embeddedSchemas(c.Doc) {
+	// Patterns known to be fine (anchored, or json-schema's), remembered:
+	// the same pattern recurs in thousands of schemas.
+	fine := map[string]bool{}
+	for _, s := range c.embedded() {
 		walkSchema(s.n, func(n *jsyntax.Node) {
 			p := n.Member("pattern")
-			if p == nil || p.Kind != jsyntax.String {
+			if p == nil || p.Kind != jsyntax.String || fine[p.Text] {
 				return
 			}
 			re, err := syntax.Parse(p.Text, syntax.Perl)
 			if err != nil || anchored(re) {
+				fine[p.Text] = true
 				return
 			}
 			c.Warnf(p, "%q %s in %s is not anchored, so it accepts any string that contains a match; write %s to match the whole string",
-				"pattern", showValue(p.Text), s.label, showValue(anchoredForm(p.Text, re)))
+				"pattern", showValue(p.Text), s.label(), showValue(anchoredForm(p.Text, re)))
 		})
 	}
 }

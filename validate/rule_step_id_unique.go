@@ -24,7 +24,7 @@ func (ruleStepIDUnique) Check(c *Context) {
 			first[s.ID.Value] = s
 			continue
 		}
-		line, col := c.Doc.Lines.Position(f.ID.Node.Offset)
+		line, col := c.Doc.Lines.Position(int(f.ID.Node.Offset))
 		c.Errorf(s.ID.Node, "step id %q is already used (first at line %d, column %d); step ids must be unique, so rename one of the steps", s.ID.Value, line, col)
 	}
 }

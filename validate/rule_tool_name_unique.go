@@ -26,7 +26,7 @@ func (ruleToolNameUnique) Check(c *Context) {
 			first[t.Name.Value] = t.Name
 			continue
 		}
-		line, col := c.Doc.Lines.Position(f.Node.Offset)
+		line, col := c.Doc.Lines.Position(int(f.Node.Offset))
 		c.Errorf(t.Name.Node, "tool %q is defined twice in \"tools\" (first at line %d, column %d); define each tool once", t.Name.Value, line, col)
 	}
 }

@@ -8,27 +8,51 @@ import (
 )
 
 // embeddedSchema is one JSON Schema a document embeds: the document's
-// inputSchema, or a tool's inputSchema or outputSchema. label names it in
-// messages: `the document's "inputSchema"`, `"outputSchema" of tool "x"`.
+// inputSchema, or a tool's inputSchema or outputSchema.
 type embeddedSchema struct {
 	n     *syntax.Node
-	label string
 	tool  *playbook.Tool // nil for the document's
 	input bool           // a tool's inputSchema
 }
 
-// embeddedSchemas returns the schemas of doc, in document order.
+// label names the schema in messages: `the document's "inputSchema"`,
+// `"outputSchema" of tool "x"`. It is built only for a message: a large
+// document has thousands of schemas and few messages.
+func (s embeddedSchema) label() string {
+	switch {
+	case s.tool == nil:
+		return fmt.Sprintf("the document's %q", "inputSchema")
+	case s.input:
+		return fmt.Sprintf("%q of %s", "inputSchema", toolLabel(s.tool))
+	}
+	return fmt.Sprintf("%q of %s", "outputSchema", toolLabel(s.tool))
+}
+
+// embeddedSchemas returns the schemas of doc, in document order (rules
+// read them with [Context.embedded]).
 func embeddedSchemas(d *playbook.Document) []embeddedSchema {
-	var out []embeddedSchema
+	n := 0
 	if d.InputSchema != nil {
-		out = append(out, embeddedSchema{n: d.InputSchema, label: fmt.Sprintf("the document's %q", "inputSchema")})
+		n++
 	}
 	for _, t := range d.Tools {
 		if t.InputSchema != nil {
-			out = append(out, embeddedSchema{n: t.InputSchema, label: fmt.Sprintf("%q of %s", "inputSchema", toolLabel(t)), tool: t, input: true})
+			n++
 		}
 		if t.OutputSchema != nil {
-			out = append(out, embeddedSchema{n: t.OutputSchema, label: fmt.Sprintf("%q of %s", "outputSchema", toolLabel(t)), tool: t})
+			n++
+		}
+	}
+	out := make([]embeddedSchema, 0, n)
+	if d.InputSchema != nil {
+		out = append(out, embeddedSchema{n: d.InputSchema})
+	}
+	for _, t := range d.Tools {
+		if t.InputSchema != nil {
+			out = append(out, embeddedSchema{n: t.InputSchema, tool: t, input: true})
+		}
+		if t.OutputSchema != nil {
+			out = append(out, embeddedSchema{n: t.OutputSchema, tool: t})
 		}
 	}
 	return out

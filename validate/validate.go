@@ -41,8 +41,19 @@ type Context struct {
 	Doc  *playbook.Document
 	Opts *Options
 
-	rule  string
-	diags []diag.Diagnostic
+	rule    string
+	diags   []diag.Diagnostic
+	schemas []embeddedSchema // embeddedSchemas(Doc), once
+	gotSch  bool
+}
+
+// embedded returns the document's embedded schemas, found once for all
+// the rules that read them.
+func (c *Context) embedded() []embeddedSchema {
+	if !c.gotSch {
+		c.schemas, c.gotSch = embeddedSchemas(c.Doc), true
+	}
+	return c.schemas
 }
 
 // Errorf reports an error at node n.

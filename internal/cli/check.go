@@ -14,6 +14,7 @@ import (
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/preflight"
 	"github.com/openplaybook/openplaybook/report"
+	"github.com/openplaybook/openplaybook/syntax"
 	"github.com/openplaybook/openplaybook/validate"
 )
 
@@ -21,8 +22,9 @@ func (c *CLI) checkCommand() *cobra.Command {
 	format := newChoice("text", report.Formats)
 	var strict bool
 	var harnessPath string
+	maxSize := newSizeFlag()
 	cmd := &cobra.Command{
-		Use:                   "check [--harness FILE] [--format " + strings.Join(report.Formats, "|") + "] [--strict] [DOC...]",
+		Use:                   "check [--harness FILE] [--format " + strings.Join(report.Formats, "|") + "] [--strict] [--max-size BYTES] [DOC...]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Validate documents and check them against a harness: registry, drift, preflight",
 		Long: `Check does everything validate does, then checks each document against
@@ -51,7 +53,9 @@ driver.
 Formats and exit status are those of validate: 0 no errors, 1 errors (or
 warnings under --strict), 2 bad usage or unreadable input.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			check := c.checkWithHarness
+			check := func(ctx context.Context, harnessPath string, paths []string) (*checkResult, error) {
+				return c.checkWithHarness(ctx, harnessPath, paths, maxSize.bytes)
+			}
 			if len(args) == 0 {
 				check = c.checkHarnessAlone
 			}
@@ -72,6 +76,7 @@ warnings under --strict), 2 bad usage or unreadable input.`,
 	harnessFlag(cmd, &harnessPath, "the harness file (YAML or JSON; see docs/harness.md)")
 	formatFlag(cmd, format, "output format: "+strings.Join(report.Formats, ", "))
 	cmd.Flags().BoolVar(&strict, "strict", false, "fail (exit 1) on warnings too")
+	maxSizeFlag(cmd, maxSize)
 	return cmd
 }
 
@@ -87,13 +92,14 @@ type checkResult struct {
 // checkWithHarness loads the harness, reads and validates every document
 // (against the registry), connects what the documents need, and adds the
 // resolution, drift and preflight diagnostics. The error is for I/O only.
-// The caller closes res.env.
-func (c *CLI) checkWithHarness(ctx context.Context, harnessPath string, paths []string) (*checkResult, error) {
+// The caller closes res.env. limit is the documents' size limit (0:
+// syntax.DefaultMaxSize).
+func (c *CLI) checkWithHarness(ctx context.Context, harnessPath string, paths []string, limit int) (*checkResult, error) {
 	inputs, err := expand(paths)
 	if err != nil {
 		return nil, err
 	}
-	return c.checkInputs(ctx, harnessPath, inputs)
+	return c.checkInputs(ctx, harnessPath, inputs, limit)
 }
 
 // checkHarnessAlone loads the harness and checks it with no document:
@@ -131,7 +137,7 @@ func (c *CLI) checkHarnessAlone(ctx context.Context, harnessPath string, _ []str
 
 // checkInputs is checkWithHarness over inputs already expanded; an input
 // with src set is not read again.
-func (c *CLI) checkInputs(ctx context.Context, harnessPath string, inputs []input) (*checkResult, error) {
+func (c *CLI) checkInputs(ctx context.Context, harnessPath string, inputs []input, limit int) (*checkResult, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -153,14 +159,14 @@ func (c *CLI) checkInputs(ctx context.Context, harnessPath string, inputs []inpu
 		case in.src != nil:
 			src = in.src
 		case in.stdin:
-			src, rerr = c.readStdin()
+			src, rerr = c.readStdin(limit)
 		default:
-			src, rerr = readFile(in.path)
+			src, rerr = readFile(in.path, limit)
 		}
 		if rerr != nil {
 			return nil, rerr
 		}
-		doc, rds := playbook.Read(in.name, src, nil)
+		doc, rds := playbook.Read(in.name, src, &playbook.ReadOptions{Limits: syntax.Limits{MaxSize: orDefault(limit)}})
 		res.docs = append(res.docs, doc)
 		readDiags = append(readDiags, rds)
 		res.files = append(res.files, report.File{Name: in.name, Src: src})

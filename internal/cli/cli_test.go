@@ -524,3 +524,45 @@ func TestDocs(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxSize: --max-size raises (or lowers) the size limit of validate,
+// check and explain, in bytes or with a unit; the limit error names the
+// limit and the flag.
+func TestMaxSize(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "doc.json")
+	if err := os.WriteFile(p, []byte(`{"openplaybook": "1.6"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := run(t, nil, "validate", "-f", "json", "--max-size", "10", p)
+	ds := decodeJSON(t, out)
+	if code != ExitProblems || len(ds) != 1 || ds[0]["rule"] != syntax.RuleLimit ||
+		ds[0]["message"] != "document is 23 bytes; the limit is 10 bytes, raise it with --max-size" {
+		t.Errorf("validate --max-size 10: exit %d\n%s", code, out)
+	}
+	code, out, _ = run(t, strings.NewReader(strings.Repeat(" ", 2000)), "validate", "-f", "json", "--max-size", "1KiB", "-")
+	ds = decodeJSON(t, out)
+	if code != ExitProblems || len(ds) != 1 || ds[0]["rule"] != syntax.RuleLimit ||
+		ds[0]["message"] != "document is more than 1024 bytes; the limit is 1024 bytes (1KiB), raise it with --max-size" {
+		t.Errorf("validate --max-size 1KiB -: exit %d\n%s", code, out)
+	}
+	for _, v := range []string{"23", "1kb", "64MiB", "64MB", "1GiB", " 2 KiB"} {
+		code, out, _ = run(t, nil, "validate", "-f", "json", "--max-size", v, p)
+		for _, d := range decodeJSON(t, out) {
+			if d["rule"] == syntax.RuleLimit {
+				t.Errorf("validate --max-size %q: %v", v, d)
+			}
+		}
+		if code == ExitUsage {
+			t.Errorf("validate --max-size %q: exit %d", v, code)
+		}
+	}
+	for _, v := range []string{"0", "-1", "abc", "2GiB", "1.5MB", "12 parsecs", "99999999999999999999"} {
+		if code, _, _ := run(t, nil, "validate", "--max-size", v, p); code != ExitUsage {
+			t.Errorf("validate --max-size %q: exit %d, want %d", v, code, ExitUsage)
+		}
+	}
+	if code, out, _ := run(t, nil, "explain", "-f", "json", "--max-size", "10", p); code != ExitOK || !strings.Contains(out, "raise it with --max-size") {
+		t.Errorf("explain --max-size 10: exit %d\n%s", code, out)
+	}
+}

@@ -22,8 +22,9 @@ import (
 func (c *CLI) explainCommand() *cobra.Command {
 	format := newChoice("text", explain.Formats)
 	var harnessPath string
+	maxSize := newSizeFlag()
 	cmd := &cobra.Command{
-		Use:                   "explain [--format " + strings.Join(explain.Formats, "|") + "] [--harness FILE] FILE",
+		Use:                   "explain [--format " + strings.Join(explain.Formats, "|") + "] [--harness FILE] [--max-size BYTES] FILE",
 		DisableFlagsInUseLine: true,
 		Short:                 "Tell what a document does: risks, writes, approvals, gates, requirements",
 		Long: `Explain reads one document (FILE, or - for standard input) and tells what it
@@ -62,15 +63,15 @@ cannot be read or has errors.`,
 			)
 			if name == "-" {
 				name = StdinName
-				src, err = c.readStdin()
+				src, err = c.readStdin(maxSize.bytes)
 			} else {
 				if fi, serr := os.Stat(name); serr == nil && fi.IsDir() {
 					return ioError(fmt.Errorf("%s is a directory; explain takes one file", name))
 				}
 				name = filepath.Clean(name)
-				src, err = readFile(name)
+				src, err = readFile(name, maxSize.bytes)
 			}
-			doc, problems, err := check(name, src, err)
+			doc, problems, err := check(name, src, err, maxSize.bytes)
 			if err != nil {
 				return ioError(err)
 			}
@@ -93,6 +94,7 @@ cannot be read or has errors.`,
 	// Not harnessFlag: explain finds no harness on its own, so that
 	// without the flag it never contacts anything.
 	optionalHarnessFlag(cmd, &harnessPath, "check the tool definitions against this harness's registry (YAML or JSON; see docs/harness.md); not found on its own: without it, everything is as the document claims")
+	maxSizeFlag(cmd, maxSize)
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/openplaybook/openplaybook/syntax"
@@ -104,52 +105,89 @@ func jsonFiles(dir string) ([]string, error) {
 	return files, nil
 }
 
-// errTooLarge reports a document larger than the reader's size limit,
-// which is not read into memory at all.
-type errTooLarge struct{ size int64 }
+// errTooLarge reports a document larger than the size limit, which is
+// not read into memory at all. size is -1 when only "more than limit" is
+// known (standard input).
+type errTooLarge struct {
+	size  int64
+	limit int
+}
 
 func (e errTooLarge) Error() string {
-	if e.size < 0 {
-		return fmt.Sprintf("document is more than %d bytes; the limit is %d bytes", syntax.DefaultMaxSize, syntax.DefaultMaxSize)
+	limit := fmt.Sprintf("%d bytes", e.limit)
+	if f := formatSize(e.limit); f != strconv.Itoa(e.limit) {
+		limit += " (" + f + ")"
 	}
-	return fmt.Sprintf("document is %d bytes; the limit is %d bytes", e.size, syntax.DefaultMaxSize)
+	if e.size < 0 {
+		return fmt.Sprintf("document is more than %d bytes; the limit is %s, raise it with --max-size", e.limit, limit)
+	}
+	return fmt.Sprintf("document is %d bytes; the limit is %s, raise it with --max-size", e.size, limit)
+}
+
+// orDefault is limit, or syntax.DefaultMaxSize when limit is 0.
+func orDefault(limit int) int {
+	if limit <= 0 {
+		return syntax.DefaultMaxSize
+	}
+	return limit
 }
 
 // readFile reads a document from a file, refusing (with errTooLarge)
-// one over the reader's size limit before reading it.
-func readFile(path string) ([]byte, error) {
+// one over limit bytes (0: syntax.DefaultMaxSize) before reading it. A
+// regular file is read into a buffer of its size, so the document is in
+// memory once, without the copies of a growing buffer.
+func readFile(path string, limit int) ([]byte, error) {
+	limit = orDefault(limit)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > syntax.DefaultMaxSize {
-		return nil, errTooLarge{fi.Size()}
+	var src []byte
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		if fi.Size() > int64(limit) {
+			return nil, errTooLarge{fi.Size(), limit}
+		}
+		// One byte more than the size, so that reading to EOF needs no
+		// larger buffer (and a file that grew is still bounded below).
+		src = make([]byte, 0, fi.Size()+1)
 	}
-	src, err := readLimited(f)
+	src, err = readLimited(f, src, limit)
 	if err != nil && !errors.As(err, new(errTooLarge)) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return src, err
 }
 
-// readStdin reads a document from standard input, or errTooLarge.
-func (c *CLI) readStdin() ([]byte, error) {
-	src, err := readLimited(c.stdin())
+// readStdin reads a document from standard input, or errTooLarge past
+// limit bytes (0: syntax.DefaultMaxSize).
+func (c *CLI) readStdin(limit int) ([]byte, error) {
+	src, err := readLimited(c.stdin(), nil, orDefault(limit))
 	if err != nil && !errors.As(err, new(errTooLarge)) {
 		return nil, fmt.Errorf("read standard input: %w", err)
 	}
 	return src, err
 }
 
-// readLimited reads r to its end, or errTooLarge past the size limit.
-func readLimited(r io.Reader) ([]byte, error) {
-	src, err := io.ReadAll(io.LimitReader(r, syntax.DefaultMaxSize+1))
-	if err != nil {
-		return nil, err
+// readLimited appends r's bytes to buf up to its end, or returns
+// errTooLarge past limit bytes.
+func readLimited(r io.Reader, buf []byte, limit int) ([]byte, error) {
+	lr := &io.LimitedReader{R: r, N: int64(limit) + 1}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	if len(src) > syntax.DefaultMaxSize {
-		return nil, errTooLarge{-1}
+	if len(buf) > limit {
+		return nil, errTooLarge{-1, limit}
 	}
-	return src, nil
+	return buf, nil
 }

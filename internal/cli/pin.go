@@ -51,7 +51,7 @@ or unreadable input.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := c.checkWithHarness(cmd.Context(), harnessPath, args)
+			res, err := c.checkWithHarness(cmd.Context(), harnessPath, args, 0)
 			if err != nil {
 				return ioError(err)
 			}

@@ -64,7 +64,7 @@ document does not pass check), 2 bad usage or unreadable input.`,
 			if err != nil {
 				return ioError(err)
 			}
-			res, err := c.checkWithHarness(ctx, harnessPath, args[:1])
+			res, err := c.checkWithHarness(ctx, harnessPath, args[:1], 0)
 			if err != nil {
 				return ioError(err)
 			}

@@ -54,7 +54,7 @@ func (c *CLI) importForRun(ctx context.Context, harnessPath, docPath string, src
 	}
 	name := docPath
 	if src == nil {
-		if src, err = readFile(docPath); err != nil {
+		if src, err = readFile(docPath, 0); err != nil {
 			return nil, ioError(err)
 		}
 	} else {
@@ -104,7 +104,7 @@ func (c *CLI) readInput(v string) (jsontext.Value, error) {
 		return nil, nil
 	}
 	if v == "@-" {
-		return c.readStdin()
+		return c.readStdin(0)
 	}
 	if name, ok := strings.CutPrefix(v, "@"); ok {
 		b, err := os.ReadFile(name)

@@ -19,8 +19,9 @@ import (
 func (c *CLI) validateCommand() *cobra.Command {
 	format := newChoice("text", report.Formats)
 	var strict bool
+	maxSize := newSizeFlag()
 	cmd := &cobra.Command{
-		Use:                   "validate [--format " + strings.Join(report.Formats, "|") + "] [--strict] PATH...",
+		Use:                   "validate [--format " + strings.Join(report.Formats, "|") + "] [--strict] [--max-size BYTES] PATH...",
 		DisableFlagsInUseLine: true,
 		Short:                 "Check documents against the format and its consistency rules",
 		Long: `Validate reads each document strictly and checks it against every rule of
@@ -29,7 +30,8 @@ OpenPlaybook 1.6 (see 'openplaybook rules'), then reports what it found.
 A PATH is a file, a directory (the *.json files directly in it, not its
 subdirectories) or - for standard input (named <stdin> in the report).
 Documents are checked in parallel; the report is sorted by file, then by
-position.
+position. A document larger than --max-size (default 16MiB) is not read;
+it gets one "limit" error.
 
 Formats: text (for people; a source snippet under each problem and a count
 at the end), json (an array of {file, line, column, pointer, severity,
@@ -50,7 +52,7 @@ read (nothing is reported then).`,
 			if err != nil {
 				return ioError(err)
 			}
-			files, diags, err := c.checkAll(inputs)
+			files, diags, err := c.checkAll(inputs, maxSize.bytes)
 			if err != nil {
 				return ioError(err)
 			}
@@ -65,6 +67,7 @@ read (nothing is reported then).`,
 	}
 	formatFlag(cmd, format, "output format: "+strings.Join(report.Formats, ", "))
 	cmd.Flags().BoolVar(&strict, "strict", false, "fail (exit 1) on warnings too")
+	maxSizeFlag(cmd, maxSize)
 	return cmd
 }
 
@@ -80,12 +83,12 @@ type checked struct {
 // sorted with [diag.Sort]; or, when any input cannot be read, every such
 // error joined (in input order) and nothing else, so that a report never
 // silently leaves a file out.
-func (c *CLI) checkAll(inputs []input) ([]report.File, []diag.Diagnostic, error) {
+func (c *CLI) checkAll(inputs []input, limit int) ([]report.File, []diag.Diagnostic, error) {
 	results := make([]checked, len(inputs))
 	// Standard input is read here, before the workers start.
 	for i, in := range inputs {
 		if in.stdin {
-			src, err := c.readStdin()
+			src, err := c.readStdin(limit)
 			results[i] = checked{src: src, err: err}
 		}
 	}
@@ -96,7 +99,7 @@ func (c *CLI) checkAll(inputs []input) ([]report.File, []diag.Diagnostic, error)
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				results[i] = checkOne(inputs[i], results[i])
+				results[i] = checkOne(inputs[i], results[i], limit)
 			}
 		}()
 	}
@@ -127,9 +130,9 @@ func (c *CLI) checkAll(inputs []input) ([]report.File, []diag.Diagnostic, error)
 }
 
 // checkOne reads one input (unless r already holds standard input) and
-// checks it with [check]. A panic is turned into an "internal" error
+// checks it with [check], with the size limit limit (0: the default). A panic is turned into an "internal" error
 // diagnostic on the file.
-func checkOne(in input, r checked) (out checked) {
+func checkOne(in input, r checked, limit int) (out checked) {
 	defer func() {
 		if p := recover(); p != nil {
 			out = checked{src: r.src, diags: []diag.Diagnostic{{
@@ -139,17 +142,18 @@ func checkOne(in input, r checked) (out checked) {
 		}
 	}()
 	if !in.stdin {
-		r.src, r.err = readFile(in.path)
+		r.src, r.err = readFile(in.path, limit)
 	}
-	_, ds, err := check(in.name, r.src, r.err)
+	_, ds, err := check(in.name, r.src, r.err, limit)
 	return checked{src: r.src, diags: ds, err: err}
 }
 
 // check reads and validates one document the way every command does: the
 // reader's diagnostics, then the validator's, sorted. readErr is the error
 // of reading src: an [errTooLarge] becomes one "limit" error diagnostic
-// (and a nil document); any other is returned as is.
-func check(name string, src []byte, readErr error) (*playbook.Document, []diag.Diagnostic, error) {
+// (and a nil document); any other is returned as is. limit is the size
+// limit (0: syntax.DefaultMaxSize).
+func check(name string, src []byte, readErr error, limit int) (*playbook.Document, []diag.Diagnostic, error) {
 	var tooLarge errTooLarge
 	if errors.As(readErr, &tooLarge) {
 		return nil, []diag.Diagnostic{{
@@ -159,7 +163,7 @@ func check(name string, src []byte, readErr error) (*playbook.Document, []diag.D
 	if readErr != nil {
 		return nil, nil, readErr
 	}
-	doc, ds := playbook.Read(name, src, nil)
+	doc, ds := playbook.Read(name, src, &playbook.ReadOptions{Limits: syntax.Limits{MaxSize: orDefault(limit)}})
 	ds = append(ds, validate.Document(doc, nil)...)
 	diag.Sort(ds)
 	return doc, ds, nil
