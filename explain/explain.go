@@ -123,7 +123,7 @@ type Options struct {
 	// everything is as the document claims.
 	Registry *registry.Registry
 	// Source names the registry for people ("the harness h.yaml: the
-	// built-ins, the stripe connector, MCP servers memory").
+	// built-ins, 22 connectors (openplaybook registry lists them), MCP servers memory").
 	Source string
 	// Unavailable lists the parts of the registry that could not be
 	// consulted, one sentence each (an MCP server that did not answer).

@@ -310,8 +310,24 @@ func (h *Host) open(p connector.Provider, c *harness.Connection) (connector.Conn
 			missing = append(missing, role)
 		}
 	}
+	if len(missing) > 0 && c.AuthKind == "oauth" && slices.Contains(missing, "accessToken") {
+		var partial, absent []string
+		for _, r := range []string{"refreshToken", "clientId", "clientSecret"} {
+			if c.Secrets[r] != "" {
+				partial = append(partial, r)
+			} else if slices.Contains(kind.Optional, r) {
+				absent = append(absent, r)
+			}
+		}
+		if len(partial) > 0 && len(absent) > 0 {
+			return nil, fmt.Errorf("the %s connection (authKind oauth) binds no accessToken, and %s alone cannot get one: bind accessToken, or also %s", p.Name(), strings.Join(partial, " and "), strings.Join(absent, " and "))
+		}
+	}
 	if len(missing) > 0 {
 		need := "the secret roles " + strings.Join(kind.Secrets, ", ")
+		if len(kind.Secrets) == 1 {
+			need = "the secret role " + kind.Secrets[0]
+		}
 		if len(kind.Optional) > 0 {
 			need += " (optionally " + strings.Join(kind.Optional, ", ") + ")"
 		}
@@ -388,12 +404,10 @@ func (h *Host) ProbeAgent(ctx context.Context, agent string, d driver.Driver) (f
 }
 
 // Describe names what the registry is made of, for messages: "the
-// built-ins, the stripe connector, MCP servers memory, acme".
+// built-ins, 22 connectors (openplaybook registry lists them), MCP
+// servers memory, acme".
 func (h *Host) Describe() string {
-	parts := []string{"the built-ins"}
-	for _, p := range Providers() {
-		parts = append(parts, "the "+p.Name()+" connector")
-	}
+	parts := []string{"the built-ins", fmt.Sprintf("%d connectors (openplaybook registry lists them)", len(allProviders()))}
 	var servers []string
 	for n := range h.Servers {
 		servers = append(servers, n)

@@ -68,7 +68,7 @@ func Harness(ctx context.Context, h *host.Host) []diag.Diagnostic {
 		if err := h.ConnectionErrs[p]; err != nil {
 			at(c.Pos, diag.Error, RuleConnection, "the %s connector cannot be set up: %v", p, err)
 		} else if err := h.CheckConnection(ctx, p); err != nil {
-			at(c.Pos, diag.Error, RuleConnection, "%s does not accept the connection: %v", p, err)
+			at(c.Pos, diag.Error, RuleConnection, "the %s preflight request failed (a cheap authenticated read): %v", p, err)
 		}
 	}
 

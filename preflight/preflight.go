@@ -259,7 +259,7 @@ func (c *checker) connections(ctx context.Context) {
 		if err := c.env.ConnectionErrs[p]; err != nil {
 			c.errorf(x.Node, RuleConnection, "the %s connector cannot be set up (%s:%d): %v", p, c.env.Harness.Path, bound.Pos.Line, err)
 		} else if err := c.env.CheckConnection(ctx, p); err != nil {
-			c.errorf(x.Node, RuleConnection, "%s does not accept the connection: %v", p, err)
+			c.errorf(x.Node, RuleConnection, "the %s preflight request failed (a cheap authenticated read): %v", p, err)
 		}
 	}
 }

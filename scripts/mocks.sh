@@ -2,7 +2,7 @@
 # The mock APIs the bundled examples run against, each on the fixed
 # loopback port examples/harness.yaml names as the connection's baseURL.
 #
-#   scripts/mocks.sh start STATE_DIR [PROVIDER...]   # default: all below
+#   scripts/mocks.sh start STATE_DIR [PROVIDER...]   # default: those the examples use
 #   scripts/mocks.sh stop STATE_DIR
 #   scripts/mocks.sh ports                           # provider port, a line each
 #
@@ -32,7 +32,21 @@ slack 12206
 mercury 12207
 ramp 12208
 shopify 12209
-linear 12210"
+linear 12210
+vercel 12211
+square 12212
+plaid 12213
+clover 12214
+brex 12215
+stripe_financial_connections 12216
+teller 12217
+paypal 12218
+etsy 12219
+amazon 12220
+gusto 12221"
+
+# The providers examples/harness.yaml binds: what start starts by default.
+examples="stripe github gmail posthog resend notion slack mercury ramp shopify linear"
 
 die() { echo "mocks: $*" >&2; exit 1; }
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -76,7 +90,7 @@ start() {
   mkdir -p "$dir"
   dir="$(cd "$dir" && pwd)"
   local want=("$@")
-  [ ${#want[@]} -gt 0 ] || mapfile -t want < <(awk '{print $1}' <<<"$ports")
+  [ ${#want[@]} -gt 0 ] || read -r -a want <<<"$examples"
   for p in "${want[@]}"; do
     port=$(port_of "$p")
     [ -n "$port" ] || die "no mock for provider \"$p\" (scripts/mocks.sh ports lists them)"

@@ -35,12 +35,14 @@ func (ruleAllowedToolsResolve) Check(c *Context) {
 			if c.Opts.Registry != nil && c.Opts.Registry(a.Value) {
 				continue
 			}
-			where := "the document's tools"
+			// With a registry, the name is in neither: pin cannot add it.
 			if c.Opts.Registry != nil {
-				where += " or the registry"
+				c.Errorf(a.Node, "tool %q in %s is not defined in the document's tools or the registry%s; fix the name, or embed a definition in \"tools\"",
+					a.Value, stepLabel(s), suggest.Phrase(a.Value, names))
+				continue
 			}
-			c.Errorf(a.Node, "tool %q in %s is not defined in %s%s; embed its definition in \"tools\" (openplaybook pin --write adds it from the registry)",
-				a.Value, stepLabel(s), where, suggest.Phrase(a.Value, names))
+			c.Errorf(a.Node, "tool %q in %s is not defined in the document's tools%s; embed its definition in \"tools\" (openplaybook pin --write adds it from the registry)",
+				a.Value, stepLabel(s), suggest.Phrase(a.Value, names))
 		}
 	}
 }

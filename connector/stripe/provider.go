@@ -22,20 +22,23 @@ type provider struct{}
 func (provider) Name() string                       { return Provider }
 func (provider) Definitions() []playbook.Definition { return Definitions() }
 
-// Info: a secret or restricted key, or the access token of a Stripe
-// Connect OAuth grant, which Stripe takes as a key; both are the role
-// "apiKey".
+// Info: api_token binds a secret or restricted key (role "apiKey");
+// oauth binds the access token of a Stripe Connect OAuth grant (role
+// "accessToken"), which Stripe takes as a key.
 func (provider) Info() connector.Info {
 	return connector.Info{Title: "Stripe", APIRoot: "https://api.stripe.com", AuthKinds: []connector.AuthKind{
-		{Kind: "oauth", Secrets: []string{"apiKey"}},
+		{Kind: "oauth", Secrets: []string{"accessToken"}},
 		{Kind: "api_token", Secrets: []string{"apiKey"}},
 	}}
 }
 
 func (provider) Open(cfg connector.Config) (connector.Connection, error) {
 	key, ok := cfg.Secrets["apiKey"]
+	if cfg.AuthKind == "oauth" {
+		key, ok = cfg.Secrets["accessToken"]
+	}
 	if !ok {
-		return nil, fmt.Errorf("the stripe connection binds no apiKey secret")
+		return nil, fmt.Errorf("the stripe connection binds no %s secret", map[bool]string{true: "accessToken", false: "apiKey"}[cfg.AuthKind == "oauth"])
 	}
 	return New(Config{APIKey: key, BaseURL: cfg.BaseURL, Timeout: cfg.Timeout})
 }

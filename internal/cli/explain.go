@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -103,11 +102,11 @@ cannot be read or has errors.`,
 // (exit 2) with its diagnostics on standard error: explain is not asked
 // about the harness, and a half-built registry would mark claims wrongly.
 func (c *CLI) explainRegistry(ctx context.Context, harnessPath string, doc *playbook.Document) (*host.Host, error) {
-	return c.harnessRegistry(ctx, harnessPath, doc, nil)
+	return c.harnessRegistry(ctx, "explain", harnessPath, doc, nil)
 }
 
-// harnessRegistry is explainRegistry with host options.
-func (c *CLI) harnessRegistry(ctx context.Context, harnessPath string, doc *playbook.Document, o *host.Options) (*host.Host, error) {
+// harnessRegistry is explainRegistry for command cmd, with host options.
+func (c *CLI) harnessRegistry(ctx context.Context, cmd, harnessPath string, doc *playbook.Document, o *host.Options) (*host.Host, error) {
 	h, hds, err := harness.Load(harnessPath)
 	if err != nil {
 		return nil, ioError(fmt.Errorf("reading the harness: %w", err))
@@ -116,7 +115,7 @@ func (c *CLI) harnessRegistry(ctx context.Context, harnessPath string, doc *play
 		hsrc, _ := os.ReadFile(harnessPath)
 		fmt.Fprintln(c.stderr(), "openplaybook: the harness has errors; its registry was not consulted:")
 		_ = report.Write(c.stderr(), "text", []report.File{{Name: harnessPath, Src: hsrc}}, keep(hds, diag.Error), nil)
-		return nil, &exitError{code: ExitUsage, err: errors.New("fix the harness, or explain without --harness")}
+		return nil, &exitError{code: ExitUsage, err: fmt.Errorf("fix the harness, or %s without --harness", cmd)}
 	}
 	var docs []*playbook.Document
 	if doc != nil {

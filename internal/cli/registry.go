@@ -36,7 +36,7 @@ docs/connectors.md documents the contract.`,
 			var h *host.Host
 			if harnessPath != "" {
 				var err error
-				if h, err = c.harnessRegistry(context.Background(), harnessPath, nil, &host.Options{AllServers: true}); err != nil {
+				if h, err = c.harnessRegistry(context.Background(), "registry", harnessPath, nil, &host.Options{AllServers: true}); err != nil {
 					return err
 				}
 				defer h.Close()
@@ -61,49 +61,74 @@ docs/connectors.md documents the contract.`,
 }
 
 func (c *CLI) printCatalog(cat host.Catalog) error {
-	w := tabwriter.NewWriter(c.stdout(), 0, 8, 2, ' ', 0)
-	tools := func(defs []playbook.Definition) {
+	out := c.stdout()
+	tools := func(defs []playbook.Definition) error {
+		w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+		fmt.Fprintf(w, "  TOOL\tRISK\tEFFECT\tDESCRIPTION\n")
 		for _, d := range defs {
-			effect := "read"
-			if d.SideEffecting != nil && *d.SideEffecting {
+			effect := "unstated"
+			switch {
+			case d.SideEffecting == nil:
+			case *d.SideEffecting:
 				effect = "write"
+			default:
+				effect = "read"
 			}
 			if d.RequiresApproval != nil && *d.RequiresApproval {
 				effect += ", approval"
 			}
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", d.Name, d.RiskClass, effect, clipLine(d.Description, 80))
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", d.Name, cmpOr(d.RiskClass, "unstated"), effect, clipLine(d.Description, 80))
 		}
+		return w.Flush()
 	}
-	fmt.Fprintf(w, "Built-in tools (%d)\n", len(cat.Builtins))
-	tools(cat.Builtins)
+	fmt.Fprintf(out, "Built-in tools (%s)\n", plural(len(cat.Builtins), "tool"))
+	if err := tools(cat.Builtins); err != nil {
+		return ioError(err)
+	}
 	n := 0
 	for _, p := range cat.Providers {
 		n += len(p.Tools)
 	}
-	fmt.Fprintf(w, "\nConnectors (%d providers, %d tools)\n", len(cat.Providers), n)
+	fmt.Fprintf(out, "\nConnectors (%s, %s)\n", plural(len(cat.Providers), "provider"), plural(n, "tool"))
 	for _, p := range cat.Providers {
 		var auth []string
 		for _, a := range p.Auth {
 			auth = append(auth, fmt.Sprintf("%s (%s)", a.AuthKind, strings.Join(a.Secrets, ", ")))
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\tauth: %s\n", p.Provider, p.Title, p.APIRoot, strings.Join(auth, "; "))
-		tools(p.Tools)
-	}
-	if cat.MCPServers != nil {
-		fmt.Fprintf(w, "\nMCP servers (%d)\n", len(cat.MCPServers))
-		for _, s := range cat.MCPServers {
-			if s.Error != "" {
-				fmt.Fprintf(w, "%s\tunavailable: %s\n", s.Name, clipLine(s.Error, 200))
-				continue
-			}
-			fmt.Fprintf(w, "%s\t%d tools\n", s.Name, len(s.Tools))
-			tools(s.Tools)
+		fmt.Fprintf(out, "\n%s: %s, %s; auth: %s\n", p.Provider, p.Title, p.APIRoot, strings.Join(auth, "; "))
+		if err := tools(p.Tools); err != nil {
+			return ioError(err)
 		}
 	}
-	if err := w.Flush(); err != nil {
-		return ioError(err)
+	if cat.MCPServers != nil {
+		fmt.Fprintf(out, "\nMCP servers (%d)\n", len(cat.MCPServers))
+		for _, s := range cat.MCPServers {
+			if s.Error != "" {
+				fmt.Fprintf(out, "\n%s: unavailable: %s\n", s.Name, clipLine(s.Error, 200))
+				continue
+			}
+			fmt.Fprintf(out, "\n%s: %s\n", s.Name, plural(len(s.Tools), "tool"))
+			if err := tools(s.Tools); err != nil {
+				return ioError(err)
+			}
+		}
 	}
 	return nil
+}
+
+// plural is "1 tool", "2 tools".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // clipLine is s on one line, at most n runes.
