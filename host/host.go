@@ -192,6 +192,7 @@ func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document
 	for _, p := range Providers() {
 		var tools map[string]registry.Tool
 		if c := hs.Connections[p.Name()]; c != nil {
+			h.Diagnostics = append(h.Diagnostics, unusedSettings(hs.Path, p, c)...)
 			conn, err := h.open(p, c)
 			if err != nil {
 				h.ConnectionErrs[p.Name()] = err
@@ -347,6 +348,43 @@ func (h *Host) open(p connector.Provider, c *harness.Connection) (connector.Conn
 		cfg.Secrets[role] = v
 	}
 	return p.Open(cfg)
+}
+
+// RuleConnectionUnused is the rule id of a connection setting the
+// connector never uses (a warning).
+const RuleConnectionUnused = "preflight-connection-unused"
+
+// unusedSettings warns about what a connection binds that its provider's
+// auth kind never uses: a secret role it neither needs nor takes, and a
+// tokenURL without the roles a token request needs.
+func unusedSettings(file string, p connector.Provider, c *harness.Connection) []diag.Diagnostic {
+	kind, ok := p.Info().Kind(c.AuthKind)
+	if !ok {
+		return nil // the connector's error says what it takes
+	}
+	var out []diag.Diagnostic
+	warn := func(ptr, format string, args ...any) {
+		out = append(out, diag.Diagnostic{File: file, Line: c.Pos.Line, Column: c.Pos.Column, Pointer: c.Pos.Pointer + ptr,
+			Severity: diag.Warning, Rule: RuleConnectionUnused, Message: fmt.Sprintf(format, args...)})
+	}
+	for _, role := range sortedRoles(c.Secrets) {
+		if !slices.Contains(kind.Secrets, role) && !slices.Contains(kind.Optional, role) {
+			warn("/secrets/"+role, "the %s connector never uses the %s secret with authKind %s (it takes %s); remove it, or it must still resolve", p.Name(), role, c.AuthKind, strings.Join(append(slices.Clone(kind.Secrets), kind.Optional...), ", "))
+		}
+	}
+	if c.TokenURL != "" && (c.Secrets["clientId"] == "" || c.Secrets["clientSecret"] == "") {
+		warn("/tokenURL", "tokenURL is used only when the connection also binds clientId and clientSecret (and refreshToken, for a refresh)")
+	}
+	return out
+}
+
+func sortedRoles(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // CheckConnection runs the provider's preflight request once per host,

@@ -148,3 +148,25 @@ func TestPinAndCheckEveryConnectorTool(t *testing.T) {
 		t.Errorf("check did not get to preflight (no connection is bound):\n%s%s", out, errOut)
 	}
 }
+
+// TestConnectionUnusedSettings: a role the auth kind never uses and a
+// tokenURL without client credentials are warnings at the connection.
+func TestConnectionUnusedSettings(t *testing.T) {
+	dir := t.TempDir()
+	h := filepath.Join(dir, "h.yaml")
+	src := "connections:\n  github:\n    authKind: oauth\n    secrets: {accessToken: GH_TOKEN, apiKey: OTHER}\n    tokenURL: http://127.0.0.1:9/token\n    baseURL: http://127.0.0.1:9\n"
+	if err := os.WriteFile(h, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GH_TOKEN", "x")
+	t.Setenv("OTHER", "y")
+	_, out, errOut := run(t, nil, "check", "--harness", h)
+	for _, want := range []string{
+		h + `:3:5: warning: the github connector never uses the apiKey secret with authKind oauth`,
+		h + `:3:5: warning: tokenURL is used only when the connection also binds clientId and clientSecret`,
+	} {
+		if !strings.Contains(out+errOut, want) {
+			t.Errorf("missing %q in\n%s%s", want, out, errOut)
+		}
+	}
+}
