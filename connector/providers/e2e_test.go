@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -468,4 +469,65 @@ func auditKinds(t *testing.T, bin, dir, out string) map[string]int {
 		kinds[r.Kind]++
 	}
 	return kinds
+}
+
+// TestLostWriteIsOutcomeUnknown: a write whose answer is lost after the
+// provider got it (the connection is cut once the request reached Prism)
+// makes the run wait for a person as outcome-unknown, and the write is
+// sent once, never retried.
+func TestLostWriteIsOutcomeUnknown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prism")
+	}
+	bin := openplaybook(t)
+	p := providerNamed(t, "github")
+	mocks <- struct{}{}
+	defer func() { <-mocks }()
+	mock := startMock(t, p.Spec(), descriptionPath(t, p.Spec().Description))
+	u, _ := url.Parse(mock)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	var posts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/repos/octocat/Hello-World/issues" {
+			posts.Add(1)
+			// The provider gets the write; its answer is lost.
+			rec := httptest.NewRecorder()
+			rp.ServeHTTP(rec, r)
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	writeRig(t, dir, p, srv.URL)
+	calls := map[string]any{"steps": map[string]any{"call": []any{map[string]any{"tool": "github.issue.create", "arguments": json.RawMessage(p.Example("github.issue.create"))}}}}
+	b, _ := json.Marshal(calls)
+	if err := os.WriteFile(filepath.Join(dir, "transcript.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", "--harness", "harness.yaml", "--format", "json", "--input", "{}", "playbook.json")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), envName("accessToken")+"="+fakeSecrets["accessToken"])
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 3 {
+		t.Fatalf("exit %d, want 3 (the run waits for a person)\n%s", code, out)
+	}
+	var o struct {
+		Waiting []struct{ Kind, Tool string } `json:"waiting"`
+	}
+	if err := json.Unmarshal([]byte(jsonPart(string(out))), &o); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Waiting) != 1 || o.Waiting[0].Kind != "outcome_unknown" || o.Waiting[0].Tool != "github.issue.create" {
+		t.Errorf("waiting %+v; want one outcome_unknown for github.issue.create\n%s", o.Waiting, out)
+	}
+	if n := posts.Load(); n != 1 {
+		t.Errorf("the provider got the write %d times; want exactly 1 (never retried blindly)", n)
+	}
 }
