@@ -531,3 +531,90 @@ func TestLostWriteIsOutcomeUnknown(t *testing.T) {
 		t.Errorf("the provider got the write %d times; want exactly 1 (never retried blindly)", n)
 	}
 }
+
+// TestOAuthRefreshThroughRun: a GitHub connection that binds a refresh
+// token and client credentials but no access token gets one from the
+// token endpoint (a loopback fake at the wire level, RFC 6749 section 6)
+// and sends it to the provider, through openplaybook run.
+func TestOAuthRefreshThroughRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prism")
+	}
+	bin := openplaybook(t)
+	p := providerNamed(t, "github")
+	mocks <- struct{}{}
+	defer func() { <-mocks }()
+	mock := startMock(t, p.Spec(), descriptionPath(t, p.Spec().Description))
+	var grants atomic.Int32
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		w.Header().Set("Content-Type", "application/json")
+		if r.Form.Get("grant_type") != "refresh_token" || r.Form.Get("refresh_token") != "rt_e2e" || r.Form.Get("client_id") != "cid_e2e" {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error": "invalid_grant"}`)
+			return
+		}
+		grants.Add(1)
+		io.WriteString(w, `{"access_token": "gho_issuedByTheTokenEndpoint", "token_type": "bearer", "expires_in": 28800}`)
+	}))
+	defer tokens.Close()
+	u, _ := url.Parse(mock)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	var mu sync.Mutex
+	var auths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auths = append(auths, r.Header.Get("Authorization"))
+		mu.Unlock()
+		rp.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	writeRig(t, dir, p, srv.URL)
+	calls := map[string]any{"steps": map[string]any{"call": []any{map[string]any{"tool": "github.pulls.list", "arguments": json.RawMessage(p.Example("github.pulls.list"))}}}}
+	b, _ := json.Marshal(calls)
+	if err := os.WriteFile(filepath.Join(dir, "transcript.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	harness := fmt.Sprintf(`connections:
+  github:
+    authKind: oauth
+    secrets: {refreshToken: GH_REFRESH, clientId: GH_CLIENT_ID, clientSecret: GH_CLIENT_SECRET}
+    baseURL: %s
+    tokenURL: %s
+agents:
+  tester: {driver: transcript, transcript: transcript.json}
+store:
+  sqlite: state.db
+`, srv.URL, tokens.URL)
+	if err := os.WriteFile(filepath.Join(dir, "harness.yaml"), []byte(harness), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--harness", "harness.yaml", "--format", "json", "--input", "{}", "playbook.json")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GH_REFRESH=rt_e2e", "GH_CLIENT_ID=cid_e2e", "GH_CLIENT_SECRET=cs_e2e")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if kinds := auditKinds(t, bin, dir, string(out)); kinds["call.succeeded"] != 1 {
+		t.Errorf("audit kinds %v; want the call to succeed", kinds)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(auths) == 0 {
+		t.Fatal("nothing reached the provider")
+	}
+	for _, a := range auths {
+		if a != "Bearer gho_issuedByTheTokenEndpoint" {
+			t.Errorf("the provider got Authorization %q; want the issued token", a)
+		}
+	}
+	// One grant per process: check's preflight and the run share it.
+	if n := grants.Load(); n < 1 || n > 2 {
+		t.Errorf("%d grants", n)
+	}
+	if strings.Contains(string(out), "gho_issuedByTheTokenEndpoint") {
+		t.Errorf("the issued token is in the output:\n%s", out)
+	}
+}
