@@ -33,6 +33,9 @@ type ReadOptions struct {
 //
 // Read always returns a non-nil Document holding whatever could be read,
 // so later checks still run after errors. It never panics.
+//
+// The document keeps src and shares its bytes (strings are not copied out
+// of it, see [syntax.Parse]): src must never be modified afterwards.
 func Read(file string, src []byte, opts *ReadOptions) (*Document, []diag.Diagnostic) {
 	if opts == nil {
 		opts = &ReadOptions{}
