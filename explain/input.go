@@ -87,9 +87,9 @@ func explainInput(doc *playbook.Document) (Schema, []InputField) {
 	}
 	required := map[string]bool{}
 	if r := n.Member("required"); r != nil && r.Kind == syntax.Array {
-		for _, e := range r.Elems {
+		for _, e := range r.Elems() {
 			if e.Kind == syntax.String {
-				required[e.Text] = true
+				required[e.Text()] = true
 			}
 		}
 	}
@@ -98,16 +98,16 @@ func explainInput(doc *playbook.Document) (Schema, []InputField) {
 		return raw, fields
 	}
 	seen := map[string]bool{}
-	for _, m := range props.Members {
-		if seen[m.Name] {
+	for name, p := range props.Members() {
+		if seen[name] {
 			continue // a duplicate name: the reader's error
 		}
-		seen[m.Name] = true
-		f := InputField{Name: m.Name, Required: required[m.Name]}
-		if p := m.Value; p.Kind == syntax.Object {
+		seen[name] = true
+		f := InputField{Name: name, Required: required[name]}
+		if p.Kind == syntax.Object {
 			f.Type = schemaType(p)
 			if d := p.Member("description"); d != nil && d.Kind == syntax.String {
-				f.Description = d.Text
+				f.Description = d.Text()
 			}
 		}
 		fields = append(fields, f)
@@ -122,11 +122,11 @@ func schemaType(p *syntax.Node) string {
 	switch t := p.Member("type"); {
 	case t == nil:
 	case t.Kind == syntax.String:
-		names = append(names, t.Text)
+		names = append(names, t.Text())
 	case t.Kind == syntax.Array:
-		for _, e := range t.Elems {
+		for _, e := range t.Elems() {
 			if e.Kind == syntax.String {
-				names = append(names, e.Text)
+				names = append(names, e.Text())
 			}
 		}
 	}
@@ -135,7 +135,7 @@ func schemaType(p *syntax.Node) string {
 		if s == "" {
 			s = "any"
 		}
-		s += " (" + f.Text + ")"
+		s += " (" + f.Text() + ")"
 	}
 	return s
 }

@@ -226,7 +226,7 @@ func (r *reader) readJSON() *node {
 
 func (r *reader) fromJSON(n *syntax.Node, ptr string) *node {
 	line, col := r.lines.Position(int(n.Offset))
-	out := &node{line: line, col: col, ptr: ptr, text: n.Text}
+	out := &node{line: line, col: col, ptr: ptr, text: n.Text()}
 	switch n.Kind {
 	case syntax.Null:
 		out.kind = kNull
@@ -238,19 +238,19 @@ func (r *reader) fromJSON(n *syntax.Node, ptr string) *node {
 		out.kind = kString
 	case syntax.Object:
 		out.kind = kMap
-		seen := make(map[string]bool, len(n.Members))
-		for _, m := range n.Members {
-			if seen[m.Name] {
+		seen := make(map[string]bool, n.Len())
+		for name, v := range n.Members() {
+			if seen[name] {
 				continue // reported by the reader as duplicate-member; the first wins
 			}
-			seen[m.Name] = true
-			kl, kc := r.lines.Position(m.NameOffset)
-			cp := childPtr(ptr, m.Name)
-			out.members = append(out.members, member{key: m.Name, line: kl, col: kc, val: r.fromJSON(m.Value, cp)})
+			seen[name] = true
+			kl, kc := r.lines.Position(v.NameOffset())
+			cp := childPtr(ptr, name)
+			out.members = append(out.members, member{key: name, line: kl, col: kc, val: r.fromJSON(v, cp)})
 		}
 	case syntax.Array:
 		out.kind = kList
-		for i, e := range n.Elems {
+		for i, e := range n.Elems() {
 			out.elems = append(out.elems, r.fromJSON(e, ptr+"/"+strconv.Itoa(i)))
 		}
 	}

@@ -268,23 +268,23 @@ func lowers(member string, t *playbook.Tool, v any) (string, bool) {
 func (p *planner) updateTool(i int, t *playbook.Tool, reg playbook.Definition, res *Result) {
 	obj := t.Node
 	present := map[string]bool{}
-	for _, m := range obj.Members {
-		present[m.Name] = true
-		v, says := merged(m.Name, reg)
+	for name, m := range obj.Members() {
+		present[name] = true
+		v, says := merged(name, reg)
 		if !says {
 			continue
 		}
 		newVal, err := encode(v)
-		if err != nil || sameJSON(p.src[m.Value.Offset:m.Value.End], newVal) {
+		if err != nil || sameJSON(p.src[m.Offset:m.End], newVal) {
 			continue
 		}
-		if note, ok := lowers(m.Name, t, v); ok {
+		if note, ok := lowers(name, t, v); ok {
 			res.Notes = append(res.Notes, fmt.Sprintf("tool %q: %s", t.Name.Value, note))
 			continue
 		}
 		p.groups = append(p.groups, &group{
-			tool: t.Name.Value, toolIndex: i, member: m.Name, value: string(newVal),
-			edit: &udiff.Edit{Start: int(m.Value.Offset), End: int(m.Value.End), New: p.format(newVal, p.lineIndent(m.NameOffset))},
+			tool: t.Name.Value, toolIndex: i, member: name, value: string(newVal),
+			edit: &udiff.Edit{Start: int(m.Offset), End: int(m.End), New: p.format(newVal, p.lineIndent(m.NameOffset()))},
 		})
 	}
 	for _, name := range playbook.ToolMembers {
@@ -540,11 +540,11 @@ func (p *planner) appendStrings(arr *syntax.Node, names []string) udiff.Edit {
 		qs[i] = string(q)
 	}
 	multi := bytes.ContainsRune(p.src[arr.Offset:arr.End], '\n')
-	if len(arr.Elems) == 0 {
+	if arr.Len() == 0 {
 		// Whatever lies between the brackets is whitespace: replace it.
 		return udiff.Edit{Start: int(arr.Offset) + 1, End: int(arr.End) - 1, New: strings.Join(qs, ", ")}
 	}
-	last := arr.Elems[len(arr.Elems)-1]
+	last := arr.Child(arr.Len() - 1)
 	sep := ", "
 	if multi {
 		sep = ",\n" + p.lineIndent(int(last.Offset))
@@ -558,14 +558,12 @@ func (p *planner) appendStrings(arr *syntax.Node, names []string) udiff.Edit {
 // container is empty.
 func (p *planner) insertBeforeClose(n *syntax.Node, text string) udiff.Edit {
 	at := n.Offset + 1
-	if len(n.Members) > 0 {
-		at = n.Members[len(n.Members)-1].Value.End
-	} else if len(n.Elems) > 0 {
-		at = n.Elems[len(n.Elems)-1].End
+	if n.Len() > 0 {
+		at = n.Child(n.Len() - 1).End
 	} else {
 		text = strings.TrimPrefix(text, ",")
 	}
-	if len(n.Members) == 0 && len(n.Elems) == 0 {
+	if n.Len() == 0 {
 		text += "\n" + p.lineIndent(int(n.Offset))
 		return udiff.Edit{Start: int(at), End: int(n.End) - 1, New: text}
 	}
@@ -585,11 +583,8 @@ func (p *planner) lineIndent(off int) string {
 // childIndent returns the indentation of a container's members or
 // elements: that of its first child, or its own line's plus one level.
 func (p *planner) childIndent(n *syntax.Node) string {
-	if len(n.Members) > 0 {
-		return p.lineIndent(n.Members[0].NameOffset)
-	}
-	if len(n.Elems) > 0 {
-		return p.lineIndent(int(n.Elems[0].Offset))
+	if n.Len() > 0 {
+		return p.lineIndent(n.Child(0).NameOffset()) // an element's is its Offset
 	}
 	return p.lineIndent(int(n.Offset)) + p.indent
 }

@@ -68,7 +68,9 @@ func (l *StringList) Has(value string) bool {
 type Document struct {
 	// File is the name diagnostics use for the document ("-" for stdin).
 	File string
-	// Source is the text the document was read from.
+	// Source is the text the document was read from. The tree (Root) and
+	// the model's strings share its bytes (see [syntax.Parse]): it must
+	// never be modified.
 	Source []byte
 	// Lines maps byte offsets of the source to lines and columns.
 	Lines *syntax.Lines

@@ -2,7 +2,6 @@ package playbook
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/openplaybook/openplaybook/diag"
@@ -34,6 +33,9 @@ type ReadOptions struct {
 //
 // Read always returns a non-nil Document holding whatever could be read,
 // so later checks still run after errors. It never panics.
+//
+// The document keeps src and shares its bytes (strings are not copied out
+// of it, see [syntax.Parse]): src must never be modified afterwards.
 func Read(file string, src []byte, opts *ReadOptions) (*Document, []diag.Diagnostic) {
 	if opts == nil {
 		opts = &ReadOptions{}
@@ -111,38 +113,51 @@ func (r *reader) object(n *syntax.Node, what string, fields []string, open bool,
 		return false
 	}
 	var seen map[string]bool // for large objects; small ones look back
-	for i, m := range n.Members {
+	for i := range n.Len() {
+		v := n.Child(i)
+		name, _ := v.Key()
 		if i >= 16 && seen == nil {
-			seen = make(map[string]bool, len(n.Members))
-			for _, p := range n.Members[:i] {
-				seen[p.Name] = true
+			seen = make(map[string]bool, n.Len())
+			for j := range i {
+				k, _ := n.Child(j).Key()
+				seen[k] = true
 			}
 		}
 		if seen != nil {
-			if seen[m.Name] {
+			if seen[name] {
 				continue
 			}
-			seen[m.Name] = true
-		} else if slices.ContainsFunc(n.Members[:i], func(p syntax.Member) bool { return p.Name == m.Name }) {
+			seen[name] = true
+		} else if earlier(n, i, name) {
 			continue
 		}
-		if contains(fields, m.Name) {
-			set(m.Name, m.Value)
+		if contains(fields, name) {
+			set(name, v)
 			continue
 		}
 		if open {
 			continue
 		}
-		ptr := m.Value.Pointer()
-		if known, ok := foldMatch(fields, m.Name); ok {
-			r.at(m.NameOffset, ptr, RuleMemberCase,
-				"member %q of %s differs from %q only by case or Unicode case folding; member names are case-sensitive, write %q", m.Name, what, known, known)
+		ptr := v.Pointer()
+		if known, ok := foldMatch(fields, name); ok {
+			r.at(v.NameOffset(), ptr, RuleMemberCase,
+				"member %q of %s differs from %q only by case or Unicode case folding; member names are case-sensitive, write %q", name, what, known, known)
 			continue
 		}
-		r.at(m.NameOffset, ptr, RuleUnknownMember, "unknown member %q in %s%s; valid members are %s",
-			m.Name, what, suggest.Phrase(m.Name, fields), quoteList(fields))
+		r.at(v.NameOffset(), ptr, RuleUnknownMember, "unknown member %q in %s%s; valid members are %s",
+			name, what, suggest.Phrase(name, fields), quoteList(fields))
 	}
 	return true
+}
+
+// earlier reports whether one of the first i members of n is called name.
+func earlier(n *syntax.Node, i int, name string) bool {
+	for j := range i {
+		if k, _ := n.Child(j).Key(); k == name {
+			return true
+		}
+	}
+	return false
 }
 
 func foldMatch(fields []string, name string) (string, bool) {
@@ -176,7 +191,7 @@ func (r *reader) str(v *syntax.Node, name string) *String {
 		r.errorf(v, RuleType, "%q must be a string, got %s", name, v.Kind)
 		return nil
 	}
-	return &String{Value: v.Text, Node: v}
+	return &String{Value: v.Text(), Node: v}
 }
 
 func (r *reader) boolean(v *syntax.Node, name string) *Bool {
@@ -194,15 +209,15 @@ func (r *reader) strs(v *syntax.Node, name string, quiet bool) *StringList {
 		r.errorf(v, RuleType, "%q must be an array of strings, got %s", name, v.Kind)
 		return nil
 	}
-	l := &StringList{Node: v, Items: make([]*String, 0, len(v.Elems))}
-	for _, e := range v.Elems {
+	l := &StringList{Node: v, Items: make([]*String, 0, v.Len())}
+	for _, e := range v.Elems() {
 		if e.Kind != syntax.String {
 			if !quiet {
 				r.errorf(e, RuleType, "elements of %q must be strings, got %s", name, e.Kind)
 			}
 			continue
 		}
-		l.Items = append(l.Items, &String{Value: e.Text, Node: e})
+		l.Items = append(l.Items, &String{Value: e.Text(), Node: e})
 	}
 	return l
 }
@@ -213,7 +228,7 @@ func (r *reader) objects(v *syntax.Node, name string, each func(*syntax.Node)) {
 		r.errorf(v, RuleType, "%q must be an array of objects, got %s", name, v.Kind)
 		return
 	}
-	for _, e := range v.Elems {
+	for _, e := range v.Elems() {
 		if e.Kind != syntax.Object {
 			r.errorf(e, RuleType, "elements of %q must be objects, got %s", name, e.Kind)
 			continue

@@ -173,8 +173,8 @@ func descend(n *syntax.Node, ptr string) *syntax.Node {
 			next = n.Member(tok)
 		case syntax.Array:
 			var i int
-			if _, err := fmt.Sscanf(tok, "%d", &i); err == nil && i >= 0 && i < len(n.Elems) {
-				next = n.Elems[i]
+			if _, err := fmt.Sscanf(tok, "%d", &i); err == nil && i >= 0 && i < n.Len() {
+				next = n.Child(i)
 			}
 		}
 		if next == nil {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/openplaybook/openplaybook/internal/credential"
 )
@@ -41,7 +42,14 @@ func masksFrom(spans []span, off int) []span {
 // key with a "\u0035" in it). Its cost is linear in the length of src.
 func credentialSpans(src []byte) []span {
 	var out []span
-	for _, sp := range credential.Spans(string(src)) {
+	// src as a string without a copy (a document can be hundreds of MB):
+	// the string is only read during the call and src is not modified
+	// meanwhile (Write is synchronous; the CLI never modifies a source).
+	var all string
+	if len(src) > 0 {
+		all = unsafe.String(&src[0], len(src))
+	}
+	for _, sp := range credential.Spans(all) {
 		out = append(out, span{sp.Start, sp.End})
 	}
 	// JSON strings: from a '"' to the next '"' not escaped, or to the end

@@ -178,12 +178,12 @@ func quoteList(list []string) string {
 // starts and the credentials they hold.
 type sources struct {
 	src    map[string][]byte
-	starts map[string][]int
+	starts map[string][]int32 // line starts
 	spans  map[string][]span
 }
 
 func newSources(files []File) *sources {
-	s := &sources{src: make(map[string][]byte, len(files)), starts: map[string][]int{}, spans: map[string][]span{}}
+	s := &sources{src: make(map[string][]byte, len(files)), starts: map[string][]int32{}, spans: map[string][]span{}}
 	for _, f := range files {
 		s.src[f.Name] = f.Src
 	}
@@ -201,23 +201,26 @@ func (s *sources) line(file string, n int) (line []byte, start int, ok bool) {
 	}
 	starts, ok := s.starts[file]
 	if !ok {
-		starts = []int{0}
+		// Counted first, so that a large file's index is one allocation
+		// of its size rather than grown by copying.
+		src := src[:min(len(src), 1<<31-1)] // files are at most syntax.MaxSizeLimit bytes
+		starts = make([]int32, 1, 1+bytes.Count(src, []byte{'\n'}))
 		for i := 0; ; {
 			j := bytes.IndexByte(src[i:], '\n')
 			if j < 0 {
 				break
 			}
 			i += j + 1
-			starts = append(starts, i)
+			starts = append(starts, int32(i))
 		}
 		s.starts[file] = starts
 	}
 	if n > len(starts) {
 		return nil, 0, false
 	}
-	start, end := starts[n-1], len(src)
+	start, end := int(starts[n-1]), len(src)
 	if n < len(starts) {
-		end = starts[n] - 1 // the '\n'
+		end = int(starts[n]) - 1 // the '\n'
 	}
 	return bytes.TrimSuffix(src[start:end], []byte("\r")), start, true
 }

@@ -85,6 +85,12 @@ const (
 // reported and then read past (as if blanked out, or as 0), so the rest of
 // the document is still checked. Any other syntax error ends the read: the
 // tree holds everything before it, and values cut off there are left out.
+//
+// The tree keeps src: the text of strings without escapes, of numbers and
+// of member names is src's own bytes, not a copy (see [Node]). src must
+// therefore never be modified after Parse, for as long as the tree or any
+// string read from it is in use; pass a copy when the buffer is to be
+// reused.
 func Parse(src []byte, lim Limits) (*Node, []Error) {
 	lim = lim.withDefaults()
 	if len(src) > lim.MaxSize {
@@ -115,12 +121,19 @@ func Parse(src []byte, lim Limits) (*Node, []Error) {
 // parse reads src, which repair may have blanked in places.
 func (p *parser) parse(src []byte) *Node {
 	p.src = src
+	p.t = &tree{src: src}
 	p.dec = jsontext.NewDecoder(bytes.NewReader(src),
 		jsontext.AllowDuplicateNames(true), // reported by us, with both places
 		jsontext.AllowInvalidUTF8(true),    // reported by us, then read on
 	)
-	root := p.value(nil, 0, false, 0)
-	if root != nil && !p.stopped {
+	v, ok := p.value(0)
+	if !ok {
+		return nil
+	}
+	root := new(Node)
+	*root = v
+	p.t.root = root
+	if !p.stopped {
 		if off := p.skipSpace(int(p.dec.InputOffset())); off < len(src) {
 			p.errorf(off, "", RuleTrailingData, "unexpected data after the end of the document; a file holds exactly one JSON value")
 		}
@@ -155,15 +168,9 @@ func Truncated(errs []Error) bool {
 func innermost(n *Node, off int) *Node {
 	for {
 		var next *Node
-		for _, m := range n.Members {
-			if contains(m.Value, off) {
-				next = m.Value
-				break
-			}
-		}
-		for _, e := range n.Elems {
-			if next == nil && contains(e, off) {
-				next = e
+		for i := range n.Len() {
+			if c := n.Child(i); contains(c, off) {
+				next = c
 				break
 			}
 		}
@@ -182,20 +189,18 @@ func contains(n *Node, off int) bool {
 }
 
 type parser struct {
-	lim        Limits
-	dec        *jsontext.Decoder
-	errs       []Error
-	stopped    bool // a fatal syntax error ended the read
-	unq        []byte
-	src        []byte
-	lineIdx    *Lines
-	slab       []Node
-	members    []Member // scratch stack of the members of open objects
-	elems      []*Node  // scratch stack of the elements of open arrays
-	strs       map[string]string
-	memberSlab []Member
-	elemSlab   []*Node
-	path       []string // the reference tokens (unescaped) of the value being read
+	lim     Limits
+	dec     *jsontext.Decoder
+	errs    []Error
+	stopped bool // a fatal syntax error ended the read
+	unq     []byte
+	src     []byte
+	lineIdx *Lines
+	t       *tree  // the tree being built
+	slab    []Node // where blocks of children are carved from
+	stack   []Node // scratch stack of the children of open containers
+	strs    map[string]string
+	path    []string // the reference tokens (unescaped) of the value being read
 }
 
 // pointer is the JSON Pointer of the value being read.
@@ -220,14 +225,15 @@ func (p *parser) errorf(off int, ptr, rule, format string, args ...any) {
 }
 
 // value reads the next value. depth counts the enclosing containers.
-// The value's JSON Pointer while it is read is p.pointer(): its parent's
-// Members are only set once the parent is read in full.
-func (p *parser) value(parent *Node, idx int, inArray bool, depth int) *Node {
+// The value's JSON Pointer while it is read is p.pointer(). The value is
+// returned by value, its children (if any) in their final block: its
+// caller places it, and then points the children's parent at it (adopt).
+// ok is false when nothing could be read.
+func (p *parser) value(depth int) (n Node, ok bool) {
 	if p.stopped {
-		return nil
+		return n, false
 	}
-	n := p.node()
-	n.parent, n.idx, n.inArray = parent, int32(idx), inArray
+	n.t = p.t
 	switch k := p.dec.PeekKind(); k {
 	case '{', '[':
 		if depth >= p.lim.MaxDepth {
@@ -236,62 +242,88 @@ func (p *parser) value(parent *Node, idx int, inArray bool, depth int) *Node {
 				"nesting is deeper than %d levels; the limit is %d", depth, p.lim.MaxDepth)
 			if err := p.dec.SkipValue(); err != nil {
 				p.syntaxError(err)
-				return nil
+				return n, false
 			}
 			n.Kind = Null
 			n.End = int32(p.dec.InputOffset())
 			n.Offset = n.End
-			return n
+			return n, true
 		}
 		if _, err := p.dec.ReadToken(); err != nil {
 			p.syntaxError(err)
-			return nil
+			return n, false
 		}
 		n.Offset = int32(p.dec.InputOffset()) - 1
 		n.End = n.Offset // until the closing delimiter is read
+		n.flags = flagContainer
 		if k == '{' {
 			n.Kind = Object
-			p.object(n, depth+1)
+			p.object(&n, depth+1)
 		} else {
 			n.Kind = Array
-			p.array(n, depth+1)
+			p.array(&n, depth+1)
 		}
 		if p.stopped {
-			return n
+			return n, true
 		}
 		if _, err := p.dec.ReadToken(); err != nil {
 			p.syntaxError(err)
-			return n
+			return n, true
 		}
 		n.End = int32(p.dec.InputOffset())
-		return n
+		return n, true
 	case jsontext.KindInvalid:
 		_, err := p.dec.ReadToken()
 		p.syntaxError(err)
-		return nil
+		return n, false
 	}
 	raw, err := p.dec.ReadValue()
 	if err != nil {
 		p.syntaxError(err)
-		return nil
+		return n, false
 	}
 	n.End = int32(p.dec.InputOffset())
 	n.Offset = n.End - int32(len(raw))
 	switch raw.Kind() {
 	case 'n':
 		n.Kind = Null
-	case 't':
-		n.Kind, n.Text = Bool, "true"
-	case 'f':
-		n.Kind, n.Text = Bool, "false"
+	case 't', 'f':
+		n.Kind = Bool // its text is the source's
 	case '0':
-		n.Kind = Number
-		n.Text = p.internShort(raw)
+		n.Kind = Number // its text is the source's
 	case '"':
 		n.Kind = String
-		n.Text = p.unquote(raw, int(n.Offset), n, false)
+		if s, copied := p.unquote(raw, int(n.Offset)); copied {
+			if p.t.texts == nil {
+				p.t.texts = map[int32]string{}
+			}
+			p.t.texts[n.Offset] = s
+			n.flags |= flagEscText
+		}
 	}
-	return n
+	return n, true
+}
+
+// close moves the children of n read since base from the scratch stack
+// into their own block.
+func (p *parser) close(n *Node, base int) {
+	k := len(p.stack) - base
+	if k > 0 {
+		b := p.block(k)
+		copy(b, p.stack[base:])
+		clear(p.stack[base:])
+		n.kids = &b[0]
+		if k < bigCount {
+			n.count = uint16(k)
+		} else {
+			n.count = bigCount
+			if p.t.counts == nil {
+				p.t.counts = map[*Node]int{}
+			}
+			p.t.counts[n.kids] = k
+		}
+	}
+	p.stack = p.stack[:base]
 }
 
 // intern returns b as a string, sharing one copy between equal short
@@ -312,29 +344,13 @@ func (p *parser) intern(b []byte) string {
 	return s
 }
 
-// internShort interns only very short texts (numbers, enum-like values),
-// which repeat; longer values are mostly unique, and a map insert per
-// unique value costs more than it saves.
-func (p *parser) internShort(b []byte) string {
-	if len(b) > 8 {
-		return string(b)
-	}
-	return p.intern(b)
-}
-
 // maxInterned is the longest text shared by intern; longer ones are
 // rarely repeated.
 const maxInterned = 32
 
 func (p *parser) object(n *Node, depth int) {
-	base := len(p.members)
-	defer func() {
-		if k := len(p.members) - base; k > 0 {
-			n.Members = p.memberBlock(k)
-			copy(n.Members, p.members[base:])
-		}
-		p.members = p.members[:base]
-	}()
+	base := len(p.stack)
+	defer p.close(n, base)
 	var seen map[string]int // name -> offset of first occurrence, for large objects
 	for !p.stopped && p.dec.PeekKind() != '}' {
 		raw, err := p.dec.ReadValue()
@@ -343,21 +359,21 @@ func (p *parser) object(n *Node, depth int) {
 			return
 		}
 		nameOff := int(p.dec.InputOffset()) - len(raw)
-		name := p.unquote(raw, nameOff, n, true)
+		name, copied := p.unquote(raw, nameOff)
 		first := -1
-		if sib := p.members[base:]; len(sib) < 16 {
-			for _, m := range sib {
-				if m.Name == name {
-					first = m.NameOffset
+		if sib := p.stack[base:]; len(sib) < 16 {
+			for i := range sib {
+				if sib[i].key() == name {
+					first = int(sib[i].nameOff)
 					break
 				}
 			}
 		} else {
 			if seen == nil {
 				seen = make(map[string]int, 2*len(sib))
-				for _, m := range sib {
-					if _, ok := seen[m.Name]; !ok {
-						seen[m.Name] = m.NameOffset
+				for i := range sib {
+					if _, ok := seen[sib[i].key()]; !ok {
+						seen[sib[i].key()] = int(sib[i].nameOff)
 					}
 				}
 			}
@@ -373,24 +389,27 @@ func (p *parser) object(n *Node, depth int) {
 				"duplicate member name %q (first at line %d, column %d); each name may appear once in an object", name, line, col)
 		}
 		p.path = append(p.path, name)
-		v := p.value(n, len(p.members)-base, false, depth)
+		v, ok := p.value(depth)
 		p.path = p.path[:len(p.path)-1]
-		if v == nil {
+		if !ok {
 			return
 		}
-		p.members = append(p.members, Member{Name: name, NameOffset: nameOff, Value: v})
+		v.flags |= flagMember
+		v.nameOff = int32(nameOff)
+		if copied {
+			if p.t.names == nil {
+				p.t.names = map[int32]string{}
+			}
+			p.t.names[v.nameOff] = name
+			v.flags |= flagEscName
+		}
+		p.stack = append(p.stack, v)
 	}
 }
 
 func (p *parser) array(n *Node, depth int) {
-	base := len(p.elems)
-	defer func() {
-		if k := len(p.elems) - base; k > 0 {
-			n.Elems = p.elemBlock(k)
-			copy(n.Elems, p.elems[base:])
-		}
-		p.elems = p.elems[:base]
-	}()
+	base := len(p.stack)
+	defer p.close(n, base)
 	for i := 0; !p.stopped && p.dec.PeekKind() != ']'; i++ {
 		if i == p.lim.MaxArray {
 			p.errorf(int(p.dec.InputOffset()), p.pointer(), RuleLimit,
@@ -403,50 +422,26 @@ func (p *parser) array(n *Node, depth int) {
 			return
 		}
 		p.path = append(p.path, strconv.Itoa(i))
-		v := p.value(n, i, true, depth)
+		v, ok := p.value(depth)
 		p.path = p.path[:len(p.path)-1]
-		if v == nil {
+		if !ok {
 			return
 		}
-		p.elems = append(p.elems, v)
+		v.flags |= flagElem
+		p.stack = append(p.stack, v)
 	}
 }
 
-// memberBlock returns a slice of k members carved from a shared block
-// (capacity k, so appending to it never touches a neighbour): many small
-// objects cost a few large allocations.
-func (p *parser) memberBlock(k int) []Member {
+// block returns a block of k nodes carved from a shared slab (capacity
+// k): many small containers cost a few large allocations.
+func (p *parser) block(k int) []Node {
 	if k > 256 {
-		return make([]Member, k)
+		return make([]Node, k)
 	}
-	if len(p.memberSlab) < k {
-		p.memberSlab = make([]Member, 4096)
+	if len(p.slab) < k {
+		p.slab = make([]Node, 2048)
 	}
-	b := p.memberSlab[:k:k]
-	p.memberSlab = p.memberSlab[k:]
+	b := p.slab[:k:k]
+	p.slab = p.slab[k:]
 	return b
-}
-
-// elemBlock is memberBlock for array elements.
-func (p *parser) elemBlock(k int) []*Node {
-	if k > 256 {
-		return make([]*Node, k)
-	}
-	if len(p.elemSlab) < k {
-		p.elemSlab = make([]*Node, 4096)
-	}
-	b := p.elemSlab[:k:k]
-	p.elemSlab = p.elemSlab[k:]
-	return b
-}
-
-// node returns a fresh node from the parser's slab, so that a large
-// document costs a few large allocations rather than one per value.
-func (p *parser) node() *Node {
-	if len(p.slab) == 0 {
-		p.slab = make([]Node, 1024)
-	}
-	n := &p.slab[0]
-	p.slab = p.slab[1:]
-	return n
 }

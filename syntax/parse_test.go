@@ -54,7 +54,7 @@ func TestParseKeepsGoingAfterRepairs(t *testing.T) {
 	if len(errs) != 3 {
 		t.Fatalf("want 3 errors, got %+v", errs)
 	}
-	if got := root.Member("c"); got == nil || got.Text != "ok" {
+	if got := root.Member("c"); got == nil || got.Text() != "ok" {
 		t.Fatalf("member c after repairs = %+v, want \"ok\"", got)
 	}
 }
@@ -64,7 +64,7 @@ func TestParsePartialTreeAfterFatal(t *testing.T) {
 	if len(errs) != 1 || errs[0].Rule != RuleSyntax {
 		t.Fatalf("errors = %+v", errs)
 	}
-	if root.Member("a") == nil || root.Member("a").Text != "kept" {
+	if root.Member("a") == nil || root.Member("a").Text() != "kept" {
 		t.Fatalf("partial tree lost member a: %+v", root)
 	}
 }
@@ -80,7 +80,7 @@ func TestLimits(t *testing.T) {
 		t.Errorf("string: %+v", errs)
 	}
 	root, errs := Parse([]byte(`[1,2,3,4,5,6]`), Limits{MaxArray: 4})
-	if len(errs) != 1 || errs[0].Rule != RuleLimit || len(root.Elems) != 4 {
+	if len(errs) != 1 || errs[0].Rule != RuleLimit || root.Len() != 4 {
 		t.Errorf("array: %+v", errs)
 	}
 	_, errs = Parse([]byte(`{"a":1}`), Limits{MaxSize: 3})
@@ -101,7 +101,7 @@ func TestPointerAndPosition(t *testing.T) {
 	if len(errs) != 0 {
 		t.Fatal(errs)
 	}
-	v := root.Member("s").Elems[0].Members[0].Value
+	v := root.Member("s").Child(0).Child(0)
 	if got := v.Pointer(); got != "/s/0/a~1b~0c" {
 		t.Errorf("pointer = %q", got)
 	}

@@ -130,14 +130,15 @@ func (p *parser) skipSpace(off int) int {
 // unquote returns the value of the raw string token at off, reporting
 // invalid UTF-8 (bytes or lone surrogate escapes) and over-long strings.
 // Invalid sequences read as U+FFFD.
-func (p *parser) unquote(raw []byte, off int, holder *Node, name bool) string {
+//
+// copied is false when the value is the source's bytes between the quotes
+// (s then shares them), true when it is an unescaped copy.
+func (p *parser) unquote(raw []byte, off int) (s string, copied bool) {
 	if len(raw) >= 2 && len(raw)-2 <= p.lim.MaxString && simpleString(raw[1:len(raw)-1]) {
-		// No escape, no control character, ASCII: the value is the raw
-		// bytes between the quotes (the tokenizer has checked the rest).
-		if name {
-			return p.intern(raw[1 : len(raw)-1])
-		}
-		return p.internShort(raw[1 : len(raw)-1])
+		// No escape, no control character, valid UTF-8: the value is the
+		// source's bytes between the quotes (the tokenizer has checked the
+		// rest), shared, not copied.
+		return p.t.text(off+1, off+len(raw)-1), false
 	}
 	var err error
 	p.unq, err = jsontext.AppendUnquote(p.unq[:0], raw)
@@ -155,9 +156,9 @@ func (p *parser) unquote(raw []byte, off int, holder *Node, name bool) string {
 	}
 	if len(p.unq) > p.lim.MaxString {
 		p.errorf(off, p.pointer(), RuleLimit, "string is %d bytes long; the limit is %d bytes", len(p.unq), p.lim.MaxString)
-		return string(p.unq[:p.lim.MaxString])
+		return string(p.unq[:p.lim.MaxString]), true
 	}
-	return p.intern(p.unq)
+	return p.intern(p.unq), true
 }
 
 // firstInvalid returns the index in raw of the first byte that is not
@@ -217,12 +218,16 @@ func sortErrors(errs []Error) {
 }
 
 // simpleString reports whether a string token's content needs no
-// unescaping or UTF-8 check: printable ASCII without '\\' or '"'.
+// unescaping: valid UTF-8 without control characters, '\\' or '"'.
 func simpleString(b []byte) bool {
+	ascii := true
 	for _, c := range b {
-		if c < 0x20 || c >= 0x80 || c == '\\' || c == '"' {
+		if c < 0x20 || c == '\\' || c == '"' {
 			return false
 		}
+		if c >= 0x80 {
+			ascii = false
+		}
 	}
-	return true
+	return ascii || utf8.Valid(b)
 }

@@ -22,19 +22,19 @@ func hashNode(h *maphash.Hash, n *syntax.Node) {
 	h.WriteByte(byte(n.Kind))
 	switch n.Kind {
 	case syntax.Object:
-		for _, m := range n.Members {
-			h.WriteString(m.Name)
+		for name, v := range n.Members() {
+			h.WriteString(name)
 			h.WriteByte(0)
-			hashNode(h, m.Value)
+			hashNode(h, v)
 		}
 		h.WriteByte('}')
 	case syntax.Array:
-		for _, e := range n.Elems {
+		for _, e := range n.Elems() {
 			hashNode(h, e)
 		}
 		h.WriteByte(']')
 	default:
-		h.WriteString(n.Text)
+		h.WriteString(n.Text())
 		h.WriteByte(0)
 	}
 }
@@ -42,18 +42,20 @@ func hashNode(h *maphash.Hash, n *syntax.Node) {
 // sameValue reports whether a and b hold the same JSON value written the
 // same way: same kinds, texts, member names and member order.
 func sameValue(a, b *syntax.Node) bool {
-	if a.Kind != b.Kind || a.Text != b.Text || len(a.Members) != len(b.Members) || len(a.Elems) != len(b.Elems) {
+	if a.Kind != b.Kind || a.Text() != b.Text() || a.Len() != b.Len() {
 		return false
 	}
-	for i := range a.Members {
-		if a.Members[i].Name != b.Members[i].Name || !sameValue(a.Members[i].Value, b.Members[i].Value) {
-			return false
-		}
-	}
-	for i := range a.Elems {
-		if !sameValue(a.Elems[i], b.Elems[i]) {
+	for i := range a.Len() {
+		x, y := a.Child(i), b.Child(i)
+		if kx, _ := x.Key(); kx != mustKey(y) || !sameValue(x, y) {
 			return false
 		}
 	}
 	return true
+}
+
+// mustKey is n's member name, or "" for an element.
+func mustKey(n *syntax.Node) string {
+	k, _ := n.Key()
+	return k
 }

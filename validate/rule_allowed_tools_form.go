@@ -42,7 +42,7 @@ func (ruleAllowedToolsForm) Check(c *Context) {
 		if s.AllowedTools == nil {
 			continue
 		}
-		for _, e := range s.AllowedTools.Node.Elems {
+		for _, e := range s.AllowedTools.Node.Elems() {
 			allowedToolsEntryForm(c, s, e, names)
 		}
 	}
@@ -51,7 +51,7 @@ func (ruleAllowedToolsForm) Check(c *Context) {
 func allowedToolsEntryForm(c *Context, s *playbook.Step, e *syntax.Node, names []string) {
 	switch e.Kind {
 	case syntax.String:
-		v := e.Text
+		v := e.Text()
 		if !isReferenceForm(v) {
 			return
 		}
@@ -71,8 +71,8 @@ func allowedToolsEntryForm(c *Context, s *playbook.Step, e *syntax.Node, names [
 	case syntax.Object:
 		step := stepLabel(s)
 		hint := "list the tool name as a string"
-		if ref := e.Member("ref"); ref != nil && ref.Kind == syntax.String && toolNameProblem(ref.Text) == "" {
-			hint = fmt.Sprintf("write the tool name as a string: %q", ref.Text)
+		if ref := e.Member("ref"); ref != nil && ref.Kind == syntax.String && toolNameProblem(ref.Text()) == "" {
+			hint = fmt.Sprintf("write the tool name as a string: %q", ref.Text())
 		}
 		c.Errorf(e, "an entry of \"allowedTools\" of %s is an object; the per-reference object form ({\"kind\": ..., \"ref\": ...}) is a planned future direction, not part of the 1.6 wire format; %s", step, hint)
 	default:

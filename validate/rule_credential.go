@@ -43,32 +43,32 @@ func (ruleCredential) Check(c *Context) { credentialWalk(c, c.Doc.Root) }
 func credentialWalk(c *Context, n *syntax.Node) {
 	switch n.Kind {
 	case syntax.String:
-		if len(n.Text) >= minCredentialLen {
-			if kind, ok := credential.Find(n.Text); ok {
+		if len(n.Text()) >= minCredentialLen {
+			if kind, ok := credential.Find(n.Text()); ok {
 				c.diags = append(c.diags, c.Doc.At(int(n.Offset), n.Pointer(), diag.Error, c.rule,
 					"%s looks like %s; %s", credentialSubject(n), credential.Describe(kind), credentialFix))
 			}
 		}
 	case syntax.Object:
-		for _, m := range n.Members {
-			if len(m.Name) >= minCredentialLen {
-				if kind, ok := credential.Find(m.Name); ok {
-					c.diags = append(c.diags, c.Doc.At(m.NameOffset, m.Value.Pointer(), diag.Error, c.rule,
+		for name, v := range n.Members() {
+			if len(name) >= minCredentialLen {
+				if kind, ok := credential.Find(name); ok {
+					c.diags = append(c.diags, c.Doc.At(v.NameOffset(), v.Pointer(), diag.Error, c.rule,
 						"a member name looks like %s; %s", credential.Describe(kind), credentialFix))
 				}
 			}
-			if v := m.Value; v.Kind == syntax.String && len(v.Text) >= minCredentialLen {
-				if kind, ok := credential.FindAssigned(m.Name, v.Text); ok {
-					if _, found := credential.Find(v.Text); !found {
+			if v.Kind == syntax.String && len(v.Text()) >= minCredentialLen {
+				if kind, ok := credential.FindAssigned(name, v.Text()); ok {
+					if _, found := credential.Find(v.Text()); !found {
 						c.diags = append(c.diags, c.Doc.At(int(v.Offset), v.Pointer(), diag.Error, c.rule,
 							"%s looks like %s; %s", credentialSubject(v), credential.Describe(kind), credentialFix))
 					}
 				}
 			}
-			credentialWalk(c, m.Value)
+			credentialWalk(c, v)
 		}
 	case syntax.Array:
-		for _, e := range n.Elems {
+		for _, e := range n.Elems() {
 			credentialWalk(c, e)
 		}
 	}

@@ -51,10 +51,10 @@ func hasAny(n *syntax.Node, names ...string) bool {
 func isObjectType(typ *syntax.Node) bool {
 	switch typ.Kind {
 	case syntax.String:
-		return typ.Text == "object"
+		return typ.Text() == "object"
 	case syntax.Array:
-		for _, e := range typ.Elems {
-			if e.Kind == syntax.String && e.Text == "object" {
+		for _, e := range typ.Elems() {
+			if e.Kind == syntax.String && e.Text() == "object" {
 				return true
 			}
 		}

@@ -53,7 +53,7 @@ func (ruleJSONSchema) Check(c *Context) {
 		// refuse the schema instead, and do not compile it.
 		if anyBad {
 			if n := outOfRangeNumber(d.Source, j.n); n != nil {
-				c.Errorf(n, "number %s in %q is not held exactly by a 64-bit float, so a JSON Schema validator would ignore or change it; use at most 15 significant digits, a magnitude below 1.7976931348623157e308, and not one that rounds to 0", n.Text, j.member)
+				c.Errorf(n, "number %s in %q is not held exactly by a 64-bit float, so a JSON Schema validator would ignore or change it; use at most 15 significant digits, a magnitude below 1.7976931348623157e308, and not one that rounds to 0", n.Text(), j.member)
 				return
 			}
 		}
@@ -193,7 +193,7 @@ func (dd *schemaDedup) add(n *syntax.Node) *uniqueSchema {
 	if dd.buckets == nil {
 		dd.buckets = map[schemaSig]*schemaBucket{}
 	}
-	sig := schemaSig{n.Kind, int(n.End - n.Offset), len(n.Members)}
+	sig := schemaSig{n.Kind, int(n.End - n.Offset), memberCount(n)}
 	b := dd.buckets[sig]
 	if b == nil {
 		b = &schemaBucket{}
@@ -292,7 +292,7 @@ func schemaDraft(n *syntax.Node) string {
 	if s == nil || s.Kind != syntax.String {
 		return "draft 2020-12"
 	}
-	u := strings.TrimSuffix(s.Text, "#")
+	u := strings.TrimSuffix(s.Text(), "#")
 	u = strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://")
 	return drafts[u]
 }
@@ -315,13 +315,13 @@ func explainSchemaError(root *syntax.Node, err error) (*syntax.Node, string) {
 		key, _ := ref.Key()
 		if key == "$schema" {
 			return ref, fmt.Sprintf("%q %s names no draft this runtime knows (%s), and meta-schemas are not fetched",
-				"$schema", showValue(ref.Text), knownDrafts)
+				"$schema", showValue(ref.Text()), knownDrafts)
 		}
 		if ref == root {
 			return root, "a reference is outside the schema, and remote and file references are not fetched"
 		}
 		return ref, fmt.Sprintf("%q %s is outside the schema: remote and file references are not fetched; put the referenced schema in %q (draft-07: %q) and refer to it as %q",
-			key, showValue(ref.Text), "$defs", "definitions", "#/$defs/<name>")
+			key, showValue(ref.Text()), "$defs", "definitions", "#/$defs/<name>")
 	case errors.As(err, &sv):
 		var ve *jsonschema.ValidationError
 		if errors.As(sv.Err, &ve) {
@@ -330,12 +330,12 @@ func explainSchemaError(root *syntax.Node, err error) (*syntax.Node, string) {
 	case errors.As(err, &notFound):
 		if ref := refNode(root, notFound.URL); ref != root {
 			key, _ := ref.Key()
-			return ref, fmt.Sprintf("%q %s points at nothing in the schema", key, showValue(ref.Text))
+			return ref, fmt.Sprintf("%q %s points at nothing in the schema", key, showValue(ref.Text()))
 		}
 	case errors.As(err, &anchor):
 		if ref := refNode(root, anchor.Reference); ref != root {
 			key, _ := ref.Key()
-			return ref, fmt.Sprintf("%q %s names an anchor the schema does not define", key, showValue(ref.Text))
+			return ref, fmt.Sprintf("%q %s names an anchor the schema does not define", key, showValue(ref.Text()))
 		}
 	}
 	msg := strings.ReplaceAll(err.Error(), schemaBase, "")
@@ -446,8 +446,8 @@ func childNode(n *syntax.Node, tok string) *syntax.Node {
 		return n.Member(tok)
 	case syntax.Array:
 		i, err := strconv.Atoi(tok)
-		if err == nil && i >= 0 && i < len(n.Elems) {
-			return n.Elems[i]
+		if err == nil && i >= 0 && i < n.Len() {
+			return n.Child(i)
 		}
 	}
 	return nil
@@ -472,7 +472,7 @@ func refNode(root *syntax.Node, url string) *syntax.Node {
 		default:
 			return true
 		}
-		ref := n.Text
+		ref := n.Text()
 		refNoFrag, _, _ := strings.Cut(ref, "#")
 		if ref == url || strings.HasSuffix(url, ref) ||
 			refNoFrag != "" && (refNoFrag == urlNoFrag || strings.HasSuffix(urlNoFrag, refNoFrag)) {
@@ -511,12 +511,12 @@ func warnNotObject(c *Context, t *playbook.Tool, n *syntax.Node) {
 	}
 	switch typ.Kind {
 	case syntax.String:
-		if typ.Text == "object" {
+		if typ.Text() == "object" {
 			return
 		}
 	case syntax.Array:
-		for _, e := range typ.Elems {
-			if e.Kind == syntax.String && e.Text == "object" {
+		for _, e := range typ.Elems() {
+			if e.Kind == syntax.String && e.Text() == "object" {
 				return
 			}
 		}
@@ -541,7 +541,7 @@ func outOfRangeNumber(src []byte, n *syntax.Node) *syntax.Node {
 		if bad != nil {
 			return false
 		}
-		if x.Kind == syntax.Number && jsonnum.Bad(x.Text) {
+		if x.Kind == syntax.Number && jsonnum.Bad(x.Text()) {
 			bad = x
 		}
 		return true
@@ -556,4 +556,12 @@ func (dd *schemaDedup) sameBytes(a, b *syntax.Node) bool {
 		return false
 	}
 	return bytes.Equal(dd.src[a.Offset:a.End], dd.src[b.Offset:b.End])
+}
+
+// memberCount is the number of members of an object, 0 for anything else.
+func memberCount(n *syntax.Node) int {
+	if n.Kind != syntax.Object {
+		return 0
+	}
+	return n.Len()
 }

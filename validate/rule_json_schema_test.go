@@ -165,9 +165,9 @@ func TestSchemaDedupManyOfOneLength(t *testing.T) {
 	doc, _ := playbook.Read("d.json", []byte(`{"x": [`+strings.Join(parts, ",")+`]}`), nil)
 	var dd schemaDedup
 	arr := doc.Root.Member("x")
-	for i, e := range arr.Elems {
+	for i, e := range arr.Elems() {
 		u := dd.add(e)
-		if i%2 == 1 && u.n != arr.Elems[i-1] {
+		if i%2 == 1 && u.n != arr.Child(i-1) {
 			t.Fatalf("element %d not matched with its twin", i)
 		}
 	}

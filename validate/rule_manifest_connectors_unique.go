@@ -38,7 +38,7 @@ func elemIndex(arr, e *syntax.Node) int {
 	if arr == nil {
 		return -1
 	}
-	for i, x := range arr.Elems {
+	for i, x := range arr.Elems() {
 		if x == e {
 			return i
 		}

@@ -19,7 +19,7 @@ func (ruleMCPCapabilitiesReserved) Check(c *Context) {
 		return
 	}
 	for _, s := range c.Doc.Requires.MCPServers {
-		if s.Capabilities == nil || len(s.Capabilities.Node.Elems) == 0 {
+		if s.Capabilities == nil || s.Capabilities.Node.Len() == 0 {
 			continue
 		}
 		what := "an MCP server"

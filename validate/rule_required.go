@@ -77,7 +77,7 @@ func (ruleRequired) Check(c *Context) {
 	for _, t := range d.Tools {
 		needL(t.Node, func() string { return toolLabel(t) }, playbook.ToolMembers, "name", "source", "description", "permissions", "inputSchema", "outputSchema")
 	}
-	if steps := d.Root.Member("steps"); steps != nil && steps.Kind == syntax.Array && len(steps.Elems) == 0 {
+	if steps := d.Root.Member("steps"); steps != nil && steps.Kind == syntax.Array && steps.Len() == 0 {
 		c.Errorf(steps, "%q is empty; a playbook has at least one step (the first is the entry step)", "steps")
 	}
 	for _, s := range d.Steps {
@@ -97,12 +97,12 @@ func (ruleRequired) Check(c *Context) {
 // Both are reported: the misspelt member is not read, so the required one
 // is missing whatever its neighbour is called.
 func notIt(obj *syntax.Node, name string, valid []string) string {
-	for _, m := range obj.Members {
-		if m.Name == name || contains(valid, m.Name) {
+	for mname := range obj.Members() {
+		if mname == name || contains(valid, mname) {
 			continue
 		}
-		if c, ok := suggest.Closest(m.Name, []string{name}); strings.EqualFold(m.Name, name) || ok && c == name {
-			return fmt.Sprintf("member %q is not it: member names are exact", m.Name)
+		if c, ok := suggest.Closest(mname, []string{name}); strings.EqualFold(mname, name) || ok && c == name {
+			return fmt.Sprintf("member %q is not it: member names are exact", mname)
 		}
 	}
 	return ""

@@ -45,9 +45,9 @@ func (ruleSchemaAddress) Check(c *Context) {
 					continue
 				}
 				syntax.Walk(v, func(x *syntax.Node) bool {
-					if x.Kind == syntax.String && !clean[x.Text] {
+					if x.Kind == syntax.String && !clean[x.Text()] {
 						if !checkAddress(c, x, func() string { return fmt.Sprintf("%q in %s", kw, s.label()) }) {
-							clean[x.Text] = true
+							clean[x.Text()] = true
 						}
 					}
 					return true
@@ -61,10 +61,10 @@ func (ruleSchemaAddress) Check(c *Context) {
 // there was one (or a credential, which is credential's to report). place
 // names where x is, for the message.
 func checkAddress(c *Context, x *syntax.Node, placeOf func() string) bool {
-	if credentialIn(x.Text) != "" {
+	if credentialIn(x.Text()) != "" {
 		return true // credential's, which does not echo it
 	}
-	what, addr, danger := findAddress(x.Text)
+	what, addr, danger := findAddress(x.Text())
 	if what == "" {
 		return false
 	}

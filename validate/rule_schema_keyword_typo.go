@@ -53,13 +53,13 @@ var knownKeyword = func() map[string]bool {
 func (ruleSchemaKeywordTypo) Check(c *Context) {
 	for _, s := range c.embedded() {
 		walkSchema(s.n, func(n *syntax.Node) {
-			for _, m := range n.Members {
-				if knownKeyword[m.Name] {
+			for name := range n.Members() {
+				if knownKeyword[name] {
 					continue
 				}
-				if want := keywordFor(m.Name); want != "" {
-					c.WarnAtName(n, m.Name, "%q in %s is not a JSON Schema keyword (did you mean %q?); a validator ignores members it does not know, so it constrains nothing",
-						m.Name, s.label(), want)
+				if want := keywordFor(name); want != "" {
+					c.WarnAtName(n, name, "%q in %s is not a JSON Schema keyword (did you mean %q?); a validator ignores members it does not know, so it constrains nothing",
+						name, s.label(), want)
 				}
 			}
 		})

@@ -28,16 +28,16 @@ func (ruleSchemaPatternAnchor) Check(c *Context) {
 	for _, s := range c.embedded() {
 		walkSchema(s.n, func(n *jsyntax.Node) {
 			p := n.Member("pattern")
-			if p == nil || p.Kind != jsyntax.String || fine[p.Text] {
+			if p == nil || p.Kind != jsyntax.String || fine[p.Text()] {
 				return
 			}
-			re, err := syntax.Parse(p.Text, syntax.Perl)
+			re, err := syntax.Parse(p.Text(), syntax.Perl)
 			if err != nil || anchored(re) {
-				fine[p.Text] = true
+				fine[p.Text()] = true
 				return
 			}
 			c.Warnf(p, "%q %s in %s is not anchored, so it accepts any string that contains a match; write %s to match the whole string",
-				"pattern", showValue(p.Text), s.label(), showValue(anchoredForm(p.Text, re)))
+				"pattern", showValue(p.Text()), s.label(), showValue(anchoredForm(p.Text(), re)))
 		})
 	}
 }

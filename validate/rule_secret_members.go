@@ -34,22 +34,22 @@ func (ruleSecretMembers) Check(c *Context) {
 		if s.Name != nil && credentialIn(s.Name.Value) == "" {
 			what = "secret " + strconv.Quote(s.Name.Value)
 		}
-		for _, m := range s.Node.Members {
-			if contains(playbook.SecretMembers, m.Name) {
+		for name, v := range s.Node.Members() {
+			if contains(playbook.SecretMembers, name) {
 				continue
 			}
 			member := "a member"
-			if credentialIn(m.Name) == "" {
-				member = "member " + strconv.Quote(m.Name)
+			if credentialIn(name) == "" {
+				member = "member " + strconv.Quote(name)
 			}
 			var msg string
-			if known, ok := foldMatchSecret(m.Name); ok {
+			if known, ok := foldMatchSecret(name); ok {
 				msg = member + " of " + what + " differs from " + strconv.Quote(known) + " only by case; member names are case-sensitive, write " + strconv.Quote(known)
 			} else {
 				msg = what + " has " + member + "; a secrets entry holds " + strconv.Quote("name") + " and " + strconv.Quote("purpose") +
 					" only: a document names the secrets it needs and never holds their values, so remove it and give the value to the harness"
 			}
-			c.diags = append(c.diags, c.Doc.At(m.NameOffset, m.Value.Pointer(), diag.Error, c.rule, "%s", msg))
+			c.diags = append(c.diags, c.Doc.At(v.NameOffset(), v.Pointer(), diag.Error, c.rule, "%s", msg))
 		}
 	}
 }

@@ -22,7 +22,7 @@ func (ruleSideEffectWrites) Check(c *Context) {
 			continue
 		}
 		switch {
-		case t.DataScopeWrites != nil && len(t.DataScopeWrites.Node.Elems) == 0:
+		case t.DataScopeWrites != nil && t.DataScopeWrites.Node.Len() == 0:
 			c.Errorf(t.DataScopeWrites.Node, "side-effecting %s has an empty %q; list the data scopes it writes (side-effecting tools declare their writes)",
 				toolLabel(t), "dataScopeWrites")
 		case t.DataScopeWrites == nil && t.Node.Member("dataScopeWrites") == nil && !cutShort(t.Node):

@@ -39,12 +39,12 @@ func (ruleStepMembers) Check(c *Context) {
 			label = fmt.Sprintf("%s step %q", kind, s.ID.Value)
 		}
 		seen := map[string]bool{}
-		for _, m := range s.Node.Members {
-			if seen[m.Name] || contains(valid, m.Name) || !contains(playbook.StepMembers, m.Name) {
+		for name := range s.Node.Members() {
+			if seen[name] || contains(valid, name) || !contains(playbook.StepMembers, name) {
 				continue
 			}
-			seen[m.Name] = true
-			c.ErrorAtName(s.Node, m.Name, "%s cannot have %q; %s step has %s", label, m.Name, article(kind), quoteList(valid))
+			seen[name] = true
+			c.ErrorAtName(s.Node, name, "%s cannot have %q; %s step has %s", label, name, article(kind), quoteList(valid))
 		}
 	}
 }

@@ -29,7 +29,7 @@ func (ruleUnreachableStep) Description() string {
 func (ruleUnreachableStep) Check(c *Context) {
 	d := c.Doc
 	arr := d.Root.Member("steps")
-	if d.Truncated || arr == nil || arr.Kind != syntax.Array || len(arr.Elems) == 0 || len(d.Steps) == 0 || d.Steps[0].Node != arr.Elems[0] {
+	if d.Truncated || arr == nil || arr.Kind != syntax.Array || arr.Len() == 0 || len(d.Steps) == 0 || d.Steps[0].Node != arr.Child(0) {
 		return // no entry step to start from
 	}
 	var ids []string

@@ -29,7 +29,7 @@ func (ruleUnusedTool) Description() string {
 func (ruleUnusedTool) Check(c *Context) {
 	d := c.Doc
 	steps := d.Root.Member("steps")
-	if d.Truncated || steps == nil || steps.Kind != syntax.Array || len(d.Steps) != len(steps.Elems) {
+	if d.Truncated || steps == nil || steps.Kind != syntax.Array || len(d.Steps) != steps.Len() {
 		return // some steps could not be read
 	}
 	var names []string
@@ -54,20 +54,20 @@ func (ruleUnusedTool) Check(c *Context) {
 		}
 	}
 	for _, s := range d.Steps {
-		for _, m := range s.Node.Members {
-			if m.Name != "allowedTools" && contains(playbook.StepMembers, m.Name) {
+		for name, v := range s.Node.Members() {
+			if name != "allowedTools" && contains(playbook.StepMembers, name) {
 				continue
 			}
-			switch v := m.Value; v.Kind {
+			switch v.Kind {
 			case syntax.String:
-				list(v.Text)
+				list(v.Text())
 			case syntax.Array:
-				for _, e := range v.Elems {
+				for _, e := range v.Elems() {
 					if e.Kind == syntax.Object {
 						e = e.Member("ref") // the per-reference object form
 					}
 					if e != nil && e.Kind == syntax.String {
-						list(e.Text)
+						list(e.Text())
 					}
 				}
 			}

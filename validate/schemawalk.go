@@ -86,18 +86,17 @@ func walkSchema(root *syntax.Node, fn func(s *syntax.Node)) {
 			return
 		}
 		fn(s)
-		for _, m := range s.Members {
-			v := m.Value
+		for name, v := range s.Members() {
 			switch {
-			case v.Kind == syntax.Object && schemaKeywords[m.Name]:
+			case v.Kind == syntax.Object && schemaKeywords[name]:
 				walk(v)
-			case v.Kind == syntax.Array && schemaArrayKeywords[m.Name]:
-				for _, e := range v.Elems {
+			case v.Kind == syntax.Array && schemaArrayKeywords[name]:
+				for _, e := range v.Elems() {
 					walk(e)
 				}
-			case v.Kind == syntax.Object && schemaMapKeywords[m.Name]:
-				for _, sub := range v.Members {
-					walk(sub.Value) // "dependencies" may also hold arrays of names: skipped
+			case v.Kind == syntax.Object && schemaMapKeywords[name]:
+				for _, sub := range v.Members() {
+					walk(sub) // "dependencies" may also hold arrays of names: skipped
 				}
 			}
 		}

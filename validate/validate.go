@@ -84,9 +84,9 @@ func (c *Context) WarnAtName(obj *syntax.Node, name string, format string, args 
 }
 
 func (c *Context) atName(obj *syntax.Node, name string, sev diag.Severity, format string, args ...any) {
-	for _, m := range obj.Members {
-		if m.Name == name {
-			c.diags = append(c.diags, c.Doc.At(m.NameOffset, m.Value.Pointer(), sev, c.rule, format, args...))
+	for k, v := range obj.Members() {
+		if k == name {
+			c.diags = append(c.diags, c.Doc.At(v.NameOffset(), v.Pointer(), sev, c.rule, format, args...))
 			return
 		}
 	}
