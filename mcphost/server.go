@@ -230,6 +230,16 @@ func (s *Server) noteChanged() {
 // Upstream and Definition contents with the cache and must not be
 // modified.
 func (s *Server) Tools(ctx context.Context) ([]Tool, error) {
+	tools, err := s.tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append([]Tool(nil), tools...), nil
+}
+
+// tools is [Server.Tools] without the copy: the slice may be the cache's,
+// and must not be modified.
+func (s *Server) tools(ctx context.Context) ([]Tool, error) {
 	if e := s.unhealthy("tools/list"); e != nil {
 		return nil, e
 	}
@@ -238,7 +248,7 @@ func (s *Server) Tools(ctx context.Context) ([]Tool, error) {
 	cached := s.cached
 	s.listMu.Unlock()
 	if fresh {
-		return append([]Tool(nil), cached...), nil
+		return cached, nil
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.timeout(), errTimeout)
 	defer cancel()
@@ -250,7 +260,7 @@ func (s *Server) Tools(ctx context.Context) ([]Tool, error) {
 		}
 		return nil, e
 	}
-	return append([]Tool(nil), tools...), nil
+	return tools, nil
 }
 
 // notifies reports whether the server declared that it sends
