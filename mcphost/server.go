@@ -492,6 +492,13 @@ func (s *Server) Call(ctx context.Context, tool string, args any) (*mcp.CallTool
 // tools/call result, compacted but otherwise as the server wrote it (its
 // numbers spelled as sent, its members in order); nil when absent or null.
 func structuredContent(raw []byte) (json.RawMessage, error) {
+	if len(raw) > 0 && raw[0] == '{' && bytes.IndexByte(raw, '\\') < 0 &&
+		!bytes.Contains(raw, []byte(`"structuredContent"`)) && jsontext.Value(raw).IsValid() {
+		// No member can be named structuredContent (a name spelled with
+		// an escape has a backslash), and the decoding below would find
+		// nothing wrong: it would skip every member and return this.
+		return nil, nil
+	}
 	d := jsontext.NewDecoder(bytes.NewReader(raw))
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil, errors.New("the result is not a JSON object")
