@@ -58,6 +58,9 @@ type Caller struct {
 	priorUsed []bool
 
 	pending []*store.Queued // call records handed to the store, not known durable yet
+	// collected is the first failure of the records dropped from the
+	// head of pending once settled (see collect), for settle to report.
+	collected error
 
 	// storeErr is set when a check failed because the store did: the
 	// call was refused and the step must fail.
@@ -285,14 +288,49 @@ func (c *Caller) tx(ctx context.Context, fn func(*store.Tx) error) error {
 
 // queue hands fn to the store without waiting for its commit.
 func (c *Caller) queue(ctx context.Context, fn func(*store.Tx) error) {
+	c.collect()
 	c.pending = append(c.pending, c.s.opt.Store.Queue(context.WithoutCancel(ctx), fn))
+}
+
+// collect drops the records at the head of pending that are settled
+// already, keeping the first failure among them for settle: a step of
+// many read calls (which only queue) does not hold every call's record,
+// its arguments and result, in memory until it ends. What settle reports
+// is unchanged: those records come before the ones it still looks at.
+func (c *Caller) collect() {
+	n := 0
+	for _, q := range c.pending {
+		if !settled(q) {
+			break
+		}
+		if err := q.Wait(); err != nil && c.collected == nil {
+			c.collected = err
+		}
+		n++
+	}
+	if n > 0 {
+		rest := copy(c.pending, c.pending[n:])
+		clear(c.pending[rest:])
+		c.pending = c.pending[:rest]
+	}
+}
+
+// settled reports whether q's outcome is known.
+func settled(q *store.Queued) bool {
+	select {
+	case <-q.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // settle collects the outcomes of the queued records: with wait, it
 // waits for all of them; without, it takes those already settled. It
 // returns the first failure.
 func (c *Caller) settle(wait bool) error {
-	var first error
+	first := c.collected
+	c.collected = nil
 	kept := c.pending[:0]
 	for _, q := range c.pending {
 		if !wait {
