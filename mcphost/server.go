@@ -230,6 +230,16 @@ func (s *Server) noteChanged() {
 // Upstream and Definition contents with the cache and must not be
 // modified.
 func (s *Server) Tools(ctx context.Context) ([]Tool, error) {
+	tools, err := s.tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append([]Tool(nil), tools...), nil
+}
+
+// tools is [Server.Tools] without the copy: the slice may be the cache's,
+// and must not be modified.
+func (s *Server) tools(ctx context.Context) ([]Tool, error) {
 	if e := s.unhealthy("tools/list"); e != nil {
 		return nil, e
 	}
@@ -238,7 +248,7 @@ func (s *Server) Tools(ctx context.Context) ([]Tool, error) {
 	cached := s.cached
 	s.listMu.Unlock()
 	if fresh {
-		return append([]Tool(nil), cached...), nil
+		return cached, nil
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.timeout(), errTimeout)
 	defer cancel()
@@ -250,7 +260,7 @@ func (s *Server) Tools(ctx context.Context) ([]Tool, error) {
 		}
 		return nil, e
 	}
-	return append([]Tool(nil), tools...), nil
+	return tools, nil
 }
 
 // notifies reports whether the server declared that it sends
@@ -482,6 +492,13 @@ func (s *Server) Call(ctx context.Context, tool string, args any) (*mcp.CallTool
 // tools/call result, compacted but otherwise as the server wrote it (its
 // numbers spelled as sent, its members in order); nil when absent or null.
 func structuredContent(raw []byte) (json.RawMessage, error) {
+	if len(raw) > 0 && raw[0] == '{' && bytes.IndexByte(raw, '\\') < 0 &&
+		!bytes.Contains(raw, []byte(`"structuredContent"`)) && jsontext.Value(raw).IsValid() {
+		// No member can be named structuredContent (a name spelled with
+		// an escape has a backslash), and the decoding below would find
+		// nothing wrong: it would skip every member and return this.
+		return nil, nil
+	}
 	d := jsontext.NewDecoder(bytes.NewReader(raw))
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil, errors.New("the result is not a JSON object")

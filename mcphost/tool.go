@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -44,6 +45,10 @@ type liveTool struct {
 	name     string // mcp.<server>.<upstream>
 	upstream string
 	print    string // fingerprint of the tool as listed when imported
+	// same is the last listed tool whose fingerprint was print: a listing
+	// is never modified (see [Server.Tools]), so the same one again needs
+	// no new fingerprint.
+	same atomic.Pointer[mcp.Tool]
 }
 
 // fingerprint is the deterministic JSON of a listed tool.
@@ -84,22 +89,26 @@ func (t *liveTool) Current(ctx context.Context) (playbook.Definition, error) {
 	var tools []Tool
 	var err error
 	if t.s.cfg.ToolsCheck == CheckOnChange {
-		tools, err = t.s.Tools(ctx)
+		tools, err = t.s.tools(ctx)
 	} else {
 		tools, err = t.s.FreshTools(ctx)
 	}
 	if err != nil {
 		return playbook.Definition{}, fmt.Errorf("MCP server %q could not be asked for its tools: %w", t.s.name, err)
 	}
-	for _, lt := range tools {
+	for i := range tools {
+		lt := &tools[i]
 		if lt.Name != t.name {
 			continue
 		}
 		if lt.Problem != "" {
 			return playbook.Definition{}, fmt.Errorf("MCP server %q lists %s but it cannot be used: %s", t.s.name, quoteName(t.name), lt.Problem)
 		}
-		if fingerprint(lt.Upstream) != t.print {
-			return playbook.Definition{}, fmt.Errorf("MCP server %q lists %s differently than when the run imported it (its title, annotations, schemas or other members changed)", t.s.name, quoteName(t.name))
+		if lt.Upstream == nil || lt.Upstream != t.same.Load() {
+			if fingerprint(lt.Upstream) != t.print {
+				return playbook.Definition{}, fmt.Errorf("MCP server %q lists %s differently than when the run imported it (its title, annotations, schemas or other members changed)", t.s.name, quoteName(t.name))
+			}
+			t.same.Store(lt.Upstream)
 		}
 		return lt.Definition, nil
 	}

@@ -58,6 +58,9 @@ type Caller struct {
 	priorUsed []bool
 
 	pending []*store.Queued // call records handed to the store, not known durable yet
+	// collected is the first failure of the records dropped from the
+	// head of pending once settled (see collect), for settle to report.
+	collected error
 
 	// storeErr is set when a check failed because the store did: the
 	// call was refused and the step must fail.
@@ -170,13 +173,13 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 	// The live definition check may ask a server: others' calls go on
 	// meanwhile.
 	c.mu.Unlock()
-	reason, bind := c.confirm(ctx, d.tool)
+	reason, live := c.confirm(ctx, d.tool)
 	c.mu.Lock()
 	if reason != "" {
 		return c.refuse(ctx, call.Name, d, CodeDrifted, reason)
 	}
 	if d.tool.approval {
-		return c.approvalGate(ctx, call.Name, d, nil, bind, ReasonRequiresApproval)
+		return c.approvalGate(ctx, call.Name, d, nil, bindDigest(d.tool, live, c.attempt), ReasonRequiresApproval)
 	}
 	if d.tool.sideEff && !c.replays && c.ranBefore(call.Name) {
 		// A resumed (or retried) step: a side-effecting call that matches
@@ -184,7 +187,7 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 		// attempt (or in the failed attempt it retries), may be an
 		// executed call reworded (a model asked again rephrases): a
 		// person decides whether it is a new one.
-		return c.approvalGate(ctx, call.Name, d, nil, bind, ReasonResumedSameTool)
+		return c.approvalGate(ctx, call.Name, d, nil, bindDigest(d.tool, live, c.attempt), ReasonResumedSameTool)
 	}
 	if !d.tool.sideEff {
 		// A read call is recorded with its outcome after it ran (queued:
@@ -285,14 +288,49 @@ func (c *Caller) tx(ctx context.Context, fn func(*store.Tx) error) error {
 
 // queue hands fn to the store without waiting for its commit.
 func (c *Caller) queue(ctx context.Context, fn func(*store.Tx) error) {
+	c.collect()
 	c.pending = append(c.pending, c.s.opt.Store.Queue(context.WithoutCancel(ctx), fn))
+}
+
+// collect drops the records at the head of pending that are settled
+// already, keeping the first failure among them for settle: a step of
+// many read calls (which only queue) does not hold every call's record,
+// its arguments and result, in memory until it ends. What settle reports
+// is unchanged: those records come before the ones it still looks at.
+func (c *Caller) collect() {
+	n := 0
+	for _, q := range c.pending {
+		if !settled(q) {
+			break
+		}
+		if err := q.Wait(); err != nil && c.collected == nil {
+			c.collected = err
+		}
+		n++
+	}
+	if n > 0 {
+		rest := copy(c.pending, c.pending[n:])
+		clear(c.pending[rest:])
+		c.pending = c.pending[:rest]
+	}
+}
+
+// settled reports whether q's outcome is known.
+func settled(q *store.Queued) bool {
+	select {
+	case <-q.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // settle collects the outcomes of the queued records: with wait, it
 // waits for all of them; without, it takes those already settled. It
 // returns the first failure.
 func (c *Caller) settle(wait bool) error {
-	var first error
+	first := c.collected
+	c.collected = nil
 	kept := c.pending[:0]
 	for _, q := range c.pending {
 		if !wait {
@@ -660,8 +698,8 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 		if reason := c.usable(ctx, d); reason != "" {
 			return c.refuseWaiting(ctx, m, CodeDrifted, reason)
 		}
-		_, bind := c.confirm(ctx, d.tool)
-		return c.approvalGate(ctx, m.Tool, d, m, bind, m.Reason)
+		_, live := c.confirm(ctx, d.tool)
+		return c.approvalGate(ctx, m.Tool, d, m, bindDigest(d.tool, live, c.attempt), m.Reason)
 	case store.CallStarted:
 		// Side-effecting if the row or the imported definition says so:
 		// a row edited to say "read" does not make a side effect safe
@@ -870,9 +908,10 @@ func (c *Caller) evaluate(name string, ti *toolInfo, out jsontext.Value, failure
 	if failure != "" {
 		return outcome{failure: failure}
 	}
-	o := outcome{resultDigest: digest(out)}
+	var o outcome
 	if ti.output != nil {
 		if verr := validateJSON(ti.output, out); verr != nil {
+			o.resultDigest = digest(out)
 			o.failure = fmt.Sprintf("the result of %s does not match its outputSchema: %s; it was not passed on", quote(name), schemaErr(verr))
 			o.invalid = true
 			return o
@@ -978,21 +1017,23 @@ func (c *Caller) redactJSON(v jsontext.Value) jsontext.Value {
 // say, or the definition differs in any way from the one the run imported
 // (every field counts, a description too: a changed description can
 // change what a model does; the document was reviewed against the
-// definition at import, not against this one). It also returns the
-// binding digest an approval of the call is bound to ([bindDigest]).
-func (c *Caller) confirm(ctx context.Context, ti *toolInfo) (reason, bind string) {
-	live := ti.entry.Definition
+// definition at import, not against this one). It also returns the live
+// definition, of which an approval of the call is bound to the digest
+// ([bindDigest]; computed only for a call that is asked about, as it is
+// the digest of a canonical encoding).
+func (c *Caller) confirm(ctx context.Context, ti *toolInfo) (reason string, live playbook.Definition) {
+	live = ti.entry.Definition
 	if lt, ok := ti.entry.Tool.(registry.Live); ok {
 		now, err := lt.Current(ctx)
 		if err != nil {
-			return fmt.Sprintf("the definition of %s cannot be confirmed (%v); the call was refused and not run", quote(ti.def.Name), err), ""
+			return fmt.Sprintf("the definition of %s cannot be confirmed (%v); the call was refused and not run", quote(ti.def.Name), err), playbook.Definition{}
 		}
 		if fs := drift.Compare(ti.entry.Definition, now); len(fs) > 0 {
-			return fmt.Sprintf("the definition of %s changed since the run was imported (%s); the call was refused and not run", quote(ti.def.Name), fs[0].Message), ""
+			return fmt.Sprintf("the definition of %s changed since the run was imported (%s); the call was refused and not run", quote(ti.def.Name), fs[0].Message), playbook.Definition{}
 		}
 		live = now
 	}
-	return "", bindDigest(ti, live, c.attempt)
+	return "", live
 }
 
 // bindDigest is what an approval is bound to besides the run, step, call
@@ -1007,7 +1048,7 @@ func bindDigest(ti *toolInfo, live playbook.Definition, attempt int) string {
 
 // validateJSON validates a JSON text against a compiled schema.
 func validateJSON(s *jsonschema.Schema, v jsontext.Value) error {
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(v))
+	inst, err := decodeInstance(v)
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,7 @@ type stepInfo struct {
 	allowed map[string]bool // the step's allowedTools, byte-exact keys
 	names   []string        // allowedTools in order, for messages
 	list    string          // names joined, for refusal messages
+	quoted  string          // the step's id, quoted
 }
 
 type toolInfo struct {
@@ -57,6 +58,7 @@ type toolInfo struct {
 	approval  bool // requiresApproval: the document's or the registry's, whichever says true
 	sideEff   bool // sideEffecting true, or not known to be false
 	wire      string
+	quoted    string // the tool's name, quoted
 }
 
 // Import prepares doc to run against reg. It assumes doc has passed
@@ -80,7 +82,7 @@ func Import(doc *playbook.Document, reg *registry.Registry) (*Imported, error) {
 			continue
 		}
 		def := t.Definition(doc.Source)
-		ti := &toolInfo{def: def, defDigest: definitionDigest(def)}
+		ti := &toolInfo{def: def, defDigest: definitionDigest(def), quoted: quote(def.Name)}
 		var err error
 		if ti.input, err = compileSchema(def.Name+" inputSchema", def.InputSchema, true); err != nil {
 			return nil, fmt.Errorf("tool %q: %w", def.Name, err)
@@ -114,7 +116,7 @@ func Import(doc *playbook.Document, reg *registry.Registry) (*Imported, error) {
 		if s.ID == nil {
 			continue
 		}
-		si := &stepInfo{step: s, allowed: map[string]bool{}, names: s.AllowedTools.Values()}
+		si := &stepInfo{step: s, allowed: map[string]bool{}, names: s.AllowedTools.Values(), quoted: quote(s.ID.Value)}
 		si.list = strings.Join(si.names, ", ")
 		for _, n := range si.names {
 			si.allowed[n] = true
@@ -281,9 +283,10 @@ func (im *Imported) Decide(step, name string, args []byte) Decision {
 			"tool %s in step %s does not resolve in this runtime's registry; the call was refused and not run", quote(name), quote(step))}
 	}
 	d := Decision{tool: ti}
+	// name is ti's, and step si's: their quoted forms are ready.
 	if lit, bad := jsonnum.OutOfRange(args); bad {
 		d.Code, d.ArgsDigest = CodeInvalidArguments, digest(args)
-		d.Reason = fmt.Sprintf("the arguments to %s in step %s hold the number %s, which a 64-bit float does not hold exactly (it would be sent as another number); the call was refused and not run", quote(name), quote(step), clipLit(lit))
+		d.Reason = fmt.Sprintf("the arguments to %s in step %s hold the number %s, which a 64-bit float does not hold exactly (it would be sent as another number); the call was refused and not run", ti.quoted, si.quoted, clipLit(lit))
 		return d
 	}
 	canon := jsontext.Value(bytes.Clone(args))
@@ -292,24 +295,24 @@ func (im *Imported) Decide(step, name string, args []byte) Decision {
 	}
 	if err := canon.Canonicalize(); err != nil {
 		d.Code, d.ArgsDigest = CodeInvalidArguments, digest(args)
-		d.Reason = fmt.Sprintf("the arguments to %s in step %s are not valid JSON (%v); the call was refused and not run", quote(name), quote(step), trimJSONErr(err))
+		d.Reason = fmt.Sprintf("the arguments to %s in step %s are not valid JSON (%v); the call was refused and not run", ti.quoted, si.quoted, trimJSONErr(err))
 		return d
 	}
 	d.Args, d.ArgsDigest = canon, digest(canon)
 	if canon.Kind() != '{' {
 		d.Code = CodeInvalidArguments
-		d.Reason = fmt.Sprintf("the arguments to %s in step %s must be a JSON object; the call was refused and not run", quote(name), quote(step))
+		d.Reason = "the arguments to " + ti.quoted + " in step " + si.quoted + " must be a JSON object; the call was refused and not run"
 		return d
 	}
 	// {} is the one object {"type": "object"} allows: no schema work.
 	if ti.input != nil && !(ti.noArgs && string(canon) == "{}") {
-		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(canon))
+		v, err := decodeInstance(canon)
 		if err == nil {
 			err = ti.input.Validate(v)
 		}
 		if err != nil {
 			d.Code = CodeInvalidArguments
-			d.Reason = fmt.Sprintf("the arguments to %s in step %s do not match its inputSchema: %s; the call was refused and not run", quote(name), quote(step), argsErr(err, ti.declared))
+			d.Reason = "the arguments to " + ti.quoted + " in step " + si.quoted + " do not match its inputSchema: " + argsErr(err, ti.declared) + "; the call was refused and not run"
 			return d
 		}
 	}
@@ -345,8 +348,7 @@ func schemaErr(err error) string {
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
-			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			parts = append(parts, fmt.Sprintf("at %s: %s", loc, e.ErrorKind.LocalizedString(english)))
+			parts = append(parts, "at /"+strings.Join(e.InstanceLocation, "/")+": "+kindString(e.ErrorKind))
 			return
 		}
 		for _, c := range e.Causes {
@@ -358,6 +360,69 @@ func schemaErr(err error) string {
 		parts = append(parts[:5], fmt.Sprintf("and %d more", len(parts)-5))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// kindString is k.LocalizedString(english), the same text, without the
+// message printer for the kinds a refused call most often has (an enum, a
+// pattern): the printer's Sprintf with only %s verbs and string arguments
+// writes them as they are, and it was most of a refusal's cost
+// (TestKindStringMatchesLibrary).
+func kindString(k jsonschema.ErrorKind) string {
+	switch k := k.(type) {
+	case *kind.Enum:
+		for _, item := range k.Want {
+			switch item.(type) {
+			case []any, map[string]any:
+				return k.LocalizedString(english)
+			}
+		}
+		if len(k.Want) == 1 {
+			return "value must be " + libDisplay(k.Want[0])
+		}
+		var b strings.Builder
+		b.WriteString("value must be one of ")
+		for i, v := range k.Want {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(libDisplay(v))
+		}
+		return b.String()
+	case *kind.Pattern:
+		return libQuote(k.Got) + " does not match pattern " + libQuote(k.Want)
+	}
+	return k.LocalizedString(english)
+}
+
+// libQuote is the schema library's quote (package kind): Go's %q with
+// \" unescaped and ' escaped, between single quotes.
+func libQuote(s string) string {
+	if plainASCII(s) {
+		return "'" + s + "'" // what the rest gives for such a string
+	}
+	s = strconv.Quote(s)
+	s = strings.ReplaceAll(s, `\"`, `"`)
+	s = strings.ReplaceAll(s, `'`, `\'`)
+	return "'" + s[1:len(s)-1] + "'"
+}
+
+// plainASCII reports whether s is printable ASCII without \, " or ':
+// strconv.Quote only puts it in double quotes.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '\\' || c == '"' || c == '\'' {
+			return false
+		}
+	}
+	return true
+}
+
+// libDisplay is the schema library's display of a primitive value.
+func libDisplay(v any) string {
+	if s, ok := v.(string); ok {
+		return libQuote(s)
+	}
+	return fmt.Sprintf("%v", v)
 }
 
 // argsErr renders a validation error of a call's arguments on one line,

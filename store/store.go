@@ -111,6 +111,11 @@ type Store struct {
 	closed bool
 	qfails []*request // failed Queue'd functions not yet collected by a Flush
 	wake   chan struct{}
+	// lingering is set while the writer waits out QueueLinger: another
+	// queued function that leaves the batch short of maxBatch changes
+	// nothing it decides on, so it need not wake the writer (a wake-up, a
+	// timer and a thread switch per call, on the other core).
+	lingering bool
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -302,8 +307,11 @@ func (s *Store) enqueue(r *request) error {
 		return ErrClosed
 	}
 	s.queue = append(s.queue, r)
+	quiet := s.lingering && r.queued && len(s.queue) < s.maxBatch
 	s.mu.Unlock()
-	s.signal()
+	if !quiet {
+		s.signal()
+	}
 	return nil
 }
 
@@ -335,6 +343,7 @@ func (s *Store) writer() {
 			// Only queued work: wait a little for more to share the
 			// commit, unless a waiter (Tx, Flush) or the end comes.
 			deadline := time.Now().Add(s.linger)
+			s.lingering = true
 			for {
 				s.mu.Unlock()
 				t := time.NewTimer(time.Until(deadline))
@@ -348,6 +357,7 @@ func (s *Store) writer() {
 					break
 				}
 			}
+			s.lingering = false
 			n = min(len(s.queue), s.maxBatch)
 		}
 		batch = append(batch[:0], s.queue[:n]...)
