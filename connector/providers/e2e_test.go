@@ -376,39 +376,18 @@ func sharesRequest(t *testing.T, conn *httpconn.Connection, p *httpconn.Provider
 // a clear tool error with the status and the provider's message, recorded
 // in the audit log, and the raw body does not reach it.
 func TestProviderErrorIsAudited(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Prism")
-	}
-	bin := openplaybook(t)
-	p := providerNamed(t, "github")
-	mocks <- struct{}{}
-	defer func() { <-mocks }()
-	mock := startMock(t, p.Spec(), descriptionPath(t, p.Spec().Description))
-	u, _ := url.Parse(mock)
-	rp := httputil.NewSingleHostReverseProxy(u)
 	var mu sync.Mutex
 	var statuses []int
-	rp.ModifyResponse = func(r *http.Response) error {
-		mu.Lock()
-		statuses = append(statuses, r.StatusCode)
-		mu.Unlock()
-		return nil
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	bin, dir, _ := githubOneCall(t, "github.issues.list", func(w http.ResponseWriter, r *http.Request, prism http.Handler) {
 		if r.URL.Path == "/repos/octocat/Hello-World/issues" {
 			r.Header.Set("Prefer", "code=404")
 		}
-		rp.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	dir := t.TempDir()
-	writeRig(t, dir, p, srv.URL)
-	// Only the one call: a transcript of github.issues.list.
-	calls := map[string]any{"steps": map[string]any{"call": []any{map[string]any{"tool": "github.issues.list", "arguments": json.RawMessage(p.Example("github.issues.list"))}}}}
-	b, _ := json.Marshal(calls)
-	if err := os.WriteFile(filepath.Join(dir, "transcript.json"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		prism.ServeHTTP(rec, r)
+		mu.Lock()
+		statuses = append(statuses, rec.status)
+		mu.Unlock()
+	})
 	_, out := runToEnd(t, bin, dir)
 	var o struct{ Run string }
 	if err := json.Unmarshal([]byte(jsonPart(out)), &o); err != nil || o.Run == "" {
@@ -476,39 +455,19 @@ func auditKinds(t *testing.T, bin, dir, out string) map[string]int {
 // makes the run wait for a person as outcome-unknown, and the write is
 // sent once, never retried.
 func TestLostWriteIsOutcomeUnknown(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Prism")
-	}
-	bin := openplaybook(t)
-	p := providerNamed(t, "github")
-	mocks <- struct{}{}
-	defer func() { <-mocks }()
-	mock := startMock(t, p.Spec(), descriptionPath(t, p.Spec().Description))
-	u, _ := url.Parse(mock)
-	rp := httputil.NewSingleHostReverseProxy(u)
 	var posts atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	bin, dir, _ := githubOneCall(t, "github.issue.create", func(w http.ResponseWriter, r *http.Request, prism http.Handler) {
 		if r.Method == http.MethodPost && r.URL.Path == "/repos/octocat/Hello-World/issues" {
 			posts.Add(1)
 			// The provider gets the write; its answer is lost.
-			rec := httptest.NewRecorder()
-			rp.ServeHTTP(rec, r)
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err == nil {
+			prism.ServeHTTP(httptest.NewRecorder(), r)
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
 				conn.Close()
 			}
 			return
 		}
-		rp.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	dir := t.TempDir()
-	writeRig(t, dir, p, srv.URL)
-	calls := map[string]any{"steps": map[string]any{"call": []any{map[string]any{"tool": "github.issue.create", "arguments": json.RawMessage(p.Example("github.issue.create"))}}}}
-	b, _ := json.Marshal(calls)
-	if err := os.WriteFile(filepath.Join(dir, "transcript.json"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+		prism.ServeHTTP(w, r)
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run", "--harness", "harness.yaml", "--format", "json", "--input", "{}", "playbook.json")
@@ -537,14 +496,6 @@ func TestLostWriteIsOutcomeUnknown(t *testing.T) {
 // token endpoint (a loopback fake at the wire level, RFC 6749 section 6)
 // and sends it to the provider, through openplaybook run.
 func TestOAuthRefreshThroughRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Prism")
-	}
-	bin := openplaybook(t)
-	p := providerNamed(t, "github")
-	mocks <- struct{}{}
-	defer func() { <-mocks }()
-	mock := startMock(t, p.Spec(), descriptionPath(t, p.Spec().Description))
 	var grants atomic.Int32
 	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.ParseForm()
@@ -558,24 +509,14 @@ func TestOAuthRefreshThroughRun(t *testing.T) {
 		io.WriteString(w, `{"access_token": "gho_issuedByTheTokenEndpoint", "token_type": "bearer", "expires_in": 28800}`)
 	}))
 	defer tokens.Close()
-	u, _ := url.Parse(mock)
-	rp := httputil.NewSingleHostReverseProxy(u)
 	var mu sync.Mutex
 	var auths []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	bin, dir, base := githubOneCall(t, "github.pulls.list", func(w http.ResponseWriter, r *http.Request, prism http.Handler) {
 		mu.Lock()
 		auths = append(auths, r.Header.Get("Authorization"))
 		mu.Unlock()
-		rp.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	dir := t.TempDir()
-	writeRig(t, dir, p, srv.URL)
-	calls := map[string]any{"steps": map[string]any{"call": []any{map[string]any{"tool": "github.pulls.list", "arguments": json.RawMessage(p.Example("github.pulls.list"))}}}}
-	b, _ := json.Marshal(calls)
-	if err := os.WriteFile(filepath.Join(dir, "transcript.json"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+		prism.ServeHTTP(w, r)
+	})
 	harness := fmt.Sprintf(`connections:
   github:
     authKind: oauth
@@ -586,7 +527,7 @@ agents:
   tester: {driver: transcript, transcript: transcript.json}
 store:
   sqlite: state.db
-`, srv.URL, tokens.URL)
+`, base, tokens.URL)
 	if err := os.WriteFile(filepath.Join(dir, "harness.yaml"), []byte(harness), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -617,4 +558,43 @@ store:
 	if strings.Contains(string(out), "gho_issuedByTheTokenEndpoint") {
 		t.Errorf("the issued token is in the output:\n%s", out)
 	}
+}
+
+// githubOneCall starts Prism on GitHub's description behind front (which
+// gets each request and the proxy to Prism), and writes a rig whose
+// transcript makes the one call tool with its example arguments. It
+// returns the CLI, the rig's directory and front's URL.
+func githubOneCall(t *testing.T, tool string, front func(w http.ResponseWriter, r *http.Request, prism http.Handler)) (bin, dir, base string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts Prism")
+	}
+	bin = openplaybook(t)
+	p := providerNamed(t, "github")
+	mocks <- struct{}{}
+	t.Cleanup(func() { <-mocks })
+	mock := startMock(t, p.Spec(), descriptionPath(t, p.Spec().Description))
+	u, _ := url.Parse(mock)
+	prism := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { front(w, r, prism) }))
+	t.Cleanup(srv.Close)
+	dir = t.TempDir()
+	writeRig(t, dir, p, srv.URL)
+	calls := map[string]any{"steps": map[string]any{"call": []any{map[string]any{"tool": tool, "arguments": json.RawMessage(p.Example(tool))}}}}
+	b, _ := json.Marshal(calls)
+	if err := os.WriteFile(filepath.Join(dir, "transcript.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return bin, dir, srv.URL
+}
+
+// statusRecorder notes the status a handler answered with.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
 }
