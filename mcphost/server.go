@@ -499,6 +499,12 @@ func structuredContent(raw []byte) (json.RawMessage, error) {
 		// nothing wrong: it would skip every member and return this.
 		return nil, nil
 	}
+	return decodeStructuredContent(raw)
+}
+
+// decodeStructuredContent is structuredContent without its fast path:
+// the member found by decoding the whole result.
+func decodeStructuredContent(raw []byte) (json.RawMessage, error) {
 	d := jsontext.NewDecoder(bytes.NewReader(raw))
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil, errors.New("the result is not a JSON object")

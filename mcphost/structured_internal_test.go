@@ -2,48 +2,10 @@ package mcphost
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
-
-// structuredContentSlow is structuredContent without its fast path: the
-// decoding it had before one.
-func structuredContentSlow(raw []byte) (json.RawMessage, error) {
-	d := jsontext.NewDecoder(bytes.NewReader(raw))
-	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil, errors.New("the result is not a JSON object")
-	}
-	for d.PeekKind() == '"' {
-		name, err := d.ReadToken()
-		if err != nil {
-			return nil, err
-		}
-		if name.String() != "structuredContent" {
-			if err := d.SkipValue(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		v, err := d.ReadValue()
-		if err != nil {
-			return nil, err
-		}
-		if v.Kind() == 'n' {
-			return nil, nil
-		}
-		v = v.Clone()
-		if err := v.Compact(); err != nil {
-			return nil, err
-		}
-		return json.RawMessage(v), nil
-	}
-	return nil, nil
-}
 
 // TestStructuredContentFastPath holds structuredContent to the decoding
 // without its fast path, on results with and without the member, valid
@@ -66,7 +28,7 @@ func TestStructuredContentFastPath(t *testing.T) {
 	}
 	for _, text := range texts {
 		got, gerr := structuredContent([]byte(text))
-		want, werr := structuredContentSlow([]byte(text))
+		want, werr := decodeStructuredContent([]byte(text))
 		if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() || !bytes.Equal(got, want) || (got == nil) != (want == nil) {
 			t.Fatalf("%q: %q, %v; without the fast path %q, %v", text, got, gerr, want, werr)
 		}

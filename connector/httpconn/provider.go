@@ -1,6 +1,7 @@
 package httpconn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/connector"
@@ -335,9 +335,9 @@ func (p *Provider) open(cfg connector.Config, client *http.Client) (*Connection,
 	switch {
 	case cfg.AuthKind != "oauth" || !canRefresh(a, cfg):
 	case a.Grant == "client_credentials":
-		c.refresh = newClientCredentials(cmpOr(cfg.TokenURL, a.TokenURL), cfg.Secrets, cfg.Scopes, c.client)
+		c.refresh = newClientCredentials(cmp.Or(cfg.TokenURL, a.TokenURL), cfg.Secrets, cfg.Scopes, c.client)
 	default:
-		c.refresh = newRefresher(cmpOr(cfg.TokenURL, a.TokenURL), cfg.Secrets, c.client)
+		c.refresh = newRefresher(cmp.Or(cfg.TokenURL, a.TokenURL), cfg.Secrets, c.client)
 	}
 	if c.refresh != nil {
 		c.refresh.issued = red.add
@@ -359,13 +359,6 @@ func noRedirects(client *http.Client) *http.Client {
 	cl.Jar = nil
 	cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return cl
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // canRefresh reports whether an OAuth connection binds what getting a
@@ -434,9 +427,4 @@ func (b boundTool) Call(ctx context.Context, args jsontext.Value) (registry.Resu
 		return registry.Result{}, err
 	}
 	return registry.Result{Content: v}, nil
-}
-
-// marshalCompact encodes v deterministically.
-func marshalCompact(v any) ([]byte, error) {
-	return json.Marshal(v, json.Deterministic(true))
 }

@@ -33,12 +33,14 @@ func (provider) Info() connector.Info {
 }
 
 func (provider) Open(cfg connector.Config) (connector.Connection, error) {
-	key, ok := cfg.Secrets["apiKey"]
+	// A Stripe Connect access token is used as the key.
+	role := "apiKey"
 	if cfg.AuthKind == "oauth" {
-		key, ok = cfg.Secrets["accessToken"]
+		role = "accessToken"
 	}
+	key, ok := cfg.Secrets[role]
 	if !ok {
-		return nil, fmt.Errorf("the stripe connection binds no %s secret", map[bool]string{true: "accessToken", false: "apiKey"}[cfg.AuthKind == "oauth"])
+		return nil, fmt.Errorf("the stripe connection binds no %s secret", role)
 	}
 	return New(Config{APIKey: key, BaseURL: cfg.BaseURL, Timeout: cfg.Timeout})
 }

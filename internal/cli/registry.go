@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -77,7 +78,7 @@ func (c *CLI) printCatalog(cat host.Catalog) error {
 			if d.RequiresApproval != nil && *d.RequiresApproval {
 				effect += ", approval"
 			}
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", d.Name, cmpOr(d.RiskClass, "unstated"), effect, clipLine(d.Description, 80))
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", d.Name, cmp.Or(d.RiskClass, "unstated"), effect, clipLine(d.Description, 80))
 		}
 		return w.Flush()
 	}
@@ -122,13 +123,6 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // clipLine is s on one line, at most n runes.
