@@ -58,6 +58,7 @@ type Caller struct {
 	priorUsed []bool
 
 	pending []*store.Queued // call records handed to the store, not known durable yet
+	reads   *readGroup      // the read calls queued last, which the next may join
 	// collected is the first failure of the records dropped from the
 	// head of pending once settled (see collect), for settle to report.
 	collected error
@@ -288,8 +289,52 @@ func (c *Caller) tx(ctx context.Context, fn func(*store.Tx) error) error {
 
 // queue hands fn to the store without waiting for its commit.
 func (c *Caller) queue(ctx context.Context, fn func(*store.Tx) error) {
+	c.reads = nil // what is queued after fn must not be recorded before it
 	c.collect()
 	c.pending = append(c.pending, c.s.opt.Store.Queue(context.WithoutCancel(ctx), fn))
+}
+
+// maxReadGroup bounds the read calls recorded by one queued function.
+const maxReadGroup = 64
+
+// readGroup is consecutive read calls recorded by one queued function
+// (in one savepoint of the commit they share). A call joins the group
+// the Caller queued last while the store has not started recording it
+// and nothing else was queued since, so the records keep their order;
+// otherwise it starts a new group.
+type readGroup struct {
+	q     *store.Queued // the queued function's outcome
+	mu    sync.Mutex
+	taken bool // the store has started recording the group
+	rs    []readRecord
+}
+
+// queueRead hands a read call's record to the store without waiting for
+// its commit, with the read calls queued just before it when the store
+// has not started on them yet. The group succeeds or fails as one: a
+// failure is the step's either way (see settle).
+func (c *Caller) queueRead(ctx context.Context, r readRecord) {
+	if g := c.reads; g != nil && !settled(g.q) {
+		g.mu.Lock()
+		joined := !g.taken && len(g.rs) < maxReadGroup
+		if joined {
+			g.rs = append(g.rs, r)
+		}
+		g.mu.Unlock()
+		if joined {
+			return
+		}
+	}
+	g := &readGroup{rs: []readRecord{r}}
+	c.queue(ctx, func(tx *store.Tx) error {
+		g.mu.Lock()
+		g.taken = true
+		rs := g.rs
+		g.mu.Unlock()
+		return c.recordReads(tx, rs)
+	})
+	g.q = c.pending[len(c.pending)-1]
+	c.reads = g
 }
 
 // collect drops the records at the head of pending that are settled
@@ -855,7 +900,11 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 		}
 	} else {
 		o = c.evaluate(name, ti, res.Content, failure)
-		c.queue(ctx, func(tx *store.Tx) error { return c.record(tx, started, key, name, d, o) })
+		if started == nil {
+			c.queueRead(ctx, readRecord{key: key, name: name, d: d, o: o})
+		} else {
+			c.queue(ctx, func(tx *store.Tx) error { return c.record(tx, started, key, name, d, o) })
+		}
 	}
 	if o.failure != "" {
 		c.s.progress("  failed %s: %s", quote(name), o.failure)
@@ -926,46 +975,80 @@ func (c *Caller) evaluate(name string, ti *toolInfo, out jsontext.Value, failure
 // call not recorded yet (started nil), its row in its final state; else
 // the started row's outcome.
 func (c *Caller) record(tx *store.Tx, started *store.CallKey, key store.CallKey, name string, d Decision, o outcome) error {
-	reason := c.s.opt.Redact(o.failure)
-	var recs []Event
 	if started == nil {
-		state := store.CallSucceeded
-		if o.failure != "" {
-			state = store.CallFailed
-		}
-		got, err := tx.RecordCall(store.Call{
-			CallKey: key, Tool: c.s.opt.Redact(name), DefDigest: d.tool.defDigest, Args: c.redactJSON(d.Args), ArgsDigest: d.ArgsDigest,
-			Decision: store.DecisionAllowed, State: state, SideEffecting: d.tool.sideEff, Result: o.out, Error: reason,
-		})
-		if err != nil {
-			return err
-		}
-		key = got.CallKey
-		recs = append(recs, CallStarted{Index: key.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, DefDigest: d.tool.defDigest})
-	} else {
-		state, res := store.CallSucceeded, o.out
-		if o.failure != "" {
-			state, res = store.CallFailed, nil
-		}
-		if err := tx.FinishCall(key, state, res, reason); err != nil {
-			return err
-		}
+		return c.recordReads(tx, []readRecord{{key: key, name: name, d: d, o: o}})
 	}
-	switch {
-	case o.invalid:
-		recs = append(recs, CallOutputInvalid{Attempt: c.attempt, Index: key.Index, Reason: o.failure, ResultDigest: o.resultDigest},
-			CallFailed{Attempt: c.attempt, Index: key.Index, Reason: o.failure})
-	case o.failure != "":
-		recs = append(recs, CallFailed{Attempt: c.attempt, Index: key.Index, Reason: o.failure})
-	default:
-		recs = append(recs, CallSucceeded{Attempt: c.attempt, Index: key.Index, ResultDigest: o.resultDigest})
+	state, res := store.CallSucceeded, o.out
+	if o.failure != "" {
+		state, res = store.CallFailed, nil
 	}
-	all := make([]audit.Record, len(recs))
-	for i, ev := range recs {
+	if err := tx.FinishCall(key, state, res, c.s.opt.Redact(o.failure)); err != nil {
+		return err
+	}
+	evs := c.outcomeEvents(nil, key.Index, o)
+	all := make([]audit.Record, len(evs))
+	for i, ev := range evs {
 		all[i] = newRecord(c.s.opt.Redact, c.run, c.step, name, ev)
 	}
 	_, err := tx.AppendAll(all...)
 	return err
+}
+
+// readRecord is a read call that ran, waiting to be recorded.
+type readRecord struct {
+	key  store.CallKey
+	name string
+	d    Decision
+	o    outcome
+}
+
+// recordReads records read calls of the attempt that ran, in order, each
+// in its final state with its audit records (call.started, then its
+// outcome), as record would one after another, in a few statements.
+func (c *Caller) recordReads(tx *store.Tx, rs []readRecord) error {
+	calls := make([]store.Call, len(rs))
+	for i, r := range rs {
+		state := store.CallSucceeded
+		if r.o.failure != "" {
+			state = store.CallFailed
+		}
+		calls[i] = store.Call{
+			CallKey: r.key, Tool: c.s.opt.Redact(r.name), DefDigest: r.d.tool.defDigest, Args: c.redactJSON(r.d.Args), ArgsDigest: r.d.ArgsDigest,
+			Decision: store.DecisionAllowed, State: state, SideEffecting: r.d.tool.sideEff, Result: r.o.out, Error: c.s.opt.Redact(r.o.failure),
+		}
+	}
+	got, err := tx.RecordCalls(calls)
+	if err != nil {
+		return err
+	}
+	all := make([]audit.Record, 0, 2*len(rs))
+	for i, r := range rs {
+		for _, ev := range c.outcomeEvents(&r.d, got[i].Index, r.o) {
+			all = append(all, newRecord(c.s.opt.Redact, c.run, c.step, r.name, ev))
+		}
+	}
+	_, err = tx.AppendAll(all...)
+	return err
+}
+
+// outcomeEvents are the audit records of a call's outcome: with started
+// (a read call recorded only now, whose decision this is), its
+// call.started first.
+func (c *Caller) outcomeEvents(started *Decision, index int, o outcome) []Event {
+	var evs []Event
+	if started != nil {
+		evs = append(evs, CallStarted{Index: index, Attempt: c.attempt, ArgsDigest: started.ArgsDigest, DefDigest: started.tool.defDigest})
+	}
+	switch {
+	case o.invalid:
+		evs = append(evs, CallOutputInvalid{Attempt: c.attempt, Index: index, Reason: o.failure, ResultDigest: o.resultDigest},
+			CallFailed{Attempt: c.attempt, Index: index, Reason: o.failure})
+	case o.failure != "":
+		evs = append(evs, CallFailed{Attempt: c.attempt, Index: index, Reason: o.failure})
+	default:
+		evs = append(evs, CallSucceeded{Attempt: c.attempt, Index: index, ResultDigest: o.resultDigest})
+	}
+	return evs
 }
 
 // lost records a side-effecting call that was sent and not answered as

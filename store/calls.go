@@ -135,6 +135,97 @@ func (t *Tx) RecordCall(c Call) (Call, error) {
 	return t.insertCall(c, formatTime(c.Started), formatTime(c.Finished), "recording call")
 }
 
+// maxCallRows bounds the rows of one multi-row call INSERT (17
+// parameters each), and so the number of distinct statements RecordCalls
+// prepares.
+const maxCallRows = 16
+
+// RecordCalls records several calls of one step attempt, in order, as
+// [Tx.RecordCall] would one after another, and returns them with their
+// Index: the step attempt is checked once, the next index is read once,
+// and the rows go in multi-row INSERTs (per 16 calls). Each call must be
+// one RecordCall takes, and all must name the same Run, Step and Attempt.
+// An error is the Tx function's to return: the transaction (or the
+// queued function's savepoint) then rolls back what RecordCalls
+// inserted before it. No calls is no change.
+func (t *Tx) RecordCalls(calls []Call) ([]Call, error) {
+	if t.done {
+		return nil, ErrTxDone
+	}
+	if len(calls) == 0 {
+		return nil, nil
+	}
+	out := make([]Call, len(calls))
+	_, at := t.stamp()
+	first := calls[0].CallKey
+	for i, c := range calls {
+		switch {
+		case (c.State == CallSucceeded || c.State == CallFailed) && c.Decision == DecisionAllowed:
+		case c.State == CallRefused && c.Decision == DecisionRefused:
+			c.Result, c.Error = nil, ""
+		default:
+			return nil, fmt.Errorf("store: recording a call %s with decision %q: want succeeded or failed with allowed, or refused with refused",
+				c.State, c.Decision)
+		}
+		if c.Run != first.Run || c.Step != first.Step || c.Attempt != first.Attempt {
+			return nil, fmt.Errorf("store: recording calls of step %q attempt %d and step %q attempt %d (runs %s, %s) together: one step attempt at a time",
+				first.Step, first.Attempt, c.Step, c.Attempt, first.Run, c.Run)
+		}
+		if c.Started.IsZero() {
+			c.Started = at
+		}
+		if c.Finished.IsZero() {
+			c.Finished = at
+		}
+		c.Started, c.Finished = c.Started.UTC().Round(0), c.Finished.UTC().Round(0)
+		if c.Finished.Before(c.Started) {
+			return nil, fmt.Errorf("store: recording a call that finished (%s) before it started (%s)",
+				formatTime(c.Finished), formatTime(c.Started))
+		}
+		out[i] = c
+	}
+	var next int
+	err := t.queryRow(`SELECT (SELECT coalesce(max(idx) + 1, 0) FROM calls WHERE run = ?1 AND step = ?2 AND attempt = ?3)
+		FROM runs r JOIN steps s ON s.run = r.id AND s.step = ?2 AND s.attempt = ?3
+		WHERE r.id = ?1 AND r.status IN ('running', 'waiting') AND s.status = 'running'`,
+		first.Run, first.Step, first.Attempt).Scan(&next)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, t.whyNoCall(out[0], "recording calls")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: recording calls: %w", err)
+	}
+	for rest := out; len(rest) > 0; {
+		chunk := rest[:min(len(rest), maxCallRows)]
+		rest = rest[len(chunk):]
+		args := make([]any, 0, 17*len(chunk))
+		for i := range chunk {
+			c := &chunk[i]
+			c.Index = next
+			next++
+			args = append(args, c.Run, c.Step, c.Attempt, c.Index, []byte(c.Tool), c.DefDigest, jsonArg(c.Args), c.ArgsDigest,
+				string(c.Decision), c.Reason, string(c.State), c.SideEffecting, jsonArg(c.Result), c.Error,
+				formatTime(c.Started), formatTime(c.Finished), c.Code)
+		}
+		if _, err := t.exec(recordCallsQuery(len(chunk)), args...); err != nil {
+			return nil, fmt.Errorf("store: recording calls: %w", err)
+		}
+	}
+	return out, nil
+}
+
+var recordCallsQueries [maxCallRows + 1]string
+
+func init() {
+	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	for n := 1; n <= maxCallRows; n++ {
+		recordCallsQueries[n] = `INSERT INTO calls (run, step, attempt, idx, tool, def_digest, args, args_digest, decision, reason, state,
+		side_effecting, result, error, started_at, finished_at, code) VALUES ` + row + strings.Repeat(", "+row, n-1)
+	}
+}
+
+func recordCallsQuery(n int) string { return recordCallsQueries[n] }
+
 // insertCall inserts c as the next call of its step attempt, when the run
 // has not ended and the attempt is running, in one statement, and returns
 // it with its Index.

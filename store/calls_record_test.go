@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -154,5 +155,140 @@ func TestRecordCallChecks(t *testing.T) {
 	}
 	if cs, _ := s.Calls(bg, run, CallFilter{}); len(cs) != 3 {
 		t.Errorf("%d calls, want 3", len(cs))
+	}
+}
+
+// RecordCalls records what RecordCall would, one after another: the same
+// rows, indices following the attempt's calls, over more than one
+// multi-row INSERT.
+func TestRecordCallsEqualsRecordCall(t *testing.T) {
+	s := openTest(t)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 123, time.UTC)
+	s.Now = func() time.Time { return at }
+	runA, attA := newRun(t, s)
+	runB, attB := newRun(t, s)
+	const n = 2*maxCallRows + 3
+	calls := func(run string, attempt int) []Call {
+		var cs []Call
+		for i := range n {
+			args := jsontext.Value(fmt.Sprintf(`{"id":"c%d"}`, i))
+			c := Call{CallKey: CallKey{Run: run, Step: "work", Attempt: attempt}, Tool: fmt.Sprintf("tool\x00%d", i), DefDigest: digest("def"),
+				Args: args, ArgsDigest: digest(string(args)), Decision: DecisionAllowed, State: CallSucceeded, Result: jsontext.Value(`{"ok":true}`)}
+			switch i % 3 {
+			case 1:
+				c.State, c.Result, c.Error = CallFailed, nil, "no such customer"
+			case 2:
+				c.State, c.Decision, c.Code, c.Reason, c.Result = CallRefused, DecisionRefused, "not-allowed", "not on allowedTools", jsontext.Value(`{"dropped":1}`)
+			}
+			if i == 5 {
+				c.Started = at.Add(-time.Second)
+			}
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	// Both attempts have a call already: indices go on from it.
+	for _, k := range []CallKey{{Run: runA, Step: "work", Attempt: attA}, {Run: runB, Step: "work", Attempt: attB}} {
+		mustTx(t, s, func(tx *Tx) error {
+			_, err := tx.StartCall(Call{CallKey: k, Tool: "first", Decision: DecisionRefused, Reason: "no"})
+			return err
+		})
+	}
+	var one []Call
+	mustTx(t, s, func(tx *Tx) error {
+		for _, c := range calls(runA, attA) {
+			got, err := tx.RecordCall(c)
+			if err != nil {
+				return err
+			}
+			one = append(one, got)
+		}
+		return nil
+	})
+	var many []Call
+	mustTx(t, s, func(tx *Tx) error {
+		var err error
+		many, err = tx.RecordCalls(calls(runB, attB))
+		return err
+	})
+	ca, err := s.Calls(bg, runA, CallFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := s.Calls(bg, runB, CallFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ca) != n+1 || len(cb) != n+1 || len(many) != n {
+		t.Fatalf("%d and %d rows, %d returned; want %d, %d", len(ca), len(cb), len(many), n+1, n)
+	}
+	for i := range n {
+		if !reflect.DeepEqual(many[i], cb[i+1]) {
+			t.Errorf("call %d: RecordCalls returned\n%+v\nstored\n%+v", i, many[i], cb[i+1])
+		}
+		a, b := ca[i+1], cb[i+1]
+		if a.Index != i+1 || b.Index != i+1 {
+			t.Errorf("call %d: indices %d and %d, want %d", i, a.Index, b.Index, i+1)
+		}
+		a.Run = b.Run
+		if !reflect.DeepEqual(a, b) || one[i].Index != many[i].Index {
+			t.Errorf("call %d: RecordCall\n%+v\nRecordCalls\n%+v", i, a, b)
+		}
+	}
+}
+
+func TestRecordCallsChecks(t *testing.T) {
+	s := openTest(t)
+	run, attempt := newRun(t, s)
+	other, otherAttempt := newRun(t, s)
+	call := func(run string, attempt int, st CallState, d Decision) Call {
+		return Call{CallKey: CallKey{Run: run, Step: "work", Attempt: attempt}, Tool: "t", State: st, Decision: d}
+	}
+	ok := call(run, attempt, CallSucceeded, DecisionAllowed)
+	rec := func(cs ...Call) error {
+		return s.Tx(bg, func(tx *Tx) error {
+			_, err := tx.RecordCalls(cs)
+			return err
+		})
+	}
+	if err := rec(); err != nil {
+		t.Errorf("no calls: %v", err)
+	}
+	late := ok
+	late.Started, late.Finished = time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC), time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for name, cs := range map[string][]Call{
+		"a started call":           {ok, call(run, attempt, CallStarted, DecisionAllowed)},
+		"succeeded but refused":    {ok, call(run, attempt, CallSucceeded, DecisionRefused)},
+		"another run":              {ok, call(other, otherAttempt, CallSucceeded, DecisionAllowed)},
+		"another attempt":          {ok, call(run, attempt+1, CallSucceeded, DecisionAllowed)},
+		"finished before it began": {ok, late},
+	} {
+		if err := rec(cs...); err == nil {
+			t.Errorf("%s: recorded", name)
+		}
+	}
+	if err := rec(call("run_none", 1, CallSucceeded, DecisionAllowed)); !errors.Is(err, ErrNotFound) {
+		t.Errorf("no run: %v", err)
+	}
+	if err := rec(call(run, attempt+1, CallSucceeded, DecisionAllowed)); !errors.Is(err, ErrNotFound) {
+		t.Errorf("no attempt: %v", err)
+	}
+	mustTx(t, s, func(tx *Tx) error { return tx.SetStepWaiting(run, "work", attempt) })
+	if err := rec(ok, ok); !errors.Is(err, ErrState) {
+		t.Errorf("waiting step: %v", err)
+	}
+	mustTx(t, s, func(tx *Tx) error { return tx.SetStepRunning(run, "work", attempt) })
+	if err := rec(ok, ok); err != nil {
+		t.Fatal(err)
+	}
+	mustTx(t, s, func(tx *Tx) error { return tx.SetRunStatus(run, RunCompleted, "") })
+	if err := rec(ok); !errors.Is(err, ErrState) {
+		t.Errorf("ended run: %v", err)
+	}
+	if cs, _ := s.Calls(bg, run, CallFilter{}); len(cs) != 2 {
+		t.Errorf("%d calls, want the 2 recorded", len(cs))
+	}
+	if cs, _ := s.Calls(bg, other, CallFilter{}); len(cs) != 0 {
+		t.Errorf("%d calls of the other run, want 0", len(cs))
 	}
 }
