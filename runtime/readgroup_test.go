@@ -98,7 +98,9 @@ func TestReadCallsShareAQueuedFunction(t *testing.T) {
 	if len(g.c.pending) != 1 {
 		t.Errorf("%d queued functions for 5 read calls behind a busy writer, want 1", len(g.c.pending))
 	}
-	g.c.queue(ctx, func(tx *store.Tx) error { return g.c.append(tx, "", ModelUsage{Attempt: g.c.attempt, Provider: "p", Model: "m", Turn: 1}) })
+	g.c.queue(ctx, func(tx *store.Tx) error {
+		return g.c.append(tx, "", ModelUsage{Attempt: g.c.attempt, Provider: "p", Model: "m", Turn: 1})
+	})
 	g.read(5)
 	g.read(6)
 	if len(g.c.pending) != 3 {
