@@ -214,6 +214,41 @@ func TestHostileStdio(t *testing.T) {
 	}
 }
 
+// stdioJSONRPCReplies are tools/call answers that are one strict JSON
+// object but not a JSON-RPC 2.0 response to the call, which the stdio
+// transport refuses too (go-sdk would read some of them: a fractional id
+// as its integer part, a wrong version tag as an error of its own).
+var stdioJSONRPCReplies = []struct{ name, reply, want string }{
+	{"version-1.0", `{"jsonrpc":"1.0","id":@ID@,"result":` + okResult + `}`, `its jsonrpc member is "1.0"`},
+	{"no-version", `{"id":@ID@,"result":` + okResult + `}`, `its jsonrpc member is ""`},
+	{"fractional-id", `{"jsonrpc":"2.0","id":@ID@.5,"result":` + okResult + `}`, "is not an integer"},
+	{"huge-id", `{"jsonrpc":"2.0","id":1e300,"result":` + okResult + `}`, "is not an integer"},
+	{"bool-id", `{"jsonrpc":"2.0","id":true,"result":` + okResult + `}`, "not a string or an integer"},
+	{"no-id", `{"jsonrpc":"2.0","result":` + okResult + `}`, "a response without an id"},
+	{"method-number", `{"jsonrpc":"2.0","id":@ID@,"method":5}`, "its method is 5"},
+	{"method-null", `{"jsonrpc":"2.0","id":@ID@,"method":null}`, "its method is null"},
+	{"error-code-fraction", `{"jsonrpc":"2.0","id":@ID@,"error":{"code":1.5,"message":"x"}}`, "not JSON-RPC 2.0"},
+}
+
+func TestHostileStdioJSONRPC(t *testing.T) {
+	t.Parallel()
+	for _, c := range stdioJSONRPCReplies {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := connect(t, hostileStdioServer(t, c.reply, nil))
+			live := s.RegistryTool(tools(t, s)["t"])
+			_, err := live.Call(context.Background(), []byte(`{}`))
+			if registry.IsDefinite(err) {
+				t.Errorf("the refused answer's call is definite; the tool may have run")
+			}
+			assertBroken(t, s, err, c.want, func() int64 { return 0 })
+			if s.PID() != 0 {
+				waitExit(t, s.PID())
+			}
+		})
+	}
+}
+
 // waitExit waits for the server's process to end: the session of an
 // unhealthy server is closed, and its process stopped.
 func waitExit(t *testing.T, pid int) {

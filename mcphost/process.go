@@ -158,7 +158,7 @@ func (p *process) stop() {
 // stdout, each line of which guard checks before go-sdk reads it. Closing
 // its connection closes both pipes (not the process).
 func (p *process) transport(guard *wireGuard) mcp.Transport {
-	return &mcp.IOTransport{Reader: newLineGate(p.stdout, guard), Writer: p.stdin}
+	return &stdioTransport{r: p.stdout, w: p.stdin, guard: guard}
 }
 
 // stderrTail returns the last lines of the process's stderr, safe to show

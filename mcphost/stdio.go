@@ -1,0 +1,273 @@
+package mcphost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stdioTransport is the MCP stdio transport over a server process's
+// stdout and stdin: newline-delimited JSON-RPC 2.0 messages (MCP
+// specification, "Transports", stdio). It takes the place of go-sdk's
+// IOTransport so that one strict reader both checks a message (see
+// wireGuard) and decodes it: what go-sdk acts on is exactly what was
+// checked, read once, without a second, more lenient parser. Messages
+// it writes are go-sdk's own encoding (jsonrpc.EncodeMessage).
+type stdioTransport struct {
+	r     io.ReadCloser
+	w     io.WriteCloser
+	guard *wireGuard
+}
+
+// Connect implements [mcp.Transport].
+func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	return &stdioConn{r: t.r, w: t.w, guard: t.guard, buf: make([]byte, 0, minStdioBuffer)}, nil
+}
+
+// minStdioBuffer is the read buffer a connection starts with (and goes
+// back to after a long message); it grows to hold the longest message,
+// up to maxCapture.
+const minStdioBuffer = 16 << 10
+
+// stdioConn is one stdio session's [mcp.Connection]. Read is called from
+// one goroutine at a time (go-sdk's reader); Write is safe for concurrent
+// use. Close unblocks a Read waiting on the pipe.
+type stdioConn struct {
+	r     io.ReadCloser
+	w     io.WriteCloser
+	guard *wireGuard
+
+	buf   []byte // read from r, not handed on yet from start
+	start int
+	rerr  error // r's error, returned once buf is used up
+
+	writeMu   sync.Mutex
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Read returns the next message: each non-blank line must pass the
+// wireGuard's check and be a JSON-RPC 2.0 request, notification or
+// response (decodeMessage). A line that is not is a protocol violation:
+// it is recorded (see [Server.Health]) and returned as the error, which
+// ends go-sdk's reading and fails the pending calls. At the end of the
+// stream, or after Close, it returns io.EOF.
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for {
+		line, err := c.nextLine()
+		if err != nil {
+			if c.closed.Load() || errors.Is(err, io.EOF) {
+				return nil, io.EOF
+			}
+			return nil, err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if err := c.guard.check(line); err != nil {
+			return nil, err
+		}
+		msg, err := decodeMessage(line)
+		if err != nil {
+			return nil, c.guard.fail("it sent a message that is not JSON-RPC 2.0: " + err.Error())
+		}
+		return msg, nil
+	}
+}
+
+// nextLine returns the next line, its newline included (the last one
+// may have none), valid until the next call. A line longer than
+// maxCapture is a violation.
+func (c *stdioConn) nextLine() ([]byte, error) {
+	for {
+		if i := bytes.IndexByte(c.buf[c.start:], '\n'); i >= 0 {
+			line := c.buf[c.start : c.start+i+1]
+			c.start += i + 1
+			if len(line) > maxCapture {
+				return nil, c.tooLong()
+			}
+			return line, nil
+		}
+		if c.rerr != nil {
+			if c.start < len(c.buf) {
+				line := c.buf[c.start:]
+				c.start = len(c.buf)
+				return line, nil
+			}
+			return nil, c.rerr
+		}
+		rest := len(c.buf) - c.start
+		if rest > maxCapture {
+			return nil, c.tooLong()
+		}
+		switch {
+		case rest == 0 && cap(c.buf) > 4*minStdioBuffer:
+			c.buf = make([]byte, 0, minStdioBuffer) // after a long message
+		case cap(c.buf)-rest < minStdioBuffer/4:
+			grown := make([]byte, rest, 2*cap(c.buf)+minStdioBuffer)
+			copy(grown, c.buf[c.start:])
+			c.buf = grown
+		default:
+			c.buf = c.buf[:copy(c.buf, c.buf[c.start:])]
+		}
+		c.start = 0
+		n, err := c.r.Read(c.buf[len(c.buf):cap(c.buf)])
+		c.buf = c.buf[:len(c.buf)+n]
+		if err != nil {
+			c.rerr = err
+		}
+	}
+}
+
+// tooLong records a message over maxCapture as a violation, which ends
+// the stream.
+func (c *stdioConn) tooLong() error {
+	c.rerr = c.guard.fail(fmt.Sprintf("it sent a message longer than %d bytes", maxCapture))
+	c.buf, c.start = nil, 0
+	return c.rerr
+}
+
+// Write sends msg as one line.
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("marshaling message: %v", err)
+	}
+	data = append(data, '\n')
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err = c.w.Write(data)
+	return err
+}
+
+// Close closes both pipes (not the process).
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		c.closeErr = errors.Join(c.r.Close(), c.w.Close())
+	})
+	return c.closeErr
+}
+
+// SessionID implements [mcp.Connection]: stdio has no session id.
+func (c *stdioConn) SessionID() string { return "" }
+
+// wireMessage is a JSON-RPC 2.0 message as it is read: Method is nil when
+// the member is absent (a response).
+type wireMessage struct {
+	JSONRPC string         `json:"jsonrpc"`
+	ID      jsontext.Value `json:"id"`
+	Method  jsontext.Value `json:"method"`
+	Params  jsontext.Value `json:"params"`
+	Result  jsontext.Value `json:"result"`
+	Error   *wireError     `json:"error"`
+}
+
+type wireError struct {
+	Code    int64          `json:"code"`
+	Message string         `json:"message"`
+	Data    jsontext.Value `json:"data"`
+}
+
+// decodeMessage reads one message that passed checkMessage (one JSON
+// object, valid UTF-8, member names unique even without regard to case)
+// as go-sdk's jsonrpc.DecodeMessage would, more strictly: "jsonrpc" must
+// be "2.0"; the id is absent, null, a string or an integer (go-sdk
+// truncates a fractional number; here it is an error); with a "method"
+// member it is a request (or a notification, without an id), else a
+// response, which needs an id. JSON-RPC 2.0 specification, sections 4
+// and 5.
+func decodeMessage(line []byte) (jsonrpc.Message, error) {
+	var w wireMessage
+	if err := jsonv2.Unmarshal(line, &w); err != nil {
+		return nil, err
+	}
+	if w.JSONRPC != "2.0" {
+		return nil, fmt.Errorf("its jsonrpc member is %q, not \"2.0\"", w.JSONRPC)
+	}
+	id, err := decodeID(w.ID)
+	if err != nil {
+		return nil, err
+	}
+	if w.Method != nil {
+		var method string
+		if w.Method.Kind() != '"' {
+			return nil, fmt.Errorf("its method is %s, not a string", w.Method)
+		}
+		if err := jsonv2.Unmarshal(w.Method, &method); err != nil {
+			return nil, err
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: raw(w.Params)}, nil
+	}
+	if !id.IsValid() {
+		return nil, errors.New("a response without an id")
+	}
+	r := &jsonrpc.Response{ID: id, Result: raw(w.Result)}
+	if w.Error != nil {
+		r.Error = &jsonrpc.Error{Code: w.Error.Code, Message: w.Error.Message, Data: raw(w.Error.Data)}
+	}
+	return r, nil
+}
+
+func raw(v jsontext.Value) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	return json.RawMessage(v)
+}
+
+// maxExactID bounds a numeric id: the integers a float64 holds exactly,
+// as go-sdk reads ids.
+const maxExactID = 1 << 53
+
+// decodeID reads a request id: absent or null is no id.
+func decodeID(v jsontext.Value) (jsonrpc.ID, error) {
+	if len(v) == 0 || v.Kind() == 'n' {
+		return jsonrpc.ID{}, nil
+	}
+	switch v.Kind() {
+	case '"':
+		var s string
+		if err := jsonv2.Unmarshal(v, &s); err != nil {
+			return jsonrpc.ID{}, err
+		}
+		return jsonrpc.MakeID(s)
+	case '0':
+		if !bytes.ContainsAny(v, ".eE") {
+			// An integer literal: exactly, or not at all.
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil || n < -maxExactID || n > maxExactID {
+				return jsonrpc.ID{}, fmt.Errorf("its id %s is not an integer within ±2^53", v)
+			}
+			return jsonrpc.MakeID(float64(n))
+		}
+		var f float64
+		if err := jsonv2.Unmarshal(v, &f); err != nil {
+			return jsonrpc.ID{}, err
+		}
+		if f != math.Trunc(f) || math.Abs(f) > maxExactID {
+			return jsonrpc.ID{}, fmt.Errorf("its id %s is not an integer within ±2^53", v)
+		}
+		return jsonrpc.MakeID(f)
+	}
+	return jsonrpc.ID{}, fmt.Errorf("its id is %s, not a string or an integer", v)
+}
