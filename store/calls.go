@@ -109,6 +109,21 @@ func (t *Tx) StartCall(c Call) (Call, error) {
 // has not ended, the step attempt is running), assigns Index as StartCall
 // does and returns the call as recorded.
 func (t *Tx) RecordCall(c Call) (Call, error) {
+	if t.done {
+		return Call{}, ErrTxDone
+	}
+	_, at := t.stamp()
+	c, err := recordable(c, at)
+	if err != nil {
+		return Call{}, err
+	}
+	return t.insertCall(c, formatTime(c.Started), formatTime(c.Finished), "recording call")
+}
+
+// recordable checks a call RecordCall takes and returns it as it is
+// recorded: a refused call without result or error, times in UTC, those
+// not given now.
+func recordable(c Call, now time.Time) (Call, error) {
 	switch {
 	case (c.State == CallSucceeded || c.State == CallFailed) && c.Decision == DecisionAllowed:
 	case c.State == CallRefused && c.Decision == DecisionRefused:
@@ -117,22 +132,18 @@ func (t *Tx) RecordCall(c Call) (Call, error) {
 		return Call{}, fmt.Errorf("store: recording a call %s with decision %q: want succeeded or failed with allowed, or refused with refused",
 			c.State, c.Decision)
 	}
-	if t.done {
-		return Call{}, ErrTxDone
-	}
-	_, at := t.stamp()
 	if c.Started.IsZero() {
-		c.Started = at
+		c.Started = now
 	}
 	if c.Finished.IsZero() {
-		c.Finished = at
+		c.Finished = now
 	}
 	c.Started, c.Finished = c.Started.UTC().Round(0), c.Finished.UTC().Round(0)
 	if c.Finished.Before(c.Started) {
 		return Call{}, fmt.Errorf("store: recording a call that finished (%s) before it started (%s)",
 			formatTime(c.Finished), formatTime(c.Started))
 	}
-	return t.insertCall(c, formatTime(c.Started), formatTime(c.Finished), "recording call")
+	return c, nil
 }
 
 // maxCallRows bounds the rows of one multi-row call INSERT (17
@@ -159,28 +170,13 @@ func (t *Tx) RecordCalls(calls []Call) ([]Call, error) {
 	_, at := t.stamp()
 	first := calls[0].CallKey
 	for i, c := range calls {
-		switch {
-		case (c.State == CallSucceeded || c.State == CallFailed) && c.Decision == DecisionAllowed:
-		case c.State == CallRefused && c.Decision == DecisionRefused:
-			c.Result, c.Error = nil, ""
-		default:
-			return nil, fmt.Errorf("store: recording a call %s with decision %q: want succeeded or failed with allowed, or refused with refused",
-				c.State, c.Decision)
-		}
 		if c.Run != first.Run || c.Step != first.Step || c.Attempt != first.Attempt {
 			return nil, fmt.Errorf("store: recording calls of step %q attempt %d and step %q attempt %d (runs %s, %s) together: one step attempt at a time",
 				first.Step, first.Attempt, c.Step, c.Attempt, first.Run, c.Run)
 		}
-		if c.Started.IsZero() {
-			c.Started = at
-		}
-		if c.Finished.IsZero() {
-			c.Finished = at
-		}
-		c.Started, c.Finished = c.Started.UTC().Round(0), c.Finished.UTC().Round(0)
-		if c.Finished.Before(c.Started) {
-			return nil, fmt.Errorf("store: recording a call that finished (%s) before it started (%s)",
-				formatTime(c.Finished), formatTime(c.Started))
+		c, err := recordable(c, at)
+		if err != nil {
+			return nil, err
 		}
 		out[i] = c
 	}
