@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -41,6 +42,14 @@ type Record struct {
 
 // Canonical returns the RFC 8785 canonical JSON of r without its hash.
 func (r Record) Canonical() ([]byte, error) {
+	if b, ok := r.canonicalPlain(); ok {
+		return b, nil
+	}
+	return r.canonicalEncoded()
+}
+
+// canonicalEncoded is Canonical through the JSON encoder: any record.
+func (r Record) canonicalEncoded() ([]byte, error) {
 	r.Hash = ""
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -51,6 +60,69 @@ func (r Record) Canonical() ([]byte, error) {
 		return nil, fmt.Errorf("audit: canonicalizing record %d: %w", r.Seq, err)
 	}
 	return v, nil
+}
+
+// canonicalPlain writes the canonical form directly, the members in
+// RFC 8785 order (data, kind, prev, run, seq, step, time, tool), for the
+// usual record: every string member plain (printable ASCII without '"'
+// or '\\', which RFC 8785 writes as they are) and data, when present, a
+// non-empty object once canonicalized. Any other record (ok false) takes
+// the general path through the JSON encoder; TestCanonicalPlainMatches
+// holds the two to the same bytes.
+func (r Record) canonicalPlain() (_ []byte, ok bool) {
+	for _, s := range [...]string{r.Run, r.Time, r.Kind, r.Step, r.Tool, r.Prev} {
+		if !plain(s) {
+			return nil, false
+		}
+	}
+	var data jsontext.Value
+	if r.Data != nil {
+		data = r.Data.Clone()
+		if data.Canonicalize() != nil || data.Kind() != '{' || len(data) == 2 {
+			return nil, false
+		}
+	}
+	b := make([]byte, 0, 192+len(r.Run)+len(r.Kind)+len(r.Step)+len(r.Tool)+len(data))
+	b = append(b, '{')
+	if data != nil {
+		b = append(b, `"data":`...)
+		b = append(b, data...)
+		b = append(b, ',')
+	}
+	b = appendString(b, "kind", r.Kind)
+	b = appendString(b, "prev", r.Prev)
+	b = appendString(b, "run", r.Run)
+	b = append(b, `"seq":`...)
+	b = strconv.AppendInt(b, r.Seq, 10)
+	b = append(b, ',')
+	if r.Step != "" {
+		b = appendString(b, "step", r.Step)
+	}
+	b = appendString(b, "time", r.Time)
+	if r.Tool != "" {
+		b = appendString(b, "tool", r.Tool)
+	}
+	b[len(b)-1] = '}' // the last member's comma
+	return b, true
+}
+
+// appendString appends "name":"value", to b; value is plain.
+func appendString(b []byte, name, value string) []byte {
+	b = append(b, '"')
+	b = append(b, name...)
+	b = append(b, `":"`...)
+	b = append(b, value...)
+	return append(b, `",`...)
+}
+
+// plain reports whether s is printable ASCII without '"' or '\\'.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // Seal sets r.Prev to prev and r.Hash to the hash of r's canonical

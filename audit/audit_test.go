@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"bytes"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -83,5 +85,50 @@ func TestVerifyMiddleDeletionIsNamedOnce(t *testing.T) {
 	probs := Verify(append(rs[:3], rs[4:]...), 8, head)
 	if len(probs) != 1 || probs[0].Seq != 5 || !strings.Contains(probs[0].Message, "record 4 is missing") {
 		t.Fatalf("problems = %+v, want one naming record 4 as missing", probs)
+	}
+}
+
+// The direct canonical form of a plain record is byte for byte what the
+// encoder and RFC 8785 canonicalization give, and a record that is not
+// plain takes that path: random records with plain and unusual strings,
+// data objects in any member order, spacing and number spelling, and
+// data that is empty, null, not an object or not JSON.
+func TestCanonicalPlainMatches(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	strs := []string{"", "run_0123abcd", "2026-12-01T16:22:30.115361374Z", "call.succeeded", "mcp.everything.echo", Genesis,
+		"a b", "~!@#$%^&*()", "quo\"te", "back\\slash", "tab\t", "nul\x00", "é", "\u2028", "\xff", "<>&", "\x7f"}
+	datas := []string{"", `{"index":3,"attempt":1}`, `{ "b" : 1 , "a" : [ 2 , { "z":1,"y":2 } ] }`, `{"n":1.50,"m":1e3,"k":-0}`,
+		`{"s":"é\u00e9\n","t":"\ud83d\ude00"}`, `{}`, `{ }`, `null`, `[]`, `[1]`, `"x"`, `7`, `{"a":`, `{"a":1,"a":2}`,
+		`{"argsDigest":"` + Genesis + `","defDigest":"abc","index":0,"attempt":1}`}
+	plainSeen, other := 0, 0
+	for i := range 20000 {
+		pick := func() string { return strs[r.IntN(len(strs))] }
+		rec := Record{Run: pick(), Seq: int64(r.IntN(1 << 20)), Time: pick(), Kind: pick(), Step: pick(), Tool: pick(),
+			Data: jsontext.Value(datas[r.IntN(len(datas))]), Prev: pick(), Hash: pick()}
+		if len(rec.Data) == 0 && r.IntN(2) == 0 {
+			rec.Data = nil // no data, as most records are written
+		}
+		if i%2 == 0 { // plain, as records usually are
+			rec.Run, rec.Time, rec.Kind, rec.Step, rec.Tool, rec.Prev = strs[1], strs[2], strs[3], strs[r.IntN(2)*4], strs[r.IntN(2)*4], strs[5]
+		}
+		want, wantErr := rec.canonicalEncoded()
+		got, ok := rec.canonicalPlain()
+		if !ok {
+			other++
+			continue
+		}
+		plainSeen++
+		if wantErr != nil {
+			t.Fatalf("%+v: written directly as %s; the encoder refuses it: %v", rec, got, wantErr)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%+v:\ndirect  %s\nencoder %s", rec, got, want)
+		}
+		if c, err := rec.Canonical(); err != nil || !bytes.Equal(c, want) {
+			t.Fatalf("Canonical = %s, %v", c, err)
+		}
+	}
+	if plainSeen < 3000 || other < 3000 {
+		t.Errorf("%d plain and %d other records: the test does not cover both paths", plainSeen, other)
 	}
 }
