@@ -49,9 +49,10 @@ type stdioConn struct {
 	w     io.WriteCloser
 	guard *wireGuard
 
-	buf   []byte // read from r, not handed on yet from start
-	start int
-	rerr  error // r's error, returned once buf is used up
+	buf     []byte // read from r, not handed on yet from start
+	start   int
+	scanned int   // bytes from start known to hold no newline
+	rerr    error // r's error, returned once buf is used up
 
 	writeMu   sync.Mutex
 	closed    atomic.Bool
@@ -92,28 +93,40 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // nextLine returns the next line, its newline included (the last one
-// may have none), valid until the next call. A line longer than
-// maxCapture is a violation.
+// may have none), valid until the next call. A line whose message (the
+// line without its "\n" or "\r\n") is longer than maxCapture is a
+// violation, also the last line of the stream. Each byte is searched for
+// the newline once (scanned), so a long line that arrives a few bytes at
+// a time costs time in proportion to its length, not its square. A
+// partial line left when the connection is closed (by Close) is not a
+// message: the server did not finish it.
 func (c *stdioConn) nextLine() ([]byte, error) {
 	for {
-		if i := bytes.IndexByte(c.buf[c.start:], '\n'); i >= 0 {
-			line := c.buf[c.start : c.start+i+1]
-			c.start += i + 1
-			if len(line) > maxCapture {
+		if i := bytes.IndexByte(c.buf[c.start+c.scanned:], '\n'); i >= 0 {
+			line := c.buf[c.start : c.start+c.scanned+i+1]
+			c.start += c.scanned + i + 1
+			c.scanned = 0
+			if messageLen(line) > maxCapture {
 				return nil, c.tooLong()
 			}
 			return line, nil
 		}
+		c.scanned = len(c.buf) - c.start
 		if c.rerr != nil {
-			if c.start < len(c.buf) {
+			if c.start < len(c.buf) && !c.closed.Load() {
 				line := c.buf[c.start:]
-				c.start = len(c.buf)
+				c.start, c.scanned = len(c.buf), 0
+				if messageLen(line) > maxCapture {
+					return nil, c.tooLong()
+				}
 				return line, nil
 			}
 			return nil, c.rerr
 		}
 		rest := len(c.buf) - c.start
-		if rest > maxCapture {
+		if rest > maxCapture+1 {
+			// Not even a "\r" before the newline to come would leave a
+			// message within the limit.
 			return nil, c.tooLong()
 		}
 		switch {
@@ -123,7 +136,7 @@ func (c *stdioConn) nextLine() ([]byte, error) {
 			grown := make([]byte, rest, 2*cap(c.buf)+minStdioBuffer)
 			copy(grown, c.buf[c.start:])
 			c.buf = grown
-		default:
+		case c.start > 0:
 			c.buf = c.buf[:copy(c.buf, c.buf[c.start:])]
 		}
 		c.start = 0
@@ -135,11 +148,24 @@ func (c *stdioConn) nextLine() ([]byte, error) {
 	}
 }
 
+// messageLen is the length of the message on line: without its "\n" or
+// "\r\n".
+func messageLen(line []byte) int {
+	n := len(line)
+	if n > 0 && line[n-1] == '\n' {
+		n--
+		if n > 0 && line[n-1] == '\r' {
+			n--
+		}
+	}
+	return n
+}
+
 // tooLong records a message over maxCapture as a violation, which ends
 // the stream.
 func (c *stdioConn) tooLong() error {
 	c.rerr = c.guard.fail(fmt.Sprintf("it sent a message longer than %d bytes", maxCapture))
-	c.buf, c.start = nil, 0
+	c.buf, c.start, c.scanned = nil, 0, 0
 	return c.rerr
 }
 
