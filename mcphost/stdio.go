@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -54,7 +56,8 @@ type stdioConn struct {
 	scanned int   // bytes from start known to hold no newline
 	rerr    error // r's error, returned once buf is used up
 
-	writeMu   sync.Mutex
+	writeOnce sync.Once
+	writing   chan struct{} // holds a token while a line is written
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -169,7 +172,15 @@ func (c *stdioConn) tooLong() error {
 	return c.rerr
 }
 
-// Write sends msg as one line.
+// Write sends msg as one line. It returns when the line is written or
+// when ctx is done, whichever is first: a server that does not read its
+// stdin (the pipe is full) cannot hold a call past its deadline, nor the
+// session's Close. A line whose writing began is written whole, in the
+// background if ctx ended first, so that the stream stays readable (the
+// request may then reach the server after its call failed: the outcome of
+// such a call is unknown, as of any call that got no answer). Lines are
+// written one at a time; a Write waiting for another ends with ctx too,
+// having written nothing.
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -179,10 +190,73 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return fmt.Errorf("marshaling message: %v", err)
 	}
 	data = append(data, '\n')
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	_, err = c.w.Write(data)
+	c.writeOnce.Do(func() { c.writing = make(chan struct{}, 1) })
+	select {
+	case c.writing <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	w, ok := c.w.(deadlineWriter)
+	if !ok || ctx.Done() == nil {
+		if ctx.Done() == nil {
+			// Nothing to end the write early.
+			_, err := c.w.Write(data)
+			<-c.writing
+			return err
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.w.Write(data)
+			<-c.writing
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return notReading(ctx)
+		}
+	}
+	// The pipe's write deadline interrupts a write still blocked when ctx
+	// ends; the rest of the line is then written in the background.
+	var mu sync.Mutex
+	finished, interrupted := false, false
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !finished {
+			interrupted = true
+			_ = w.SetWriteDeadline(time.Unix(1, 0))
+		}
+	})
+	n, err := c.w.Write(data)
+	mu.Lock()
+	finished = true
+	mu.Unlock()
+	stop()
+	if interrupted {
+		_ = w.SetWriteDeadline(time.Time{})
+		if n < len(data) && errors.Is(err, os.ErrDeadlineExceeded) {
+			rest := data[n:]
+			go func() {
+				_, _ = c.w.Write(rest)
+				<-c.writing
+			}()
+			return notReading(ctx)
+		}
+	}
+	<-c.writing
 	return err
+}
+
+// deadlineWriter is a pipe whose writes a deadline can interrupt (an
+// *os.File pipe).
+type deadlineWriter interface {
+	SetWriteDeadline(time.Time) error
+}
+
+func notReading(ctx context.Context) error {
+	return fmt.Errorf("the server is not reading its stdin: %w", ctx.Err())
 }
 
 // Close closes both pipes (not the process).
