@@ -131,3 +131,86 @@ func TestStdioCloseMidLine(t *testing.T) {
 		t.Errorf("closing mid-line recorded a violation: %v", v)
 	}
 }
+
+// Concurrent Writes each put one whole line on the pipe; Close racing
+// them and a pending Read ends them all.
+func TestStdioConcurrentWritesAndClose(t *testing.T) {
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdoutW.Close()
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := &stdioConn{r: stdoutR, w: stdinW, guard: &wireGuard{}}
+	const writers, each = 8, 50
+	lines := make(chan []byte, writers*each)
+	go func() {
+		// The peer reads the messages, then nothing more (stdinR stays
+		// open).
+		defer close(lines)
+		peer := &stdioConn{r: stdinR, w: nopWriteCloser{}, guard: &wireGuard{}}
+		for range writers * each {
+			m, err := peer.Read(context.Background())
+			if err != nil {
+				return
+			}
+			b, _ := jsonrpc.EncodeMessage(m)
+			lines <- b
+		}
+	}()
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			for i := range each {
+				id, _ := jsonrpc.MakeID(float64(w*1000 + i))
+				big := `{"pad":"` + strings.Repeat("p", (w*7919+i*104729)%100000) + `"}`
+				if err := conn.Write(context.Background(), &jsonrpc.Request{ID: id, Method: "m", Params: []byte(big)}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for range writers * each {
+		if _, ok := <-lines; !ok {
+			break
+		}
+		n++
+	}
+	if n != writers*each {
+		t.Errorf("the peer read %d whole messages, want %d", n, writers*each)
+	}
+	readDone := make(chan error, 1)
+	go func() {
+		_, err := conn.Read(context.Background())
+		readDone <- err
+	}()
+	writeDone := make(chan error, 1)
+	go func() {
+		// More than the pipe holds, which nobody reads any more.
+		writeDone <- conn.Write(context.Background(), &jsonrpc.Request{Method: "m", Params: []byte(`"` + strings.Repeat("z", 1<<20) + `"`)})
+	}()
+	time.Sleep(20 * time.Millisecond)
+	go conn.Close()
+	conn.Close()
+	for name, ch := range map[string]chan error{"Read": readDone, "Write": writeDone} {
+		select {
+		case err := <-ch:
+			if name == "Write" && err == nil {
+				t.Error("a Write cut short by Close reported success")
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s still waits after Close", name)
+		}
+	}
+}
