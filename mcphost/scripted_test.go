@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -63,6 +64,13 @@ func scriptedStdio(mode string) {
 					out.Write([]byte("\r\n"))
 				case "deaf":
 					// Read nothing more: the pipe to stdin fills up.
+					time.Sleep(time.Hour)
+				case "ping-flood":
+					// Requests whose answers it never reads: the client's
+					// writes of them fill the pipe.
+					for i := 0; i < 20000; i++ {
+						send(`{"jsonrpc":"2.0","id":"f` + strconv.Itoa(i) + `","method":"ping"}`)
+					}
 					time.Sleep(time.Hour)
 				case "exit":
 					os.Exit(0)
@@ -194,5 +202,39 @@ func TestScriptedDeafServer(t *testing.T) {
 	case <-closed:
 	case <-time.After(15 * time.Second):
 		t.Fatal("Close of a server that does not read its stdin is still waiting 15s later")
+	}
+}
+
+// A server that floods the client with requests and never reads the
+// answers (they fill the pipe to its stdin) cannot hold a call past its
+// timeout, nor Close.
+func TestScriptedPingFlood(t *testing.T) {
+	t.Parallel()
+	cfg := scriptedServer(t, "ping-flood")
+	cfg.CallTimeout = time.Second
+	s := connect(t, cfg)
+	live := s.RegistryTool(tools(t, s)["t"])
+	done := make(chan error, 1)
+	go func() {
+		_, err := live.Call(context.Background(), []byte(`{}`))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || registry.IsDefinite(err) {
+			t.Errorf("call: %v; want an outcome-unknown failure", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call is still waiting 10s later (CallTimeout 1s)")
+	}
+	closed := make(chan struct{})
+	go func() {
+		s.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Close is still waiting 15s later")
 	}
 }
