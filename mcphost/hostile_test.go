@@ -29,6 +29,10 @@ func TestMain(m *testing.M) {
 		hostileStdio(reply)
 		os.Exit(0)
 	}
+	if mode, ok := os.LookupEnv("MCPHOST_SCRIPT"); ok {
+		scriptedStdio(mode)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

@@ -538,14 +538,35 @@ func decodeStructuredContent(raw []byte) (json.RawMessage, error) {
 
 // Close ends the session and, for a stdio server, its process: stdin is
 // closed, then the server gets 1 s to exit, then SIGTERM and 1 s more,
-// then SIGKILL; the rest of its process group is killed in any case. It is
-// safe to call more than once.
+// then SIGKILL; the rest of its process group is killed in any case. For a
+// stdio server, what is still in flight after 1 s (a call not answered,
+// a write the server does not read) is cut off: its pipes are closed. It
+// is safe to call more than once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		err := s.cs.Close()
+		var err error
 		if s.proc != nil {
+			// go-sdk ends the session once what is in flight is done; a
+			// server that does not read its stdin can hold a write of it
+			// (an answer to its own request) forever. After closeGrace
+			// the pipes are closed under the session, which fails those
+			// writes.
+			closed := make(chan struct{})
+			go func() {
+				_ = s.cs.Close()
+				close(closed)
+			}()
+			select {
+			case <-closed:
+			case <-time.After(closeGrace):
+				s.proc.stdin.Close()
+				s.proc.stdout.Close()
+				<-closed
+			}
 			s.proc.stop()
-			err = nil // the session's close error is the pipes closing
+			// The session's close error is the pipes closing.
+		} else {
+			err = s.cs.Close()
 		}
 		if s.httpT != nil {
 			s.httpT.CloseIdleConnections()

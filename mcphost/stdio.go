@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -49,11 +51,13 @@ type stdioConn struct {
 	w     io.WriteCloser
 	guard *wireGuard
 
-	buf   []byte // read from r, not handed on yet from start
-	start int
-	rerr  error // r's error, returned once buf is used up
+	buf     []byte // read from r, not handed on yet from start
+	start   int
+	scanned int   // bytes from start known to hold no newline
+	rerr    error // r's error, returned once buf is used up
 
-	writeMu   sync.Mutex
+	writeOnce sync.Once
+	writing   chan struct{} // holds a token while a line is written
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -92,28 +96,40 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // nextLine returns the next line, its newline included (the last one
-// may have none), valid until the next call. A line longer than
-// maxCapture is a violation.
+// may have none), valid until the next call. A line whose message (the
+// line without its "\n" or "\r\n") is longer than maxCapture is a
+// violation, also the last line of the stream. Each byte is searched for
+// the newline once (scanned), so a long line that arrives a few bytes at
+// a time costs time in proportion to its length, not its square. A
+// partial line left when the connection is closed (by Close) is not a
+// message: the server did not finish it.
 func (c *stdioConn) nextLine() ([]byte, error) {
 	for {
-		if i := bytes.IndexByte(c.buf[c.start:], '\n'); i >= 0 {
-			line := c.buf[c.start : c.start+i+1]
-			c.start += i + 1
-			if len(line) > maxCapture {
+		if i := bytes.IndexByte(c.buf[c.start+c.scanned:], '\n'); i >= 0 {
+			line := c.buf[c.start : c.start+c.scanned+i+1]
+			c.start += c.scanned + i + 1
+			c.scanned = 0
+			if messageLen(line) > maxCapture {
 				return nil, c.tooLong()
 			}
 			return line, nil
 		}
+		c.scanned = len(c.buf) - c.start
 		if c.rerr != nil {
-			if c.start < len(c.buf) {
+			if c.start < len(c.buf) && !c.closed.Load() {
 				line := c.buf[c.start:]
-				c.start = len(c.buf)
+				c.start, c.scanned = len(c.buf), 0
+				if messageLen(line) > maxCapture {
+					return nil, c.tooLong()
+				}
 				return line, nil
 			}
 			return nil, c.rerr
 		}
 		rest := len(c.buf) - c.start
-		if rest > maxCapture {
+		if rest > maxCapture+1 {
+			// Not even a "\r" before the newline to come would leave a
+			// message within the limit.
 			return nil, c.tooLong()
 		}
 		switch {
@@ -123,7 +139,7 @@ func (c *stdioConn) nextLine() ([]byte, error) {
 			grown := make([]byte, rest, 2*cap(c.buf)+minStdioBuffer)
 			copy(grown, c.buf[c.start:])
 			c.buf = grown
-		default:
+		case c.start > 0:
 			c.buf = c.buf[:copy(c.buf, c.buf[c.start:])]
 		}
 		c.start = 0
@@ -135,15 +151,36 @@ func (c *stdioConn) nextLine() ([]byte, error) {
 	}
 }
 
+// messageLen is the length of the message on line: without its "\n" or
+// "\r\n".
+func messageLen(line []byte) int {
+	n := len(line)
+	if n > 0 && line[n-1] == '\n' {
+		n--
+		if n > 0 && line[n-1] == '\r' {
+			n--
+		}
+	}
+	return n
+}
+
 // tooLong records a message over maxCapture as a violation, which ends
 // the stream.
 func (c *stdioConn) tooLong() error {
 	c.rerr = c.guard.fail(fmt.Sprintf("it sent a message longer than %d bytes", maxCapture))
-	c.buf, c.start = nil, 0
+	c.buf, c.start, c.scanned = nil, 0, 0
 	return c.rerr
 }
 
-// Write sends msg as one line.
+// Write sends msg as one line. It returns when the line is written or
+// when ctx is done, whichever is first: a server that does not read its
+// stdin (the pipe is full) cannot hold a call past its deadline, nor the
+// session's Close. A line whose writing began is written whole, in the
+// background if ctx ended first, so that the stream stays readable (the
+// request may then reach the server after its call failed: the outcome of
+// such a call is unknown, as of any call that got no answer). Lines are
+// written one at a time; a Write waiting for another ends with ctx too,
+// having written nothing.
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -153,10 +190,73 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return fmt.Errorf("marshaling message: %v", err)
 	}
 	data = append(data, '\n')
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	_, err = c.w.Write(data)
+	c.writeOnce.Do(func() { c.writing = make(chan struct{}, 1) })
+	select {
+	case c.writing <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	w, ok := c.w.(deadlineWriter)
+	if !ok || ctx.Done() == nil {
+		if ctx.Done() == nil {
+			// Nothing to end the write early.
+			_, err := c.w.Write(data)
+			<-c.writing
+			return err
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.w.Write(data)
+			<-c.writing
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return notReading(ctx)
+		}
+	}
+	// The pipe's write deadline interrupts a write still blocked when ctx
+	// ends; the rest of the line is then written in the background.
+	var mu sync.Mutex
+	finished, interrupted := false, false
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !finished {
+			interrupted = true
+			_ = w.SetWriteDeadline(time.Unix(1, 0))
+		}
+	})
+	n, err := c.w.Write(data)
+	mu.Lock()
+	finished = true
+	mu.Unlock()
+	stop()
+	if interrupted {
+		_ = w.SetWriteDeadline(time.Time{})
+		if n < len(data) && errors.Is(err, os.ErrDeadlineExceeded) {
+			rest := data[n:]
+			go func() {
+				_, _ = c.w.Write(rest)
+				<-c.writing
+			}()
+			return notReading(ctx)
+		}
+	}
+	<-c.writing
 	return err
+}
+
+// deadlineWriter is a pipe whose writes a deadline can interrupt (an
+// *os.File pipe).
+type deadlineWriter interface {
+	SetWriteDeadline(time.Time) error
+}
+
+func notReading(ctx context.Context) error {
+	return fmt.Errorf("the server is not reading its stdin: %w", ctx.Err())
 }
 
 // Close closes both pipes (not the process).
