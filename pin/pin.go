@@ -343,6 +343,19 @@ func (p *planner) addMissing(res *Result) {
 			res.Problems = append(res.Problems, fmt.Sprintf("tool %q cannot be encoded: %v", name, err))
 			continue
 		}
+		// As for a member of an embedded definition: a required schema
+		// the registry states none of (an MCP tool without an
+		// outputSchema) is written as {}, any value. The encoder leaves
+		// an empty schema out, so it is added to the object here.
+		for _, m := range []struct {
+			name string
+			val  jsontext.Value
+		}{{"inputSchema", def.InputSchema}, {"outputSchema", def.OutputSchema}} {
+			if empty := len(m.val) == 0 || m.val.Kind() == '{' && len(bytes.TrimSpace(m.val[1:len(m.val)-1])) == 0; empty {
+				v = append(v[:len(v)-1], fmt.Sprintf(`,%q:{}}`, m.name)...)
+				res.Notes = append(res.Notes, fmt.Sprintf("tool %q: the registry states no %s; pin wrote {} (any value): narrow it if you know the shape", name, m.name))
+			}
+		}
 		g := &group{tool: name, toolIndex: -1, added: true, def: p.format(v, elemIndent), raw: v}
 		g.listIn, g.problems = p.listInRequires(def)
 		p.groups = append(p.groups, g)

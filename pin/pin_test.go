@@ -260,3 +260,28 @@ func TestPinFillsARequiredSchemaTheRegistryLacks(t *testing.T) {
 		t.Errorf("notes: %v", res.Notes)
 	}
 }
+
+// The same for a tool pin adds: an MCP tool the document allows, does not
+// embed, and whose server states no outputSchema is added with {} (before,
+// pin left it out as an invalid definition), and the document validates.
+func TestPinAddsAToolWhoseRegistryLacksASchema(t *testing.T) {
+	src := testDoc(`[]`, `[]`, "mcp.s.echo")
+	def := mcpDef("echo", "Echoes.", "read", ptr(false))
+	def.OutputSchema = nil
+	res := plan(t, src, testRegistry(t, def))
+	if len(res.Problems) != 0 {
+		t.Fatalf("problems: %q", res.Problems)
+	}
+	if got := member(t, res.Source, "mcp.s.echo", "outputSchema"); got != "{}" {
+		t.Fatalf("outputSchema is %s, want {}:\n%s", got, res.Source)
+	}
+	if got := member(t, res.Source, "mcp.s.echo", "inputSchema"); got != `{"type": "object"}` && got != `{"type":"object"}` {
+		t.Errorf("inputSchema is %s, want the registry's", got)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), `tool "mcp.s.echo": the registry states no outputSchema`) {
+		t.Errorf("notes: %v", res.Notes)
+	}
+	if _, ds := playbook.Read("doc.json", res.Source, nil); len(ds) != 0 {
+		t.Errorf("the pinned document does not read cleanly: %v", ds)
+	}
+}
