@@ -224,14 +224,16 @@ func TestHostileStdio(t *testing.T) {
 // as its integer part, a wrong version tag as an error of its own).
 var stdioJSONRPCReplies = []struct{ name, reply, want string }{
 	{"version-1.0", `{"jsonrpc":"1.0","id":@ID@,"result":` + okResult + `}`, `its jsonrpc member is "1.0"`},
-	{"no-version", `{"id":@ID@,"result":` + okResult + `}`, `its jsonrpc member is ""`},
+	{"no-version", `{"id":@ID@,"result":` + okResult + `}`, `its jsonrpc member is absent`},
 	{"fractional-id", `{"jsonrpc":"2.0","id":@ID@.5,"result":` + okResult + `}`, "is not an integer"},
 	{"huge-id", `{"jsonrpc":"2.0","id":1e300,"result":` + okResult + `}`, "is not an integer"},
 	{"bool-id", `{"jsonrpc":"2.0","id":true,"result":` + okResult + `}`, "not a string or an integer"},
 	{"no-id", `{"jsonrpc":"2.0","result":` + okResult + `}`, "a response without an id"},
 	{"method-number", `{"jsonrpc":"2.0","id":@ID@,"method":5}`, "its method is 5"},
 	{"method-null", `{"jsonrpc":"2.0","id":@ID@,"method":null}`, "its method is null"},
-	{"error-code-fraction", `{"jsonrpc":"2.0","id":@ID@,"error":{"code":1.5,"message":"x"}}`, "not JSON-RPC 2.0"},
+	{"error-code-fraction", `{"jsonrpc":"2.0","id":@ID@,"error":{"code":1.5,"message":"x"}}`, "its error code is 1.5, not an integer"},
+	{"error-message-number", `{"jsonrpc":"2.0","id":@ID@,"error":{"code":1,"message":7}}`, "its error message is 7, not a string"},
+	{"error-array", `{"jsonrpc":"2.0","id":@ID@,"error":[]}`, "its error member is [], not an object"},
 }
 
 func TestHostileStdioJSONRPC(t *testing.T) {

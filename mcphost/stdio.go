@@ -271,20 +271,21 @@ func (c *stdioConn) Close() error {
 // SessionID implements [mcp.Connection]: stdio has no session id.
 func (c *stdioConn) SessionID() string { return "" }
 
-// wireMessage is a JSON-RPC 2.0 message as it is read: Method is nil when
-// the member is absent (a response).
+// wireMessage is a JSON-RPC 2.0 message as it is read, each member as
+// written (nil when absent), so that each is checked here and an error
+// names the member.
 type wireMessage struct {
-	JSONRPC string         `json:"jsonrpc"`
+	JSONRPC jsontext.Value `json:"jsonrpc"`
 	ID      jsontext.Value `json:"id"`
 	Method  jsontext.Value `json:"method"`
 	Params  jsontext.Value `json:"params"`
 	Result  jsontext.Value `json:"result"`
-	Error   *wireError     `json:"error"`
+	Error   jsontext.Value `json:"error"`
 }
 
 type wireError struct {
-	Code    int64          `json:"code"`
-	Message string         `json:"message"`
+	Code    jsontext.Value `json:"code"`
+	Message jsontext.Value `json:"message"`
 	Data    jsontext.Value `json:"data"`
 }
 
@@ -293,28 +294,26 @@ type wireError struct {
 // as go-sdk's jsonrpc.DecodeMessage would, more strictly: "jsonrpc" must
 // be "2.0"; the id is absent, null, a string or an integer (go-sdk
 // truncates a fractional number; here it is an error); with a "method"
-// member it is a request (or a notification, without an id), else a
-// response, which needs an id. JSON-RPC 2.0 specification, sections 4
-// and 5.
+// member (a string) it is a request (or a notification, without an id),
+// else a response, which needs an id; its "error", when not null, is an
+// object with an integer "code" and a string "message". JSON-RPC 2.0
+// specification, sections 4 and 5.
 func decodeMessage(line []byte) (jsonrpc.Message, error) {
 	var w wireMessage
 	if err := jsonv2.Unmarshal(line, &w); err != nil {
-		return nil, err
+		return nil, errors.New("it is not a JSON object")
 	}
-	if w.JSONRPC != "2.0" {
-		return nil, fmt.Errorf("its jsonrpc member is %q, not \"2.0\"", w.JSONRPC)
+	if s, ok := stringOf(w.JSONRPC); !ok || s != "2.0" {
+		return nil, fmt.Errorf("its jsonrpc member is %s, not \"2.0\"", shown(w.JSONRPC))
 	}
 	id, err := decodeID(w.ID)
 	if err != nil {
 		return nil, err
 	}
 	if w.Method != nil {
-		var method string
-		if w.Method.Kind() != '"' {
-			return nil, fmt.Errorf("its method is %s, not a string", w.Method)
-		}
-		if err := jsonv2.Unmarshal(w.Method, &method); err != nil {
-			return nil, err
+		method, ok := stringOf(w.Method)
+		if !ok {
+			return nil, fmt.Errorf("its method is %s, not a string", shown(w.Method))
 		}
 		return &jsonrpc.Request{ID: id, Method: method, Params: raw(w.Params)}, nil
 	}
@@ -322,10 +321,42 @@ func decodeMessage(line []byte) (jsonrpc.Message, error) {
 		return nil, errors.New("a response without an id")
 	}
 	r := &jsonrpc.Response{ID: id, Result: raw(w.Result)}
-	if w.Error != nil {
-		r.Error = &jsonrpc.Error{Code: w.Error.Code, Message: w.Error.Message, Data: raw(w.Error.Data)}
+	if w.Error != nil && w.Error.Kind() != 'n' {
+		var we wireError
+		if w.Error.Kind() != '{' || jsonv2.Unmarshal(w.Error, &we) != nil {
+			return nil, fmt.Errorf("its error member is %s, not an object", shown(w.Error))
+		}
+		code, err := strconv.ParseInt(string(we.Code), 10, 64)
+		if we.Code.Kind() != '0' || err != nil {
+			return nil, fmt.Errorf("its error code is %s, not an integer", shown(we.Code))
+		}
+		msg, ok := stringOf(we.Message)
+		if !ok && we.Message != nil {
+			return nil, fmt.Errorf("its error message is %s, not a string", shown(we.Message))
+		}
+		r.Error = &jsonrpc.Error{Code: code, Message: msg, Data: raw(we.Data)}
 	}
 	return r, nil
+}
+
+// stringOf returns the string v holds, when v is a JSON string.
+func stringOf(v jsontext.Value) (string, bool) {
+	var s string
+	if v.Kind() != '"' || jsonv2.Unmarshal(v, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// shown is v as an error shows it: "absent", or its text cut at 40 bytes.
+func shown(v jsontext.Value) string {
+	switch {
+	case v == nil:
+		return "absent"
+	case len(v) > 40:
+		return string(v[:40]) + "..."
+	}
+	return string(v)
 }
 
 func raw(v jsontext.Value) json.RawMessage {

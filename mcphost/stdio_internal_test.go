@@ -24,6 +24,7 @@ var stricter = []struct{ msg, want string }{
 	{`{"jsonrpc":"2.0","id":1e300,"result":{}}`, "not an integer"},
 	{`{"jsonrpc":"2.0","id":9007199254740993,"result":{}}`, "not an integer"},
 	{`{"jsonrpc":"2.0","id":1,"method":null}`, "its method is null"},
+	{`{"jsonrpc":"2.0","id":1,"error":{"message":"no code"}}`, "its error code is absent"},
 }
 
 // decodeCorpus is hand-picked messages, each one strict JSON object.
@@ -153,10 +154,11 @@ func TestDecodeMessageMatchesSDK(t *testing.T) {
 }
 
 // isStricter reports whether m is refused on purpose: a fractional or
-// out-of-range id, or a null method.
+// out-of-range id, a null method, an error without a code.
 func isStricter(m string, err error) bool {
 	s := err.Error()
-	return strings.Contains(s, "is not an integer") || strings.Contains(s, "its method is null")
+	return strings.Contains(s, "is not an integer") || strings.Contains(s, "its method is null") ||
+		strings.Contains(s, "its error code is absent")
 }
 
 // A Read waiting for a server that sends nothing ends when the
