@@ -73,6 +73,7 @@ func (c *CLI) importForRun(ctx context.Context, harnessPath, docPath string, src
 		}
 	}
 	var ds []diag.Diagnostic
+	gcForCalls()
 	s.opened, ds, err = launch.Open(ctx, lh, launch.Options{
 		Name: name, Src: src, Store: s.store, Progress: c.stderr(), AcceptHarnessChange: acceptHarnessChange,
 	})

@@ -63,6 +63,7 @@ Stop it with Ctrl-C: runs it was executing stay resumable. See docs/serve.md.`,
 				return err
 			}
 			defer st.Close()
+			gcForCalls()
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return ioError(err)
