@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"testing"
@@ -53,6 +54,9 @@ func report(b *testing.B, lat []time.Duration) {
 // BenchmarkDirect makes N echo calls per op over one go-sdk session
 // (the session's start-up is not timed).
 func BenchmarkDirect(b *testing.B) {
+	// Go's default collector target, whatever a run in this process set
+	// before (run sets its own; see internal/cli/gc.go).
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	cfg := mcptest.EverythingServer(b, "everything")
 	ctx := context.Background()
 	// The client capabilities mcphost declares: none.
