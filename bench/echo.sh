@@ -14,8 +14,8 @@
 # transcript driver. Each is timed for 0 and N calls, so that
 # (t(N) - t(0)) / N is the per-call cost without start-up. Each
 # openplaybook run starts from an empty store (store.db is removed before
-# it, outside the timing). Times are medians, with hyperfine when it is
-# installed, else a bash loop over date +%s%N.
+# it, outside the timing). Times are medians of RUNS rounds, each round
+# timing every program once (date +%s%N), after a warm-up round.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -65,32 +65,27 @@ prep_directN=true
 prep_opb0="rm -f $tmp/n0/store.db"
 prep_opbN="rm -f $tmp/n$n/store.db"
 
-declare -A med low
-measure() { # label
-	local c="cmd_$1" p="prep_$1"
-	if command -v hyperfine >/dev/null; then
-		hyperfine -N --style none --warmup 1 --runs "$runs" --prepare "${!p}" \
-			--export-csv "$tmp/$1.csv" "${!c}" >/dev/null 2>&1 </dev/null
-		# command,mean,stddev,median,user,system,min,max (seconds)
-		med[$1]=$(awk -F, 'NR==2 {printf "%.6f", $4}' "$tmp/$1.csv")
-		low[$1]=$(awk -F, 'NR==2 {printf "%.6f", $7}' "$tmp/$1.csv")
-	else
-		local i t0 t1 ts=()
-		for ((i = 0; i <= runs; i++)); do
-			${!p}
-			t0=$(date +%s%N)
-			${!c} >/dev/null 2>&1 </dev/null
-			t1=$(date +%s%N)
-			((i > 0)) && ts+=($((t1 - t0))) # the first is a warm-up
-		done
-		med[$1]=$(printf '%s\n' "${ts[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.6f", a[int((NR+1)/2)]/1e9}')
-		low[$1]=$(printf '%s\n' "${ts[@]}" | sort -n | awk 'NR==1 {printf "%.6f", $1/1e9}')
-	fi
-}
-# Interleaved, so that load changes hit both programs alike.
+declare -A med low times
+# Round-robin: each round times every label once, in turn, so that a load
+# change on this shared machine hits all programs alike (a label's runs
+# in a row, as hyperfine would time them, let a change of load land on
+# one program only). Round 0 is a warm-up.
 labels="direct0 opb0 directN opbN"
 [ -n "$base" ] && labels="direct0 opb0 base0 directN opbN baseN"
-for l in $labels; do measure "$l"; done
+for ((i = 0; i <= runs; i++)); do
+	for l in $labels; do
+		c="cmd_$l" p="prep_$l"
+		${!p}
+		t0=$(date +%s%N)
+		${!c} >/dev/null 2>&1 </dev/null
+		t1=$(date +%s%N)
+		((i > 0)) && times[$l]+="$((t1 - t0)) "
+	done
+done
+for l in $labels; do
+	med[$l]=$(printf '%s\n' ${times[$l]} | sort -n | awk '{a[NR]=$1} END {printf "%.6f", a[int((NR+1)/2)]/1e9}')
+	low[$l]=$(printf '%s\n' ${times[$l]} | sort -n | awk 'NR==1 {printf "%.6f", $1/1e9}')
+done
 
 echo "# after: $(uptime)"
 row() { # name, t0 median, tN median, t0 min, tN min
