@@ -73,7 +73,8 @@ type Options struct {
 	// has are functions handed to it by [Store.Queue], so that they share
 	// one commit: a Tx or Flush arriving meanwhile ends the wait at once.
 	// It widens a queued change's crash window by at most this long.
-	// Zero means 1 ms; negative means no wait.
+	// Zero means 4 ms (a few calls' worth: BENCHMARKS.md, round 8);
+	// negative means no wait.
 	QueueLinger time.Duration
 }
 
@@ -176,7 +177,7 @@ func OpenWith(path string, opt *Options) (*Store, error) {
 		o.Readers = 4
 	}
 	if o.QueueLinger == 0 {
-		o.QueueLinger = time.Millisecond
+		o.QueueLinger = 4 * time.Millisecond
 	}
 	if path == "" || path == ":memory:" {
 		return nil, fmt.Errorf("store: %q is not a database file path", path)
