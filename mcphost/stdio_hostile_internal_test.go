@@ -94,41 +94,47 @@ func TestStdioSlowDripLinear(t *testing.T) {
 	}
 }
 
-// When the connection is closed while the server is midway through a
-// line, that partial line is not a message, and not a protocol violation:
-// Read ends with io.EOF and the server stays healthy.
-func TestStdioCloseMidLine(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pw.Close()
-	_, stdin, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &wireGuard{}
-	conn := &stdioConn{r: pr, w: stdin, guard: g, buf: make([]byte, 0, minStdioBuffer)}
-	if _, err := pw.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"te`)); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := conn.Read(context.Background())
-		done <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	conn.Close()
-	select {
-	case err := <-done:
-		if !errors.Is(err, io.EOF) {
-			t.Errorf("Read after Close = %v, want io.EOF", err)
+// A Read waiting on a server ends when the connection is closed, with
+// io.EOF, whether the server sent nothing or is midway through a line;
+// that partial line is not a message, and not a protocol violation: the
+// server stays healthy.
+func TestStdioCloseEndsRead(t *testing.T) {
+	for _, partial := range []string{"", `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"te`} {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Read still waits after Close")
-	}
-	if v := g.violation(); v != nil {
-		t.Errorf("closing mid-line recorded a violation: %v", v)
+		defer pw.Close()
+		_, stdin, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := &wireGuard{}
+		conn, err := (&stdioTransport{r: pr, w: stdin, guard: g}).Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pw.Write([]byte(partial)); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := conn.Read(context.Background())
+			done <- err
+		}()
+		time.Sleep(50 * time.Millisecond)
+		conn.Close()
+		select {
+		case err := <-done:
+			if !errors.Is(err, io.EOF) {
+				t.Errorf("partial line %q: Read after Close = %v, want io.EOF", partial, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("partial line %q: Read still waits after Close", partial)
+		}
+		if v := g.violation(); v != nil {
+			t.Errorf("partial line %q: closing recorded a violation: %v", partial, v)
+		}
 	}
 }
 

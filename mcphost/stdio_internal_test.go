@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -159,40 +157,6 @@ func isStricter(m string, err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "is not an integer") || strings.Contains(s, "its method is null") ||
 		strings.Contains(s, "its error code is absent")
-}
-
-// A Read waiting for a server that sends nothing ends when the
-// connection is closed, with io.EOF; the rest of the stream is not read.
-func TestStdioCloseEndsRead(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pw.Close()
-	_, stdin, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := &stdioTransport{r: pr, w: stdin, guard: &wireGuard{}}
-	conn, err := tr.Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := conn.Read(context.Background())
-		done <- err
-	}()
-	time.Sleep(20 * time.Millisecond)
-	conn.Close()
-	select {
-	case err := <-done:
-		if !errors.Is(err, io.EOF) {
-			t.Errorf("Read after Close = %v, want io.EOF", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Read still waits after Close")
-	}
 }
 
 // Messages split across reads, blank lines, CRLF endings and a last line
