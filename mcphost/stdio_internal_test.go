@@ -210,3 +210,26 @@ type nopWriteCloser struct{}
 
 func (nopWriteCloser) Write(p []byte) (int, error) { return len(p), nil }
 func (nopWriteCloser) Close() error                { return nil }
+
+// FuzzStdioRead: any byte stream from a server reads as messages that
+// go-sdk would read alike, then io.EOF or an error; never a panic or a
+// hang.
+func FuzzStdioRead(f *testing.F) {
+	for _, m := range decodeCorpus {
+		f.Add([]byte(m + "\n" + m))
+	}
+	f.Add([]byte("\r\n\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n[1]\n"))
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		conn := &stdioConn{r: io.NopCloser(&trickle{b: stream}), w: nopWriteCloser{}, guard: &wireGuard{}}
+		for range len(stream) + 1 {
+			m, err := conn.Read(context.Background())
+			if err != nil {
+				return
+			}
+			if m == nil {
+				t.Fatal("a nil message without an error")
+			}
+		}
+		t.Fatal("more messages than lines")
+	})
+}
