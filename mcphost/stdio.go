@@ -35,7 +35,11 @@ type stdioTransport struct {
 
 // Connect implements [mcp.Transport].
 func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	return &stdioConn{r: t.r, w: t.w, guard: t.guard, buf: make([]byte, 0, minStdioBuffer)}, nil
+	return newStdioConn(t.r, t.w, t.guard), nil
+}
+
+func newStdioConn(r io.ReadCloser, w io.WriteCloser, guard *wireGuard) *stdioConn {
+	return &stdioConn{r: r, w: w, guard: guard, buf: make([]byte, 0, minStdioBuffer), writing: make(chan struct{}, 1)}
 }
 
 // minStdioBuffer is the read buffer a connection starts with (and goes
@@ -56,7 +60,6 @@ type stdioConn struct {
 	scanned int   // bytes from start known to hold no newline
 	rerr    error // r's error, returned once buf is used up
 
-	writeOnce sync.Once
 	writing   chan struct{} // holds a token while a line is written
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -190,7 +193,6 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return fmt.Errorf("marshaling message: %v", err)
 	}
 	data = append(data, '\n')
-	c.writeOnce.Do(func() { c.writing = make(chan struct{}, 1) })
 	select {
 	case c.writing <- struct{}{}:
 	case <-ctx.Done():
@@ -198,24 +200,11 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	w, ok := c.w.(deadlineWriter)
 	if !ok || ctx.Done() == nil {
-		if ctx.Done() == nil {
-			// Nothing to end the write early.
-			_, err := c.w.Write(data)
-			<-c.writing
-			return err
-		}
-		done := make(chan error, 1)
-		go func() {
-			_, err := c.w.Write(data)
-			<-c.writing
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			return err
-		case <-ctx.Done():
-			return notReading(ctx)
-		}
+		// Nothing can end the write early (a server's stdin is an
+		// *os.File pipe, which has deadlines).
+		_, err := c.w.Write(data)
+		<-c.writing
+		return err
 	}
 	// The pipe's write deadline interrupts a write still blocked when ctx
 	// ends; the rest of the line is then written in the background.

@@ -50,14 +50,14 @@ func sized(t *testing.T, n int) string {
 // refused, also as the last line of the stream, without a newline.
 func TestStdioLimitBoundary(t *testing.T) {
 	for _, end := range []string{"\n", "\r\n", ""} {
-		conn := &stdioConn{r: io.NopCloser(strings.NewReader(sized(t, maxCapture) + end)), w: nopWriteCloser{}, guard: &wireGuard{}}
+		conn := newStdioConn(io.NopCloser(strings.NewReader(sized(t, maxCapture)+end)), nopWriteCloser{}, &wireGuard{})
 		m, err := conn.Read(context.Background())
 		if err != nil {
 			t.Errorf("a message of exactly %d bytes, line ending %q: %v", maxCapture, end, err)
 		} else if _, ok := m.(*jsonrpc.Response); !ok {
 			t.Errorf("read %T", m)
 		}
-		conn = &stdioConn{r: io.NopCloser(strings.NewReader(sized(t, maxCapture+1) + end)), w: nopWriteCloser{}, guard: &wireGuard{}}
+		conn = newStdioConn(io.NopCloser(strings.NewReader(sized(t, maxCapture+1)+end)), nopWriteCloser{}, &wireGuard{})
 		if _, err := conn.Read(context.Background()); err == nil || !strings.Contains(err.Error(), "longer than") {
 			t.Errorf("a message of %d bytes, line ending %q: %v; want it refused as too long", maxCapture+1, end, err)
 		}
@@ -65,7 +65,7 @@ func TestStdioLimitBoundary(t *testing.T) {
 	// The last line, with no newline, cannot go over the limit by a read's
 	// worth of bytes either (the read that brings them also says io.EOF).
 	src := &chunks{b: []byte(sized(t, maxCapture+minStdioBuffer)), n: 1 << 30, eof: true}
-	conn := &stdioConn{r: io.NopCloser(src), w: nopWriteCloser{}, guard: &wireGuard{}}
+	conn := newStdioConn(io.NopCloser(src), nopWriteCloser{}, &wireGuard{})
 	if _, err := conn.Read(context.Background()); err == nil || !strings.Contains(err.Error(), "longer than") {
 		t.Errorf("a last line of %d bytes: %v; want it refused as too long", maxCapture+minStdioBuffer, err)
 	}
@@ -76,7 +76,7 @@ func TestStdioLimitBoundary(t *testing.T) {
 // searched for the newline once.
 func TestStdioSlowDripLinear(t *testing.T) {
 	src := &chunks{b: []byte(sized(t, maxCapture) + "\n"), n: 64}
-	conn := &stdioConn{r: io.NopCloser(src), w: nopWriteCloser{}, guard: &wireGuard{}}
+	conn := newStdioConn(io.NopCloser(src), nopWriteCloser{}, &wireGuard{})
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() {
@@ -150,14 +150,14 @@ func TestStdioConcurrentWritesAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := &stdioConn{r: stdoutR, w: stdinW, guard: &wireGuard{}}
+	conn := newStdioConn(stdoutR, stdinW, &wireGuard{})
 	const writers, each = 8, 50
 	lines := make(chan []byte, writers*each)
 	go func() {
 		// The peer reads the messages, then nothing more (stdinR stays
 		// open).
 		defer close(lines)
-		peer := &stdioConn{r: stdinR, w: nopWriteCloser{}, guard: &wireGuard{}}
+		peer := newStdioConn(stdinR, nopWriteCloser{}, &wireGuard{})
 		for range writers * each {
 			m, err := peer.Read(context.Background())
 			if err != nil {

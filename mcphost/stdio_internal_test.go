@@ -167,7 +167,7 @@ func TestStdioLines(t *testing.T) {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"n":"%s"}}`, id, strings.Repeat("x", id*1000))
 	}
 	stream := msg(1) + "\n\n  \r\n" + msg(2) + "\r\n" + msg(30) + "\n" + msg(3)
-	conn := &stdioConn{r: io.NopCloser(&trickle{b: []byte(stream)}), w: nopWriteCloser{}, guard: &wireGuard{}}
+	conn := newStdioConn(io.NopCloser(&trickle{b: []byte(stream)}), nopWriteCloser{}, &wireGuard{})
 	for _, want := range []int64{1, 2, 30, 3} {
 		m, err := conn.Read(context.Background())
 		if err != nil {
@@ -183,7 +183,7 @@ func TestStdioLines(t *testing.T) {
 	}
 
 	long := `{"jsonrpc":"2.0","id":1,"result":{"n":"` + strings.Repeat("y", maxCapture) + `"}}` + "\n"
-	conn = &stdioConn{r: io.NopCloser(bytes.NewReader([]byte(long))), w: nopWriteCloser{}, guard: &wireGuard{}}
+	conn = newStdioConn(io.NopCloser(bytes.NewReader([]byte(long))), nopWriteCloser{}, &wireGuard{})
 	_, err := conn.Read(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "longer than") || !errors.Is(err, ErrProtocol) {
 		t.Fatalf("a line over the limit: %v", err)
@@ -220,7 +220,7 @@ func FuzzStdioRead(f *testing.F) {
 	}
 	f.Add([]byte("\r\n\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n[1]\n"))
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		conn := &stdioConn{r: io.NopCloser(&trickle{b: stream}), w: nopWriteCloser{}, guard: &wireGuard{}}
+		conn := newStdioConn(io.NopCloser(&trickle{b: stream}), nopWriteCloser{}, &wireGuard{})
 		for range len(stream) + 1 {
 			m, err := conn.Read(context.Background())
 			if err != nil {
