@@ -300,7 +300,7 @@ func (p *planner) updateTool(i int, t *playbook.Tool, reg playbook.Definition, r
 			// server that declares no outputSchema): {} says "any
 			// value", which is what the registry knows.
 			v = map[string]any{}
-			res.Notes = append(res.Notes, fmt.Sprintf("tool %q: the registry states no %s; pin wrote {} (any value): narrow it if you know the shape", t.Name.Value, name))
+			res.Notes = append(res.Notes, anySchemaNote(t.Name.Value, name))
 		}
 		newVal, err := encode(v)
 		if err != nil {
@@ -353,13 +353,19 @@ func (p *planner) addMissing(res *Result) {
 		}{{"inputSchema", def.InputSchema}, {"outputSchema", def.OutputSchema}} {
 			if empty := len(m.val) == 0 || m.val.Kind() == '{' && len(bytes.TrimSpace(m.val[1:len(m.val)-1])) == 0; empty {
 				v = append(v[:len(v)-1], fmt.Sprintf(`,%q:{}}`, m.name)...)
-				res.Notes = append(res.Notes, fmt.Sprintf("tool %q: the registry states no %s; pin wrote {} (any value): narrow it if you know the shape", name, m.name))
+				res.Notes = append(res.Notes, anySchemaNote(name, m.name))
 			}
 		}
 		g := &group{tool: name, toolIndex: -1, added: true, def: p.format(v, elemIndent), raw: v}
 		g.listIn, g.problems = p.listInRequires(def)
 		p.groups = append(p.groups, g)
 	}
+}
+
+// anySchemaNote says pin wrote {} for a required schema (member) of tool
+// that the registry states none of.
+func anySchemaNote(tool, member string) string {
+	return fmt.Sprintf("tool %q: the registry states no %s; pin wrote {} (any value): narrow it if you know the shape", tool, member)
 }
 
 // listInRequires finds the array an added tool's name belongs in: its MCP
