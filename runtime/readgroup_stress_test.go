@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-json-experiment/json"
 
-	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/store"
 )
 
@@ -82,13 +81,7 @@ func TestReadGroupsUnderConcurrency(t *testing.T) {
 			t.Errorf("call %d recorded as %d %s", i, c.Index, c.Args)
 		}
 	}
-	recs, err := g.st.Audit(ctx, g.c.run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if probs := audit.Verify(recs, 0, ""); len(probs) > 0 {
-		t.Fatalf("the chain does not verify: %v", probs)
-	}
+	recs := g.verifiedAudit(t)
 	var got []string
 	for i := 1; i < len(recs); i++ {
 		r := recs[i]

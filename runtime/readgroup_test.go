@@ -74,6 +74,20 @@ func (g *groupRig) resume(t *testing.T) {
 	}
 }
 
+// verifiedAudit returns the run's audit records once their chain
+// verifies.
+func (g *groupRig) verifiedAudit(t *testing.T) []audit.Record {
+	t.Helper()
+	recs, err := g.st.Audit(context.Background(), g.c.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probs := audit.Verify(recs, 0, ""); len(probs) > 0 {
+		t.Fatalf("the chain does not verify: %v", probs)
+	}
+	return recs
+}
+
 func (g *groupRig) read(i int) {
 	args := jsontext.Value(fmt.Sprintf(`{"n":%d}`, i))
 	out := jsontext.Value(fmt.Sprintf(`{"echo":%d}`, i))
@@ -131,13 +145,7 @@ func TestReadCallsShareAQueuedFunction(t *testing.T) {
 			t.Errorf("call %d recorded as %d %s -> %s (%s)", i, c.Index, c.Args, c.Result, c.State)
 		}
 	}
-	recs, err := g.st.Audit(ctx, g.c.run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if probs := audit.Verify(recs, 0, ""); len(probs) > 0 {
-		t.Fatalf("the chain does not verify: %v", probs)
-	}
+	recs := g.verifiedAudit(t)
 	var got []string
 	for _, r := range recs[1:] {
 		got = append(got, string(r.Kind)+recordIndex(r))
