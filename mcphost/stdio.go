@@ -2,6 +2,7 @@ package mcphost
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -337,16 +338,23 @@ func stringOf(v jsontext.Value) (string, bool) {
 	return s, true
 }
 
-// shown is v as an error shows it: "absent", or its text cut at 40 bytes.
+// shown is v as an error shows it: "absent", its text when it is at most
+// maxShownValue bytes, else only its kind and size. A value is shown
+// whole or not at all, so that the redactor, which sees the whole error,
+// finds any secret in it: a secret cut short would not match.
 func shown(v jsontext.Value) string {
 	switch {
 	case v == nil:
 		return "absent"
-	case len(v) > 40:
-		return string(v[:40]) + "..."
+	case len(v) <= maxShownValue:
+		return string(v)
 	}
-	return string(v)
+	kind := map[jsontext.Kind]string{'"': "a string", '{': "an object", '[': "an array", '0': "a number"}[v.Kind()]
+	return fmt.Sprintf("%s of %d bytes", cmp.Or(kind, "a value"), len(v))
 }
+
+// maxShownValue bounds a value an error shows.
+const maxShownValue = 40
 
 func raw(v jsontext.Value) json.RawMessage {
 	if v == nil {

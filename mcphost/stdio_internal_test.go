@@ -233,3 +233,24 @@ func FuzzStdioRead(f *testing.F) {
 		t.Fatal("more messages than lines")
 	})
 }
+
+// A value an error shows is shown whole or described, never cut: a
+// secret in it is then either redacted whole or not shown.
+func TestDecodeErrorShowsValuesWholeOrNot(t *testing.T) {
+	secret := "sk_live_" + strings.Repeat("9", 48)
+	red := redactor{secrets: []string{secret}}
+	for _, m := range []string{
+		`{"jsonrpc":"` + secret + `","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"method":["` + secret + `"]}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":"` + secret + `","message":"m"}}`,
+	} {
+		_, err := decodeMessage([]byte(m))
+		if err == nil {
+			t.Fatalf("%s: read", m)
+		}
+		msg := red.redact(err.Error())
+		if strings.Contains(msg, secret[:12]) {
+			t.Errorf("%s: the error shows part of the secret: %s", m, msg)
+		}
+	}
+}
