@@ -89,18 +89,12 @@ func (d *instDecoder) value(depth int) (any, bool) {
 				return nil, false
 			}
 			m[k] = v
-			d.space()
-			if d.i >= len(d.b) {
+			more, ok := d.next('}')
+			if !ok {
 				return nil, false
 			}
-			switch d.b[d.i] {
-			case ',':
-				d.i++
-			case '}':
-				d.i++
+			if !more {
 				return m, true
-			default:
-				return nil, false
 			}
 		}
 	case c == '[':
@@ -117,18 +111,12 @@ func (d *instDecoder) value(depth int) (any, bool) {
 				return nil, false
 			}
 			a = append(a, v)
-			d.space()
-			if d.i >= len(d.b) {
+			more, ok := d.next(']')
+			if !ok {
 				return nil, false
 			}
-			switch d.b[d.i] {
-			case ',':
-				d.i++
-			case ']':
-				d.i++
+			if !more {
 				return a, true
-			default:
-				return nil, false
 			}
 		}
 	case c == '"':
@@ -143,6 +131,24 @@ func (d *instDecoder) value(depth int) (any, bool) {
 		return d.num()
 	}
 	return nil, false
+}
+
+// next reads what follows a member or an element: ',' (more is true),
+// or end, which closes the object or array; anything else fails.
+func (d *instDecoder) next(end byte) (more, ok bool) {
+	d.space()
+	if d.i >= len(d.b) {
+		return false, false
+	}
+	switch d.b[d.i] {
+	case ',':
+		d.i++
+		return true, true
+	case end:
+		d.i++
+		return false, true
+	}
+	return false, false
 }
 
 func (d *instDecoder) lit(s string) bool {
