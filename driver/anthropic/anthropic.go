@@ -135,17 +135,16 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = http.DefaultClient
-	}
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
-		option.WithHTTPClient(client),
+		// No redirect is followed: it would take the key and the
+		// conversation elsewhere ([llm.Redirected]).
+		option.WithHTTPClient(llm.NoRedirects(cfg.HTTPClient)),
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 			llm.Attempted(req)
-			return next(req)
+			res, err := next(req)
+			return llm.Redirected(Name, req, res, err)
 		}),
 	}
 	if cfg.APIKey != "" {

@@ -125,7 +125,7 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = llm.DefaultTimeout
 	}
-	opts := openaiapi.Options(cfg.HTTPClient, cfg.BaseURL, cfg.APIKey, cfg.Timeout, cfg.MaxRetries)
+	opts := openaiapi.Options(Name, cfg.HTTPClient, cfg.BaseURL, cfg.APIKey, cfg.Timeout, cfg.MaxRetries)
 	return &Driver{cfg: cfg, svc: sdk.NewChatCompletionService(opts...), models: sdk.NewModelService(opts...), base: base, url: strings.TrimSuffix(base, "/") + "/chat/completions"}, nil
 }
 

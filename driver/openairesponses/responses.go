@@ -133,7 +133,7 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = llm.DefaultTimeout
 	}
-	opts := openaiapi.Options(cfg.HTTPClient, cfg.BaseURL, cfg.APIKey, cfg.Timeout, cfg.MaxRetries)
+	opts := openaiapi.Options(Name, cfg.HTTPClient, cfg.BaseURL, cfg.APIKey, cfg.Timeout, cfg.MaxRetries)
 	return &Driver{
 		cfg: cfg, svc: responses.NewResponseService(opts...), models: sdk.NewModelService(opts...),
 		ep: openaiapi.Endpoint{Provider: Name, Model: cfg.Model, Base: base, URL: strings.TrimSuffix(base, "/") + "/responses", Key: cfg.APIKey, Timeout: cfg.Timeout, Binding: cfg.Binding},
