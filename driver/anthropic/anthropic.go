@@ -275,7 +275,7 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		if refused != nil {
 			return nil, llm.Reply(Name, refused.code, string(msg.StopReason), refused.reason, calls)
 		}
-		if rerr := checkReply(msg.StopReason, calls, seen); rerr != nil {
+		if rerr := checkReply(msg.StopReason, calls, seen, in.Tools); rerr != nil {
 			return nil, rerr
 		}
 		if len(calls) == 0 {
@@ -340,11 +340,12 @@ type streamRefusal struct {
 
 // stream sends one request with a streamed response and accumulates its
 // events into the message. The reply is refused (refused not nil) when
-// the stream ended before message_stop, or a tool_use block's input, as
-// its input_json_delta events spell it, is not JSON (the SDK's
-// accumulation would make it {}, and a call with all its defaults must
-// never run in its place). Errors are as [Driver.clean] makes them, or say the stream is
-// malformed.
+// the stream ended before message_stop, or a tool_use block's input does
+// not come as exactly one complete JSON value ([inputs]: the driver
+// assembles each input from the events itself, since the SDK's
+// accumulation makes an input it cannot join into {}, and a call with
+// all its defaults must never run in its place). Errors are as
+// [Driver.clean] makes them, or say the stream is malformed.
 func (d *Driver) stream(ctx context.Context, params sdk.MessageNewParams) (msg sdk.Message, refused *streamRefusal, err error) {
 	ctx, att := llm.CountAttempts(ctx)
 	var res *http.Response
@@ -352,19 +353,14 @@ func (d *Driver) stream(ctx context.Context, params sdk.MessageNewParams) (msg s
 	defer s.Close()
 	events := 0
 	complete := false
-	inputs := map[int64]*strings.Builder{} // tool_use input as streamed, by block index
+	var in inputs
 	for s.Next() {
 		ev := s.Current()
 		events++
-		if ev.Type == "content_block_delta" && ev.Delta.Type == "input_json_delta" {
-			if inputs[ev.Index] == nil {
-				inputs[ev.Index] = &strings.Builder{}
-			}
-			inputs[ev.Index].WriteString(ev.Delta.PartialJSON)
-		}
 		if events == 1 && ev.Type != "message_start" {
 			return msg, nil, llm.Noted(fmt.Errorf("anthropic: the response stream from %s begins with a %q event, not message_start", d.url, ev.Type), 0, d.cfg.Binding)
 		}
+		in.event(ev)
 		if err := msg.Accumulate(ev); err != nil {
 			return msg, nil, llm.Noted(&llm.RedactedError{Msg: llm.Redact(fmt.Sprintf("anthropic: the response stream from %s is malformed: %v", d.url, err), d.cfg.APIKey), Err: err}, 0, d.cfg.Binding)
 		}
@@ -385,13 +381,9 @@ func (d *Driver) stream(ctx context.Context, params sdk.MessageNewParams) (msg s
 	if !complete {
 		return msg, &streamRefusal{driver.ReplyTruncated, "the response stream ended before its message_stop event: the reply may be cut off"}, nil
 	}
-	for i, b := range msg.Content {
-		in := inputs[int64(i)]
-		if b.Type == "tool_use" && in != nil && in.Len() > 0 && !json.Valid([]byte(in.String())) {
-			// The refused call is recorded with what the model sent.
-			msg.Content[i].Input = json.RawMessage(in.String())
-			return msg, &streamRefusal{driver.ReplyMalformed, fmt.Sprintf("the input of tool_use block %d, as its input_json_delta events spell it, is not JSON", i+1)}, nil
-		}
+	// The refused call is recorded with what the model sent.
+	if why, _ := in.assemble(&msg); why != "" {
+		return msg, &streamRefusal{driver.ReplyMalformed, why}, nil
 	}
 	return msg, nil, nil
 }
@@ -400,7 +392,7 @@ func (d *Driver) stream(ctx context.Context, params sdk.MessageNewParams) (msg s
 // (see docs/drivers.md, "Stop reasons"), or nil. Only stop_reason
 // "tool_use" lets tool_use blocks run; a reply without them is the final
 // answer when it stops at end_turn or a stop sequence.
-func checkReply(stop sdk.StopReason, calls []driver.Call, seen llm.IDs) error {
+func checkReply(stop sdk.StopReason, calls []driver.Call, seen llm.IDs, tools []driver.Tool) error {
 	reply := func(code driver.ReplyCode, reason string) error {
 		return llm.Reply(Name, code, string(stop), reason, calls)
 	}
@@ -410,6 +402,9 @@ func checkReply(stop sdk.StopReason, calls []driver.Call, seen llm.IDs) error {
 			return reply(driver.ReplyMalformed, fmt.Sprintf("stop_reason %q, and the reply has no tool_use block", stop))
 		}
 		if r := seen.Check(calls); r != "" {
+			return reply(driver.ReplyMalformed, r)
+		}
+		if r := llm.Unfilled(calls, tools); r != "" {
 			return reply(driver.ReplyMalformed, r)
 		}
 		return nil

@@ -238,8 +238,8 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		}
 		choice := resp.Choices[0]
 		msg := choice.Message
-		calls, wires := toolCalls(msg.ToolCalls)
-		if rerr := d.checkReply(choice, calls, seen); rerr != nil {
+		calls, wires, shape := toolCalls(msg.ToolCalls)
+		if rerr := d.checkReply(choice, calls, seen, in.Tools, shape); rerr != nil {
 			return nil, rerr
 		}
 		if len(calls) == 0 {
@@ -315,26 +315,37 @@ func (m *imageMessage) append(msgs []sdk.ChatCompletionMessageParamUnion) []sdk.
 }
 
 // toolCalls returns a message's tool calls as the Caller gets them (names
-// mapped back with SpecName, arguments as sent), and the names as sent.
-func toolCalls(tcs []sdk.ChatCompletionMessageToolCallUnion) ([]driver.Call, []string) {
+// mapped back with SpecName, arguments as sent), the names as sent, and
+// the reason the reply is malformed by the calls' shape ("" when it is
+// not): a function call whose "arguments" is not a JSON string (missing,
+// null, an object: the SDK would read it as "" or as the raw value, and
+// the runtime takes "" as {}).
+func toolCalls(tcs []sdk.ChatCompletionMessageToolCallUnion) ([]driver.Call, []string, string) {
 	var calls []driver.Call
 	var wires []string
-	for _, tc := range tcs {
+	shape := ""
+	for i, tc := range tcs {
 		name, args := tc.Function.Name, tc.Function.Arguments
+		raw := tc.Function.JSON.Arguments.Raw()
 		if tc.Type == "custom" {
 			name, args = tc.Custom.Name, tc.Custom.Input
+			raw = tc.Custom.JSON.Input.Raw()
+		}
+		if shape == "" && !strings.HasPrefix(raw, `"`) {
+			shape = fmt.Sprintf("the arguments of tool call %d are not a JSON string (the API sends them as one): %s", i+1, openaiapi.ArgShape(raw))
+			args = raw
 		}
 		calls = append(calls, driver.Call{ID: tc.ID, Name: driver.SpecName(name), Arguments: jsontext.Value(args)})
 		wires = append(wires, name)
 	}
-	return calls, wires
+	return calls, wires, shape
 }
 
 // checkReply returns the *driver.ReplyError of a reply that may not run
 // (see docs/drivers.md, "Stop reasons"), or nil. Only finish_reason
 // "tool_calls" lets tool calls run; a reply without tool calls that
 // stopped otherwise than cut off or filtered is the final answer.
-func (d *Driver) checkReply(choice sdk.ChatCompletionChoice, calls []driver.Call, seen llm.IDs) error {
+func (d *Driver) checkReply(choice sdk.ChatCompletionChoice, calls []driver.Call, seen llm.IDs, tools []driver.Tool, shape string) error {
 	stop := choice.FinishReason
 	reply := func(code driver.ReplyCode, reason string) error {
 		return llm.Reply(Name, code, stop, reason, calls)
@@ -358,6 +369,12 @@ func (d *Driver) checkReply(choice sdk.ChatCompletionChoice, calls []driver.Call
 		return reply(driver.ReplyMalformed, fmt.Sprintf("the reply holds %d tool call(s), and its finish_reason %q does not ask for tool calls (only \"tool_calls\" does)", len(calls), stop))
 	}
 	if r := seen.Check(calls); r != "" {
+		return reply(driver.ReplyMalformed, r)
+	}
+	if shape != "" {
+		return reply(driver.ReplyMalformed, shape)
+	}
+	if r := llm.Unfilled(calls, tools); r != "" {
 		return reply(driver.ReplyMalformed, r)
 	}
 	return nil

@@ -238,7 +238,7 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 			}
 		}
 		r := readReply(resp)
-		if err := d.checkReply(resp, r, seen); err != nil {
+		if err := d.checkReply(resp, r, seen, in.Tools); err != nil {
 			return nil, err
 		}
 		if len(r.calls) == 0 {
@@ -338,6 +338,9 @@ type reply struct {
 	text       string // the output_text parts of the message items
 	refusal    string // the refusal parts
 	other      string // the type of the first item the driver never asks for
+	// shape is why the function calls are malformed by their shape (""
+	// when they are not): "arguments" not a JSON string.
+	shape string
 }
 
 func readReply(resp *responses.Response) reply {
@@ -356,7 +359,14 @@ func readReply(resp *responses.Response) reply {
 			}
 		case "function_call":
 			fc := item.AsFunctionCall()
-			r.calls = append(r.calls, driver.Call{ID: fc.CallID, Name: driver.SpecName(fc.Name), Arguments: jsontext.Value(fc.Arguments)})
+			args := fc.Arguments
+			if raw := fc.JSON.Arguments.Raw(); r.shape == "" && !strings.HasPrefix(raw, `"`) {
+				// Missing or null, the SDK reads it as "", which the
+				// runtime takes as {}.
+				r.shape = fmt.Sprintf("the arguments of function call %d are not a JSON string (the API sends them as one): %s", len(r.calls)+1, openaiapi.ArgShape(raw))
+				args = raw
+			}
+			r.calls = append(r.calls, driver.Call{ID: fc.CallID, Name: driver.SpecName(fc.Name), Arguments: jsontext.Value(args)})
 			r.wires = append(r.wires, fc.Name)
 			if s := string(fc.Status); s != "" && s != "completed" && r.unfinished == "" {
 				r.unfinished = s
@@ -381,7 +391,7 @@ func readReply(resp *responses.Response) reply {
 // docs/drivers.md, "Stop reasons"), or nil. Only status "completed" lets
 // function calls run; a response without calls whose status is
 // "completed" (or that has none) is the final answer.
-func (d *Driver) checkReply(resp *responses.Response, r reply, seen llm.IDs) error {
+func (d *Driver) checkReply(resp *responses.Response, r reply, seen llm.IDs, tools []driver.Tool) error {
 	status := string(resp.Status)
 	refuse := func(code driver.ReplyCode, reason string) error {
 		return llm.Reply(Name, code, status, reason, r.calls)
@@ -418,6 +428,12 @@ func (d *Driver) checkReply(resp *responses.Response, r reply, seen llm.IDs) err
 	}
 	if why := seen.Check(r.calls); why != "" {
 		return refuse(driver.ReplyMalformed, strings.ReplaceAll(why, "the id ", "the call_id "))
+	}
+	if r.shape != "" {
+		return refuse(driver.ReplyMalformed, r.shape)
+	}
+	if why := llm.Unfilled(r.calls, tools); why != "" {
+		return refuse(driver.ReplyMalformed, why)
 	}
 	return nil
 }

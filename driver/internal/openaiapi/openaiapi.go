@@ -181,3 +181,20 @@ func ErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response, e
 	res.Body = io.NopCloser(bytes.NewReader(body))
 	return res, nil
 }
+
+// ArgShape says what an "arguments" member that is not a JSON string is,
+// as raw holds it ("" for a missing member), for a reply's refusal.
+func ArgShape(raw string) string {
+	raw = strings.TrimSpace(raw)
+	switch {
+	case raw == "":
+		return "the member is missing"
+	case raw == "null":
+		return "it is null"
+	case raw[0] == '{':
+		return "it is an object"
+	case raw[0] == '[':
+		return "it is an array"
+	}
+	return "it is " + raw
+}
