@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -354,6 +355,7 @@ func (d *Driver) stream(ctx context.Context, params sdk.MessageNewParams) (msg s
 	events := 0
 	complete := false
 	var in inputs
+	var stops []sdk.StopReason // every stop_reason the stream gave
 	for s.Next() {
 		ev := s.Current()
 		events++
@@ -361,6 +363,12 @@ func (d *Driver) stream(ctx context.Context, params sdk.MessageNewParams) (msg s
 			return msg, nil, llm.Noted(fmt.Errorf("anthropic: the response stream from %s begins with a %q event, not message_start", d.url, ev.Type), 0, d.cfg.Binding)
 		}
 		in.event(ev)
+		switch {
+		case ev.Type == "message_start" && ev.Message.StopReason != "":
+			stops = append(stops, ev.Message.StopReason)
+		case ev.Type == "message_delta" && ev.Delta.StopReason != "":
+			stops = append(stops, ev.Delta.StopReason)
+		}
 		if err := msg.Accumulate(ev); err != nil {
 			return msg, nil, llm.Noted(&llm.RedactedError{Msg: llm.Redact(fmt.Sprintf("anthropic: the response stream from %s is malformed: %v", d.url, err), d.cfg.APIKey), Err: err}, 0, d.cfg.Binding)
 		}
@@ -381,11 +389,44 @@ func (d *Driver) stream(ctx context.Context, params sdk.MessageNewParams) (msg s
 	if !complete {
 		return msg, &streamRefusal{driver.ReplyTruncated, "the response stream ended before its message_stop event: the reply may be cut off"}, nil
 	}
+	if r := d.stopSignals(stops, msg); r != nil {
+		in.assemble(&msg)
+		return msg, r, nil
+	}
 	// The refused call is recorded with what the model sent.
 	if why, _ := in.assemble(&msg); why != "" {
 		return msg, &streamRefusal{driver.ReplyMalformed, why}, nil
 	}
 	return msg, nil, nil
+}
+
+// stopSignals returns the refusal of a stream whose stop signals
+// contradict each other (nil when they do not): two different
+// stop_reasons (message_start's and message_delta's, or two
+// message_deltas), or an output token count that reached max_tokens under
+// a stop_reason that says otherwise. Contradictory signals count as cut
+// off when one of them says so: nothing of the reply runs.
+func (d *Driver) stopSignals(stops []sdk.StopReason, msg sdk.Message) *streamRefusal {
+	cut := func(r sdk.StopReason) bool {
+		return r == sdk.StopReasonMaxTokens || r == sdk.StopReasonModelContextWindowExceeded
+	}
+	for _, r := range stops[min(1, len(stops)):] {
+		if r == stops[0] {
+			continue
+		}
+		why := fmt.Sprintf("the response stream gives stop_reason %q and also %q", stops[0], r)
+		switch {
+		case slices.ContainsFunc(stops, cut):
+			return &streamRefusal{driver.ReplyTruncated, why + ": contradictory stop signals count as cut off"}
+		case slices.Contains(stops, sdk.StopReasonRefusal):
+			return &streamRefusal{driver.ReplyRefused, why}
+		}
+		return &streamRefusal{driver.ReplyMalformed, why}
+	}
+	if !cut(msg.StopReason) && msg.Usage.OutputTokens >= int64(d.cfg.MaxTokens) {
+		return &streamRefusal{driver.ReplyTruncated, fmt.Sprintf("the response gives stop_reason %q, and its %d output tokens reached max_tokens (%d): it may be cut off; raise maxTokens", msg.StopReason, msg.Usage.OutputTokens, d.cfg.MaxTokens)}
+	}
+	return nil
 }
 
 // checkReply returns the *driver.ReplyError of a reply that may not run

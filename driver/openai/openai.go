@@ -239,7 +239,7 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		choice := resp.Choices[0]
 		msg := choice.Message
 		calls, wires, shape := toolCalls(msg.ToolCalls)
-		if rerr := d.checkReply(choice, calls, seen, in.Tools, shape); rerr != nil {
+		if rerr := d.checkReply(choice, resp.Choices[1:], calls, seen, in.Tools, shape); rerr != nil {
 			return nil, rerr
 		}
 		if len(calls) == 0 {
@@ -344,13 +344,28 @@ func toolCalls(tcs []sdk.ChatCompletionMessageToolCallUnion) ([]driver.Call, []s
 // checkReply returns the *driver.ReplyError of a reply that may not run
 // (see docs/drivers.md, "Stop reasons"), or nil. Only finish_reason
 // "tool_calls" lets tool calls run; a reply without tool calls that
-// stopped otherwise than cut off or filtered is the final answer.
-func (d *Driver) checkReply(choice sdk.ChatCompletionChoice, calls []driver.Call, seen llm.IDs, tools []driver.Tool, shape string) error {
+// stopped otherwise than cut off or filtered is the final answer. others
+// are the response's choices after the first: the driver asks for one,
+// so any is a contradiction (cut off when one of them says so).
+func (d *Driver) checkReply(choice sdk.ChatCompletionChoice, others []sdk.ChatCompletionChoice, calls []driver.Call, seen llm.IDs, tools []driver.Tool, shape string) error {
 	stop := choice.FinishReason
 	reply := func(code driver.ReplyCode, reason string) error {
 		return llm.Reply(Name, code, stop, reason, calls)
 	}
 	refusal := llm.Redact(choice.Message.Refusal, d.cfg.APIKey)
+	if len(others) > 0 {
+		// The driver asks for one choice: more are contradictory stop
+		// signals, which count as cut off when one of them says so.
+		for _, o := range others {
+			switch o.FinishReason {
+			case "length":
+				return reply(driver.ReplyTruncated, fmt.Sprintf("the response has %d choices, and choice %d was cut off (finish_reason %q)", len(others)+1, o.Index+1, o.FinishReason))
+			case "content_filter":
+				return reply(driver.ReplyFiltered, fmt.Sprintf("the response has %d choices, and choice %d was filtered (finish_reason %q)", len(others)+1, o.Index+1, o.FinishReason))
+			}
+		}
+		return reply(driver.ReplyMalformed, fmt.Sprintf("the response has %d choices; the driver asks for one", len(others)+1))
+	}
 	switch stop {
 	case "length":
 		return reply(driver.ReplyTruncated, fmt.Sprintf("the model's answer was cut off (finish_reason %q)", stop))

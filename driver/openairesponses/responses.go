@@ -341,6 +341,9 @@ type reply struct {
 	// shape is why the function calls are malformed by their shape (""
 	// when they are not): "arguments" not a JSON string.
 	shape string
+	// incomplete says a message item's own status is "incomplete" (""
+	// when none is): the reply was cut off.
+	incomplete string
 }
 
 func readReply(resp *responses.Response) reply {
@@ -349,7 +352,11 @@ func readReply(resp *responses.Response) reply {
 	for _, item := range resp.Output {
 		switch item.Type {
 		case "message":
-			for _, part := range item.AsMessage().Content {
+			msg := item.AsMessage()
+			if msg.Status == "incomplete" && r.incomplete == "" {
+				r.incomplete = "a message item has status \"incomplete\""
+			}
+			for _, part := range msg.Content {
 				switch part.Type {
 				case "output_text":
 					text.WriteString(part.Text)
@@ -396,6 +403,20 @@ func (d *Driver) checkReply(resp *responses.Response, r reply, seen llm.IDs, too
 	refuse := func(code driver.ReplyCode, reason string) error {
 		return llm.Reply(Name, code, status, reason, r.calls)
 	}
+	// Contradictory stop signals count as cut off: a response that says
+	// "completed" and also that it stopped at the output limit (or was
+	// filtered, or failed) runs nothing.
+	if status == "completed" {
+		if why := resp.IncompleteDetails.Reason; why != "" || r.incomplete != "" || limitReached(resp) {
+			if why == "content_filter" {
+				return refuse(driver.ReplyFiltered, fmt.Sprintf("the response says status %q, and it was filtered (incomplete_details.reason %q)", status, why))
+			}
+			return refuse(driver.ReplyTruncated, fmt.Sprintf("the response says status %q, and it was cut off (%s)", status, cutOff(resp, r)))
+		}
+		if resp.JSON.Error.Valid() && (resp.Error.Code != "" || resp.Error.Message != "") {
+			return refuse(driver.ReplyMalformed, fmt.Sprintf("the response says status %q, and it holds an error (code %q)", status, llm.Redact(string(resp.Error.Code), d.cfg.APIKey)))
+		}
+	}
 	switch status {
 	case "completed":
 	case "incomplete":
@@ -436,6 +457,23 @@ func (d *Driver) checkReply(resp *responses.Response, r reply, seen llm.IDs, too
 		return refuse(driver.ReplyMalformed, why)
 	}
 	return nil
+}
+
+// limitReached reports whether resp says it used all of its
+// max_output_tokens (when it names a limit).
+func limitReached(resp *responses.Response) bool {
+	return resp.MaxOutputTokens > 0 && resp.JSON.Usage.Valid() && resp.Usage.OutputTokens >= resp.MaxOutputTokens
+}
+
+// cutOff says which signal of a "completed" response says it was cut off.
+func cutOff(resp *responses.Response, r reply) string {
+	switch {
+	case resp.IncompleteDetails.Reason != "":
+		return fmt.Sprintf("incomplete_details.reason %q", resp.IncompleteDetails.Reason)
+	case r.incomplete != "":
+		return r.incomplete
+	}
+	return fmt.Sprintf("usage.output_tokens %d of max_output_tokens %d", resp.Usage.OutputTokens, resp.MaxOutputTokens)
 }
 
 // failed is the error of a response with status "failed" and no function
