@@ -191,86 +191,65 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 	}
 	input := responses.ResponseInputParam{message(llm.UserPrompt, responses.EasyInputMessageRoleUser)}
 
-	shown := llm.Shown{Limit: d.cfg.MaxResultBytes, Images: !d.cfg.NoImages, ImagesLater: true}
-	step, reqCtx, cancel := llm.StartStep(ctx, Name, in.StepID, d.cfg.StepTimeout, d.cfg.Binding, d.now)
-	defer cancel()
-	rec, _ := caller.(driver.UsageRecorder)
+	t := &turn{d: d, params: params, input: input, shown: llm.Shown{Limit: d.cfg.MaxResultBytes, Images: !d.cfg.NoImages, ImagesLater: true}}
+	loop := llm.Loop{Provider: Name, Model: d.cfg.Model, MaxTurns: d.cfg.MaxTurns, StepTimeout: d.cfg.StepTimeout, Now: d.now, Binding: d.cfg.Binding, IDName: "call_id"}
+	return loop.Run(ctx, in, caller, t)
+}
 
-	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
-	seen := llm.IDs{}
-	if len(in.Made) > 0 {
-		// A resumed step: the calls already made, and their outputs, as
-		// the conversation had them (docs/drivers.md, "Resumed steps").
-		var outputs responses.ResponseInputParam
-		var images imageMessage
-		for _, m := range in.Made {
-			input = append(input, responses.ResponseInputItemParamOfFunctionCall(string(llm.CanonicalArgs(m.Arguments)), m.ID, driver.WireName(m.Name)))
-			outputs = append(outputs, functionOutput(m.ID, shown.Text(m.Result)))
-			images.add(m.ID, m.Name, m.Result, shown)
-		}
-		input = append(input, outputs...)
-		input = images.append(input)
-		seen.Add(llm.MadeCalls(in.Made))
-	}
-	for turn := 1; turn <= turns; turn++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := step.Check(); err != nil {
-			return nil, err
-		}
-		params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: input}
-		rctx, att := llm.CountAttempts(reqCtx)
-		resp, err := d.svc.New(rctx, params)
-		if err != nil {
-			if serr := step.Ended(rctx); serr != nil && ctx.Err() == nil {
-				return nil, serr
-			}
-			return nil, d.ep.CleanN(rctx, err, att.N())
-		}
-		if rec != nil && resp.JSON.Usage.Valid() {
-			u := resp.Usage
-			if err := rec.RecordUsage(ctx, driver.Usage{
-				Provider: Name, Model: d.cfg.Model, Turn: turn,
-				InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.InputTokensDetails.CachedTokens,
-			}); err != nil {
-				return nil, err
-			}
-		}
-		r := readReply(resp)
-		if err := d.checkReply(resp, r, seen, in.Tools); err != nil {
-			return nil, err
-		}
-		if len(r.calls) == 0 {
-			return llm.Output(r.text)
-		}
-		seen.Add(r.calls)
+// turn is the Responses API's half of a step's conversation
+// ([llm.Turn]): every request holds the whole conversation as input
+// items.
+type turn struct {
+	d      *Driver
+	params responses.ResponseNewParams
+	input  responses.ResponseInputParam
+	shown  llm.Shown
+	images imageMessage // of the accepted reply's answers
+}
 
-		// The history holds the canonical form of what was decided: the
-		// arguments as the runtime parses them, one output per call_id.
-		if r.text != "" {
-			input = append(input, message(r.text, responses.EasyInputMessageRoleAssistant))
-		}
-		for i, c := range r.calls {
-			input = append(input, responses.ResponseInputItemParamOfFunctionCall(string(llm.CanonicalArgs(c.Arguments)), c.ID, r.wires[i]))
-		}
-		var images imageMessage
-		for _, c := range r.calls {
-			// No call starts after the deadline; one that runs then runs
-			// to its end (ctx, not the step's).
-			if err := step.Check(); err != nil {
-				return nil, err
-			}
-			res, err := caller.Call(ctx, c)
-			if err != nil {
-				return nil, err
-			}
-			input = append(input, functionOutput(c.ID, shown.Text(res)))
-			images.add(c.ID, c.Name, res, shown)
-		}
-		input = images.append(input)
+// Send sends the conversation and reads the response: its function
+// calls, its text, its status and the other signals ([Driver.readStop]).
+// A response that failed without function calls is an error (see
+// [Driver.failed]).
+func (t *turn) Send(ctx context.Context) (llm.Reply, error) {
+	t.params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: t.input}
+	rctx, att := llm.CountAttempts(ctx)
+	resp, err := t.d.svc.New(rctx, t.params)
+	if err != nil {
+		return llm.Reply{}, t.d.ep.CleanN(rctx, err, att.N())
 	}
-	return nil, fmt.Errorf("%s: step %q: %w (%d requests)", Name, in.StepID, driver.ErrTurnLimit, turns)
+	rr := readReply(resp)
+	r := llm.Reply{Stop: string(resp.Status), Calls: rr.calls, Wires: rr.wires, Text: rr.text}
+	if resp.JSON.Usage.Valid() {
+		u := resp.Usage
+		r.Usage = &driver.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.InputTokensDetails.CachedTokens}
+	}
+	return r, t.d.readStop(&r, resp, rr)
+}
+
+// Accept appends the response's text as an assistant message, when it
+// has any, and its function_call items with their arguments in canonical
+// form (what was decided).
+func (t *turn) Accept(r llm.Reply) {
+	if r.Text != "" {
+		t.input = append(t.input, message(r.Text, responses.EasyInputMessageRoleAssistant))
+	}
+	for i, c := range r.Calls {
+		t.input = append(t.input, responses.ResponseInputItemParamOfFunctionCall(string(llm.CanonicalArgs(c.Arguments)), c.ID, r.Wires[i]))
+	}
+}
+
+// Answer appends the call's function_call_output item; its images wait
+// for EndTurn.
+func (t *turn) Answer(c driver.Call, res driver.Result) {
+	t.input = append(t.input, functionOutput(c.ID, t.shown.Text(res)))
+	t.images.add(c.ID, c.Name, res, t.shown)
+}
+
+// EndTurn appends the user message with the answers' images, if any.
+func (t *turn) EndTurn() {
+	t.input = t.images.append(t.input)
+	t.images = imageMessage{}
 }
 
 // message is a message input item (type "message", content text).
@@ -394,67 +373,56 @@ func readReply(resp *responses.Response) reply {
 	return r
 }
 
-// checkReply returns the error of a response that may not run (see
-// docs/drivers.md, "Stop reasons"), or nil. Only status "completed" lets
-// function calls run; a response without calls whose status is
-// "completed" (or that has none) is the final answer.
-func (d *Driver) checkReply(resp *responses.Response, r reply, seen llm.IDs, tools []driver.Tool) error {
-	status := string(resp.Status)
-	refuse := func(code driver.ReplyCode, reason string) error {
-		return llm.Reply(Name, code, status, reason, r.calls)
-	}
-	// Contradictory stop signals count as cut off: a response that says
-	// "completed" and also that it stopped at the output limit (or was
-	// filtered, or failed) runs nothing.
-	if status == "completed" {
-		if why := resp.IncompleteDetails.Reason; why != "" || r.incomplete != "" || limitReached(resp) {
-			if why == "content_filter" {
-				return refuse(driver.ReplyFiltered, fmt.Sprintf("the response says status %q, and it was filtered (incomplete_details.reason %q)", status, why))
-			}
-			return refuse(driver.ReplyTruncated, fmt.Sprintf("the response says status %q, and it was cut off (%s)", status, cutOff(resp, r)))
-		}
-		if resp.JSON.Error.Valid() && (resp.Error.Code != "" || resp.Error.Message != "") {
-			return refuse(driver.ReplyMalformed, fmt.Sprintf("the response says status %q, and it holds an error (code %q)", status, llm.Redact(string(resp.Error.Code), d.cfg.APIKey)))
-		}
-	}
+// readStop adds to r the signals of a response (see docs/drivers.md,
+// "Stop reasons"), or returns the error of a response that failed without
+// function calls. Only status "completed" lets function calls run; a
+// response without calls whose status is "completed" (or that has none)
+// is the final answer. A "completed" response that also says it was cut
+// off, filtered or failed has those signals too: contradictory stop
+// signals count as cut off ([llm.Check]).
+func (d *Driver) readStop(r *llm.Reply, resp *responses.Response, rr reply) error {
+	status, n := string(resp.Status), len(r.Calls)
 	switch status {
 	case "completed":
+		if why := resp.IncompleteDetails.Reason; why == "content_filter" {
+			r.Refuse(driver.ReplyFiltered, fmt.Sprintf("the response says status %q, and it was filtered (incomplete_details.reason %q)", status, why))
+		} else if why != "" || rr.incomplete != "" || limitReached(resp) {
+			r.Refuse(driver.ReplyTruncated, fmt.Sprintf("the response says status %q, and it was cut off (%s)", status, cutOff(resp, rr)))
+		}
+		if resp.JSON.Error.Valid() && (resp.Error.Code != "" || resp.Error.Message != "") {
+			r.Refuse(driver.ReplyMalformed, fmt.Sprintf("the response says status %q, and it holds an error (code %q)", status, llm.Redact(string(resp.Error.Code), d.cfg.APIKey)))
+		}
 	case "incomplete":
 		why := resp.IncompleteDetails.Reason
 		if why == "content_filter" {
-			return refuse(driver.ReplyFiltered, fmt.Sprintf("the model's answer was filtered (status %q, incomplete_details.reason %q)", status, why))
+			r.Refuse(driver.ReplyFiltered, fmt.Sprintf("the model's answer was filtered (status %q, incomplete_details.reason %q)", status, why))
+		} else {
+			r.Refuse(driver.ReplyTruncated, fmt.Sprintf("the model's answer was cut off (status %q, incomplete_details.reason %q)", status, why))
 		}
-		return refuse(driver.ReplyTruncated, fmt.Sprintf("the model's answer was cut off (status %q, incomplete_details.reason %q)", status, why))
 	case "failed":
 		code, msg := string(resp.Error.Code), llm.Redact(strings.TrimSpace(resp.Error.Message), d.cfg.APIKey)
-		if len(r.calls) > 0 {
-			return refuse(driver.ReplyMalformed, fmt.Sprintf("the response failed (error code %q: %s) and holds %d function call(s)", code, msg, len(r.calls)))
+		if n == 0 {
+			return d.failed(code, msg)
 		}
-		return d.failed(code, msg)
+		r.Refuse(driver.ReplyMalformed, fmt.Sprintf("the response failed (error code %q: %s) and holds %d function call(s)", code, msg, n))
 	case "":
-		if len(r.calls) > 0 {
-			return refuse(driver.ReplyMalformed, fmt.Sprintf("the response has no status and holds %d function call(s); only status \"completed\" lets them run", len(r.calls)))
+		if n > 0 {
+			r.Refuse(driver.ReplyMalformed, fmt.Sprintf("the response has no status and holds %d function call(s); only status \"completed\" lets them run", n))
 		}
 	default:
-		return refuse(driver.ReplyMalformed, fmt.Sprintf("the response's status %q is not one the driver can use (the driver never asks for background responses; only \"completed\" lets function calls run)", status))
+		r.Refuse(driver.ReplyMalformed, fmt.Sprintf("the response's status %q is not one the driver can use (the driver never asks for background responses; only \"completed\" lets function calls run)", status))
 	}
-	refusal := llm.Redact(r.refusal, d.cfg.APIKey)
-	switch {
-	case refusal != "" && (len(r.calls) > 0 || r.text == ""):
-		return refuse(driver.ReplyRefused, fmt.Sprintf("the model refused (status %q): %s", status, refusal))
-	case r.other != "":
-		return refuse(driver.ReplyMalformed, fmt.Sprintf("the response holds an output item of type %q, which the driver never asks for (it offers functions only)", r.other))
-	case r.unfinished != "":
-		return refuse(driver.ReplyMalformed, fmt.Sprintf("a function_call item has status %q, not \"completed\"", r.unfinished))
+	if refusal := llm.Redact(rr.refusal, d.cfg.APIKey); refusal != "" && (n > 0 || rr.text == "") {
+		r.Refuse(driver.ReplyRefused, fmt.Sprintf("the model refused (status %q): %s", status, refusal))
 	}
-	if why := seen.Check(r.calls); why != "" {
-		return refuse(driver.ReplyMalformed, strings.ReplaceAll(why, "the id ", "the call_id "))
+	if rr.other != "" {
+		r.Refuse(driver.ReplyMalformed, fmt.Sprintf("the response holds an output item of type %q, which the driver never asks for (it offers functions only)", rr.other))
 	}
-	if r.shape != "" {
-		return refuse(driver.ReplyMalformed, r.shape)
+	if rr.unfinished != "" {
+		r.Refuse(driver.ReplyMalformed, fmt.Sprintf("a function_call item has status %q, not \"completed\"", rr.unfinished))
 	}
-	if why := llm.Unfilled(r.calls, tools); why != "" {
-		return refuse(driver.ReplyMalformed, why)
+	if rr.shape != "" {
+		r.Refuse(driver.ReplyMalformed, rr.shape)
 	}
 	return nil
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/openplaybook/openplaybook/internal/jsonnum"
 )
 
-// Reply returns a *driver.ReplyError for a refused reply.
-func Reply(provider string, code driver.ReplyCode, stop, reason string, calls []driver.Call) *driver.ReplyError {
+// Refused returns a *driver.ReplyError for a refused reply.
+func Refused(provider string, code driver.ReplyCode, stop, reason string, calls []driver.Call) *driver.ReplyError {
 	return &driver.ReplyError{Provider: provider, Code: code, StopReason: stop, Reason: reason, Calls: calls}
 }
 
