@@ -345,6 +345,10 @@ func (d *Driver) stream(ctx context.Context, params sdk.MessageNewParams) (msg s
 		if events == 1 && ev.Type != "message_start" {
 			return msg, nil, llm.Noted(fmt.Errorf("anthropic: the response stream from %s begins with a %q event, not message_start", d.url, ev.Type), 0, d.cfg.Binding)
 		}
+		if complete {
+			// Nothing follows message_stop: an event that does contradicts it.
+			in.refuse("the response stream goes on after its message_stop event (a %q event)", ev.Type)
+		}
 		in.event(ev)
 		switch {
 		case ev.Type == "message_start" && ev.Message.StopReason != "":
@@ -369,12 +373,13 @@ func (d *Driver) stream(ctx context.Context, params sdk.MessageNewParams) (msg s
 		}
 		return msg, nil, llm.Noted(fmt.Errorf("anthropic: the response from %s holds no stream events (Content-Type %q); the Messages API answers a streaming request with text/event-stream", d.url, ct), 0, d.cfg.Binding)
 	}
+	// The calls, refused or not, carry the inputs as the model sent them.
+	why := in.assemble(&msg)
 	if !complete {
 		return msg, []llm.Signal{{Code: driver.ReplyTruncated, Reason: "the response stream ended before its message_stop event: the reply may be cut off"}}, nil
 	}
 	signals = d.stopSignals(stops, msg)
-	// A refused call is recorded with what the model sent.
-	if why, _ := in.assemble(&msg); why != "" {
+	if why != "" {
 		signals = append(signals, llm.Signal{Code: driver.ReplyMalformed, Reason: why})
 	}
 	return msg, signals, nil

@@ -60,8 +60,7 @@ func (s *inputs) event(ev sdk.MessageStreamEventUnion) {
 			return
 		}
 		if ev.Index < 0 || ev.Index >= int64(len(s.blocks)) {
-			s.refuse("an input_json_delta event names content block %d, which never started", ev.Index+1)
-			return
+			return // the SDK refuses a delta for a block that never started
 		}
 		b := s.blocks[ev.Index]
 		switch {
@@ -123,23 +122,21 @@ func emptyObject(v jsontext.Value) bool {
 	return c.Compact() == nil && string(c) == "{}"
 }
 
-// assemble puts the input of each tool_use block of msg, a complete
-// stream's message, in place of the SDK's; it returns the refusal of a
-// reply whose inputs do not have the one shape allowed ("" when none),
-// and the index of the block it names (-1 for none).
-func (s *inputs) assemble(msg *sdk.Message) (string, int) {
-	if s.refused != "" {
-		return s.refused, -1
-	}
+// assemble puts the input of each tool_use block of msg, the stream's
+// message, in place of the SDK's; it returns the refusal of a reply
+// whose inputs or events do not have the one shape allowed ("" when
+// none: the first that does not).
+func (s *inputs) assemble(msg *sdk.Message) string {
+	why := s.refused
 	for i := range msg.Content {
 		if msg.Content[i].Type != "tool_use" {
 			continue
 		}
-		in, why := s.input(i)
+		in, w := s.input(i)
 		msg.Content[i].Input = []byte(in)
-		if why != "" {
-			return why, i
+		if why == "" {
+			why = w
 		}
 	}
-	return "", -1
+	return why
 }

@@ -53,8 +53,8 @@ func stream(events ...string) string {
 // deltas both (the SDK would make that {}), deltas that are not one JSON
 // object (cut, trailing data, another kind), deltas for a text block, a
 // block that never started or one already stopped, a block that never
-// stopped, two blocks with one id, and no input for a tool whose schema
-// needs some.
+// stopped, two blocks with one id, events after message_stop, and no
+// input for a tool whose schema needs some.
 func TestToolInputShapes(t *testing.T) {
 	one := func(events ...string) string {
 		return stream(append(events, streamEnd("tool_use"))...)
@@ -91,6 +91,8 @@ func TestToolInputShapes(t *testing.T) {
 			"has no content_block_stop event"},
 		{"duplicate ids", one(toolStart(0, "a", `{}`), inputDelta(0, `{"id":"cus_1"}`), blockStop(0), toolStart(1, "a", `{}`), inputDelta(1, `{"id":"cus_2"}`), blockStop(1)),
 			`the id "a" is given to two tool calls`},
+		{"a tool_use block after message_stop", stream(textStart(0), blockStop(0), streamEnd("tool_use"), toolStart(1, "a", `{}`), inputDelta(1, `{"id":"cus_1"}`), blockStop(1)),
+			"the response stream goes on after its message_stop event"},
 		{"no input where the schema needs one", one(toolStart(0, "a", `{}`), blockStop(0)),
 			`tool call 1 ("customer.get") has no arguments, and the tool's inputSchema needs some`},
 		{"only empty deltas where the schema needs input", one(toolStart(0, "a", `{}`), inputDelta(0, ``), inputDelta(0, ` `), blockStop(0)),
