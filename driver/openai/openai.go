@@ -138,18 +138,22 @@ func (d *Driver) GoString() string { return d.String() }
 // RunStep runs the step's conversation: it sends the prompt and the tools,
 // passes each tool call of a response, in order, to caller, sends the
 // results back, and repeats until a response has no tool call; that
-// response's text, as a JSON string, is the output.
+// response's text, as a JSON string, is the output. The loop is the one
+// every model driver shares ([llm.Loop]); this driver's [turn] only
+// builds the requests and reads the replies.
 //
 // It returns caller's error unchanged ([driver.ErrSuspended],
 // [driver.ErrCallLimit], ...), ctx's error, [driver.ErrTurnLimit] after
 // MaxTurns requests, an error wrapping [driver.ErrStepTimeout] when the
 // step runs out of Config.StepTimeout, a *[driver.ProviderError] when the
 // API answers with an error status (after the SDK's retries), an error
-// naming the URL when a request runs out of Config.Timeout, and a
-// *[driver.ReplyError] when a reply is refused whole (cut off, filtered,
-// refused, or tool calls without finish_reason "tool_calls", or with an
-// id given twice in the step): none of its calls reaches caller. No error
-// holds the API key.
+// naming the URL when a request runs out of Config.Timeout or is answered
+// with a redirect ([llm.RedirectError]), and a *[driver.ReplyError] when
+// a reply is refused whole (cut off, filtered, refused, more than one
+// choice, tool calls without finish_reason "tool_calls", or with an id
+// given twice in the step, arguments that are not a JSON string, blank
+// arguments to a tool that needs some): none of its calls reaches caller.
+// No error holds the API key.
 //
 // When caller is a [driver.UsageRecorder], each response's usage (when
 // the server reports it) goes to it before the response is acted on.

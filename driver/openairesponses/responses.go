@@ -151,6 +151,8 @@ func (d *Driver) GoString() string { return d.String() }
 // response, in order, to caller, appends the calls and their outputs to
 // the input, and sends it all again, until a completed response has no
 // function call; that response's text, as a JSON string, is the output.
+// The loop is the one every model driver shares ([llm.Loop]); this
+// driver's [turn] only builds the requests and reads the replies.
 //
 // It returns caller's error unchanged ([driver.ErrSuspended],
 // [driver.ErrCallLimit], ...), ctx's error, [driver.ErrTurnLimit] after
@@ -158,12 +160,15 @@ func (d *Driver) GoString() string { return d.String() }
 // step runs out of Config.StepTimeout, a *[driver.ProviderError] when the
 // API answers with an error status (after the SDK's retries; it names the
 // URL, the attempts and the binding), an error naming the URL when a
-// request runs out of Config.Timeout, an error naming the response's error code when its
-// status is "failed" (transient for server_error and rate_limit_exceeded,
-// see [driver.Transient]), and a *[driver.ReplyError] when a response is
-// refused whole (incomplete, a refusal, function calls under a status
-// other than "completed", a call_id given twice in the step): none of its
-// calls reaches caller. No error holds the API key.
+// request runs out of Config.Timeout or is answered with a redirect
+// ([llm.RedirectError]), an error naming the response's error code when
+// its status is "failed" (transient for server_error and
+// rate_limit_exceeded, see [driver.Transient]), and a *[driver.ReplyError]
+// when a response is refused whole (incomplete, or "completed" and also
+// cut off, filtered or failed, a refusal, function calls under a status
+// other than "completed", a call_id given twice in the step, arguments
+// that are not a JSON string, blank arguments to a tool that needs some):
+// none of its calls reaches caller. No error holds the API key.
 //
 // When caller is a [driver.UsageRecorder], each response's usage
 // (input_tokens, output_tokens, input_tokens_details.cached_tokens), when
