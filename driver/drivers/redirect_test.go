@@ -28,10 +28,10 @@ var modelDrivers = []struct{ name, base string }{
 }
 
 // No model driver follows a redirect: whatever 3xx the base URL answers
-// (and even when it asks for a retry), not one request reaches where it
-// points, so neither the key nor the conversation does; the step fails
-// naming the status, the base got one request, and no tool ran. The
-// probe is held to the same.
+// (300 and 304 included, and even when it asks for a retry), not one
+// request reaches where it points, so neither the key nor the
+// conversation does; the step fails naming the status, the base got one
+// request, and no tool ran. The probe is held to the same.
 func TestNoDriverFollowsARedirect(t *testing.T) {
 	var elsewhere atomic.Int64
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -44,7 +44,7 @@ func TestNoDriverFollowsARedirect(t *testing.T) {
 	defer target.Close()
 
 	for _, d := range modelDrivers {
-		for _, status := range []int{301, 302, 303, 307, 308} {
+		for _, status := range []int{300, 301, 302, 303, 304, 307, 308} {
 			t.Run(fmt.Sprintf("%s/%d", d.name, status), func(t *testing.T) {
 				var asked atomic.Int64
 				base := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
