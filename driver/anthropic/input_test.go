@@ -87,6 +87,8 @@ func TestToolInputShapes(t *testing.T) {
 			"comes after its content_block_stop"},
 		{"deltas for a block that never started", one(toolStart(0, "a", `{}`), inputDelta(0, `{"id":"cus_1"}`), blockStop(0), inputDelta(1, `{"id":"cus_2"}`)),
 			"content block at index 1"},
+		{"a block started twice", one(toolStart(0, "a", `{}`), inputDelta(0, `{"id":"cus_1"}`), toolStart(0, "b", `{}`), inputDelta(0, `{"id":"cus_2"}`), blockStop(0)),
+			"content_block_start for content block at index 0, expected index 1"},
 		{"block never stopped", one(toolStart(0, "a", `{}`), inputDelta(0, `{"id":"cus_1"}`)),
 			"has no content_block_stop event"},
 		{"duplicate ids", one(toolStart(0, "a", `{}`), inputDelta(0, `{"id":"cus_1"}`), blockStop(0), toolStart(1, "a", `{}`), inputDelta(1, `{"id":"cus_2"}`), blockStop(1)),
