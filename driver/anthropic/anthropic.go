@@ -135,17 +135,16 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = http.DefaultClient
-	}
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
-		option.WithHTTPClient(client),
+		// No redirect is followed: it would take the key and the
+		// conversation elsewhere ([llm.Redirected]).
+		option.WithHTTPClient(llm.NoRedirects(cfg.HTTPClient)),
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 			llm.Attempted(req)
-			return next(req)
+			res, err := next(req)
+			return llm.Redirected(Name, req, res, err)
 		}),
 	}
 	if cfg.APIKey != "" {
@@ -178,19 +177,23 @@ func (d *Driver) GoString() string { return d.String() }
 // results back as tool_result blocks, and repeats until a response ends
 // its turn without tool use; that response's text, as a JSON string, is
 // the output. Each request streams its response (server-sent events),
-// accumulated into the message before anything of it is used.
+// accumulated into the message before anything of it is used. The loop
+// is the one every model driver shares ([llm.Loop]); this driver's
+// [turn] only builds the requests and reads the replies.
 //
 // It returns caller's error unchanged ([driver.ErrSuspended],
 // [driver.ErrCallLimit], ...), ctx's error, [driver.ErrTurnLimit] after
 // MaxTurns requests, an error wrapping [driver.ErrStepTimeout] when the
 // step runs out of Config.StepTimeout, a *[driver.ProviderError] when the
 // API answers with an error status (after the SDK's retries), an error
-// naming the URL when a request runs out of Config.Timeout or the stream
-// ends in an error event, and a *[driver.ReplyError] when a reply is
-// refused whole (cut off, refused, a stream that ended before
-// message_stop, or tool_use blocks without stop_reason "tool_use", or
-// with an id given twice in the step): none of its calls reaches caller.
-// No error holds the API key.
+// naming the URL when a request runs out of Config.Timeout, is answered
+// with a redirect or the stream ends in an error event, and a
+// *[driver.ReplyError] when a reply is refused whole (cut off, refused, a
+// stream that ended before message_stop, stop signals that contradict
+// each other, a tool_use input that is not exactly one JSON object,
+// tool_use blocks without stop_reason "tool_use", or with an id given
+// twice in the step): none of its calls reaches caller. No error holds
+// the API key.
 //
 // When caller is a [driver.UsageRecorder], each response's usage goes to
 // it before the response is acted on.
@@ -220,95 +223,81 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		}
 		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: tp})
 	}
-	shown := llm.Shown{Limit: d.cfg.MaxResultBytes, Images: true}
-	step, reqCtx, cancel := llm.StartStep(ctx, Name, in.StepID, d.cfg.StepTimeout, d.cfg.Binding, d.now)
-	defer cancel()
-	rec, _ := caller.(driver.UsageRecorder)
+	t := &turn{d: d, params: params, shown: llm.Shown{Limit: d.cfg.MaxResultBytes, Images: true}}
+	loop := llm.Loop{Provider: Name, Model: d.cfg.Model, MaxTurns: d.cfg.MaxTurns, StepTimeout: d.cfg.StepTimeout, Now: d.now, Binding: d.cfg.Binding}
+	return loop.Run(ctx, in, caller, t)
+}
 
-	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
-	seen := llm.IDs{}
-	if len(in.Made) > 0 {
-		// A resumed step: the calls already made, and their answers, as
-		// the conversation had them (docs/drivers.md, "Resumed steps").
-		uses := make([]sdk.ContentBlockParamUnion, 0, len(in.Made))
-		results := make([]sdk.ContentBlockParamUnion, 0, len(in.Made))
-		for _, m := range in.Made {
-			uses = append(uses, sdk.NewToolUseBlock(m.ID, json.RawMessage(llm.CanonicalArgs(m.Arguments)), driver.WireName(m.Name)))
-			results = append(results, toolResult(m.ID, m.Result, shown))
-		}
-		params.Messages = append(params.Messages, sdk.NewAssistantMessage(uses...), sdk.NewUserMessage(results...))
-		seen.Add(llm.MadeCalls(in.Made))
-	}
-	for turn := 1; turn <= turns; turn++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := step.Check(); err != nil {
-			return nil, err
-		}
-		msg, refused, err := d.stream(reqCtx, params)
-		if err != nil {
-			if serr := step.Ended(reqCtx); serr != nil && ctx.Err() == nil {
-				return nil, serr
-			}
-			return nil, err
-		}
-		if rec != nil && msg.ID != "" {
-			u := msg.Usage
-			if err := rec.RecordUsage(ctx, driver.Usage{
-				Provider: Name, Model: d.cfg.Model, Turn: turn,
-				InputTokens:  u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
-				OutputTokens: u.OutputTokens, CachedInputTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens,
-			}); err != nil {
-				return nil, err
-			}
-		}
-		var calls []driver.Call
-		var text strings.Builder
-		for _, b := range msg.Content {
-			switch b.Type {
-			case "tool_use":
-				calls = append(calls, driver.Call{ID: b.ID, Name: driver.SpecName(b.Name), Arguments: jsontext.Value(b.Input)})
-			case "text":
-				text.WriteString(b.Text)
-			}
-		}
-		if refused != nil {
-			return nil, llm.Reply(Name, refused.code, string(msg.StopReason), refused.reason, calls)
-		}
-		if rerr := checkReply(msg.StopReason, calls, seen); rerr != nil {
-			return nil, rerr
-		}
-		if len(calls) == 0 {
-			return llm.Output(text.String())
-		}
-		seen.Add(calls)
+// turn is the Messages API's half of a step's conversation ([llm.Turn]).
+type turn struct {
+	d       *Driver
+	params  sdk.MessageNewParams
+	shown   llm.Shown
+	results []sdk.ContentBlockParamUnion // the answers of the accepted reply
+}
 
-		// The history holds the canonical form of what was decided: the
-		// input as the runtime parses it, one tool_result per call id.
-		asst := msg.ToParam()
-		for i, b := range msg.Content {
-			if b.Type == "tool_use" {
-				asst.OfAssistant.Content[i] = sdk.NewToolUseBlock(b.ID, json.RawMessage(llm.CanonicalArgs(b.Input)), b.Name)
-			}
-		}
-		params.Messages = append(params.Messages, asst)
-		results := make([]sdk.ContentBlockParamUnion, 0, len(calls))
-		for _, c := range calls {
-			// No call starts after the deadline; one that runs then runs
-			// to its end (ctx, not the step's).
-			if err := step.Check(); err != nil {
-				return nil, err
-			}
-			res, err := caller.Call(ctx, c)
-			if err != nil {
-				return nil, err
-			}
-			results = append(results, toolResult(c.ID, res, shown))
-		}
-		params.Messages = append(params.Messages, sdk.NewUserMessage(results...))
+// Send streams one response and reads it: its tool_use blocks as calls,
+// its text blocks as the text, its stop signals and stream shape as
+// signals ([readStop]).
+func (t *turn) Send(ctx context.Context) (llm.Reply, error) {
+	msg, signals, err := t.d.stream(ctx, t.params)
+	if err != nil {
+		return llm.Reply{}, err
 	}
-	return nil, fmt.Errorf("anthropic: step %q: %w (%d requests)", in.StepID, driver.ErrTurnLimit, turns)
+	r := llm.Reply{Stop: string(msg.StopReason), Signals: signals, Raw: msg}
+	if msg.ID != "" {
+		u := msg.Usage
+		r.Usage = &driver.Usage{
+			InputTokens:  u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
+			OutputTokens: u.OutputTokens, CachedInputTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens,
+		}
+	}
+	var text strings.Builder
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "tool_use":
+			r.Calls = append(r.Calls, driver.Call{ID: b.ID, Name: driver.SpecName(b.Name), Arguments: jsontext.Value(b.Input)})
+			r.Wires = append(r.Wires, b.Name)
+		case "text":
+			text.WriteString(b.Text)
+		}
+	}
+	r.Text = text.String()
+	readStop(&r, msg.StopReason)
+	return r, nil
+}
+
+// Accept appends the assistant message: the response's blocks, each
+// tool_use block's input in canonical form (what was decided); for a
+// resumed step, one tool_use block per call made.
+func (t *turn) Accept(r llm.Reply) {
+	msg, ok := r.Raw.(sdk.Message)
+	if !ok {
+		uses := make([]sdk.ContentBlockParamUnion, len(r.Calls))
+		for i, c := range r.Calls {
+			uses[i] = sdk.NewToolUseBlock(c.ID, json.RawMessage(llm.CanonicalArgs(c.Arguments)), r.Wires[i])
+		}
+		t.params.Messages = append(t.params.Messages, sdk.NewAssistantMessage(uses...))
+		return
+	}
+	asst := msg.ToParam()
+	for i, b := range msg.Content {
+		if b.Type == "tool_use" {
+			asst.OfAssistant.Content[i] = sdk.NewToolUseBlock(b.ID, json.RawMessage(llm.CanonicalArgs(b.Input)), b.Name)
+		}
+	}
+	t.params.Messages = append(t.params.Messages, asst)
+}
+
+// Answer adds the call's tool_result block.
+func (t *turn) Answer(c driver.Call, res driver.Result) {
+	t.results = append(t.results, toolResult(c.ID, res, t.shown))
+}
+
+// EndTurn appends the user message of the tool_result blocks.
+func (t *turn) EndTurn() {
+	t.params.Messages = append(t.params.Messages, sdk.NewUserMessage(t.results...))
+	t.results = nil
 }
 
 // toolResult is the tool_result block of a call's answer: the error's
@@ -333,38 +322,39 @@ func toolResult(id string, r driver.Result, shown llm.Shown) sdk.ContentBlockPar
 	return sdk.ContentBlockParamUnion{OfToolResult: &tr}
 }
 
-// streamRefusal says why a streamed reply is refused whole.
-type streamRefusal struct {
-	code   driver.ReplyCode
-	reason string
-}
-
 // stream sends one request with a streamed response and accumulates its
-// events into the message. The reply is refused (refused not nil) when
-// the stream ended before message_stop, or a tool_use block's input, as
-// its input_json_delta events spell it, is not JSON (the SDK's
-// accumulation would make it {}, and a call with all its defaults must
-// never run in its place). Errors are as [Driver.clean] makes them, or say the stream is
-// malformed.
-func (d *Driver) stream(ctx context.Context, params sdk.MessageNewParams) (msg sdk.Message, refused *streamRefusal, err error) {
+// events into the message. The reply is refused (a signal) when
+// the stream ended before message_stop, or a tool_use block's input does
+// not come as exactly one complete JSON value ([inputs]: the driver
+// assembles each input from the events itself, since the SDK's
+// accumulation makes an input it cannot join into {}, and a call with
+// all its defaults must never run in its place). Errors are as
+// [Driver.clean] makes them, or say the stream is malformed.
+func (d *Driver) stream(ctx context.Context, params sdk.MessageNewParams) (msg sdk.Message, signals []llm.Signal, err error) {
 	ctx, att := llm.CountAttempts(ctx)
 	var res *http.Response
 	s := d.svc.NewStreaming(ctx, params, option.WithResponseInto(&res))
 	defer s.Close()
 	events := 0
 	complete := false
-	inputs := map[int64]*strings.Builder{} // tool_use input as streamed, by block index
+	var in inputs
+	var stops []sdk.StopReason // every stop_reason the stream gave
 	for s.Next() {
 		ev := s.Current()
 		events++
-		if ev.Type == "content_block_delta" && ev.Delta.Type == "input_json_delta" {
-			if inputs[ev.Index] == nil {
-				inputs[ev.Index] = &strings.Builder{}
-			}
-			inputs[ev.Index].WriteString(ev.Delta.PartialJSON)
-		}
 		if events == 1 && ev.Type != "message_start" {
 			return msg, nil, llm.Noted(fmt.Errorf("anthropic: the response stream from %s begins with a %q event, not message_start", d.url, ev.Type), 0, d.cfg.Binding)
+		}
+		if complete {
+			// Nothing follows message_stop: an event that does contradicts it.
+			in.refuse("the response stream goes on after its message_stop event (a %q event)", ev.Type)
+		}
+		in.event(ev)
+		switch {
+		case ev.Type == "message_start" && ev.Message.StopReason != "":
+			stops = append(stops, ev.Message.StopReason)
+		case ev.Type == "message_delta" && ev.Delta.StopReason != "":
+			stops = append(stops, ev.Delta.StopReason)
 		}
 		if err := msg.Accumulate(ev); err != nil {
 			return msg, nil, llm.Noted(&llm.RedactedError{Msg: llm.Redact(fmt.Sprintf("anthropic: the response stream from %s is malformed: %v", d.url, err), d.cfg.APIKey), Err: err}, 0, d.cfg.Binding)
@@ -383,51 +373,83 @@ func (d *Driver) stream(ctx context.Context, params sdk.MessageNewParams) (msg s
 		}
 		return msg, nil, llm.Noted(fmt.Errorf("anthropic: the response from %s holds no stream events (Content-Type %q); the Messages API answers a streaming request with text/event-stream", d.url, ct), 0, d.cfg.Binding)
 	}
+	// The calls, refused or not, carry the inputs as the model sent them.
+	why := in.assemble(&msg)
 	if !complete {
-		return msg, &streamRefusal{driver.ReplyTruncated, "the response stream ended before its message_stop event: the reply may be cut off"}, nil
+		return msg, []llm.Signal{{Code: driver.ReplyTruncated, Reason: "the response stream ended before its message_stop event: the reply may be cut off"}}, nil
 	}
-	for i, b := range msg.Content {
-		in := inputs[int64(i)]
-		if b.Type == "tool_use" && in != nil && in.Len() > 0 && !json.Valid([]byte(in.String())) {
-			// The refused call is recorded with what the model sent.
-			msg.Content[i].Input = json.RawMessage(in.String())
-			return msg, &streamRefusal{driver.ReplyMalformed, fmt.Sprintf("the input of tool_use block %d, as its input_json_delta events spell it, is not JSON", i+1)}, nil
-		}
+	signals = d.stopSignals(stops, msg)
+	if why != "" {
+		signals = append(signals, llm.Signal{Code: driver.ReplyMalformed, Reason: why})
 	}
-	return msg, nil, nil
+	return msg, signals, nil
 }
 
-// checkReply returns the *driver.ReplyError of a reply that may not run
-// (see docs/drivers.md, "Stop reasons"), or nil. Only stop_reason
-// "tool_use" lets tool_use blocks run; a reply without them is the final
-// answer when it stops at end_turn or a stop sequence.
-func checkReply(stop sdk.StopReason, calls []driver.Call, seen llm.IDs) error {
-	reply := func(code driver.ReplyCode, reason string) error {
-		return llm.Reply(Name, code, string(stop), reason, calls)
+// stopSignals returns the signals of a stream whose stop signals
+// contradict each other (none when they do not): two different
+// stop_reasons (message_start's and message_delta's, or two
+// message_deltas), or an output token count that reached max_tokens under
+// a stop_reason that says otherwise. Each disagreeing stop_reason is a
+// signal with the code it has alone (so that one that says cut off counts
+// as cut off, [llm.Check]), and the disagreement is malformed.
+func (d *Driver) stopSignals(stops []sdk.StopReason, msg sdk.Message) []llm.Signal {
+	var signals []llm.Signal
+	for _, r := range stops[min(1, len(stops)):] {
+		if r == stops[0] {
+			continue
+		}
+		why := fmt.Sprintf("the response stream gives stop_reason %q and also %q", stops[0], r)
+		for _, stop := range []sdk.StopReason{stops[0], r} {
+			var one llm.Reply
+			readStop(&one, stop)
+			for _, s := range one.Signals {
+				if s.Code != driver.ReplyMalformed {
+					signals = append(signals, llm.Signal{Code: s.Code, Reason: why + ": contradictory stop signals count as " + counted[s.Code]})
+				}
+			}
+		}
+		signals = append(signals, llm.Signal{Code: driver.ReplyMalformed, Reason: why})
+		break
 	}
+	if !cutOff(msg.StopReason) && msg.Usage.OutputTokens >= int64(d.cfg.MaxTokens) {
+		signals = append(signals, llm.Signal{Code: driver.ReplyTruncated, Reason: fmt.Sprintf("the response gives stop_reason %q, and its %d output tokens reached max_tokens (%d): it may be cut off; raise maxTokens", msg.StopReason, msg.Usage.OutputTokens, d.cfg.MaxTokens)})
+	}
+	return signals
+}
+
+// counted says how a contradictory stop signal counts, by its code.
+var counted = map[driver.ReplyCode]string{driver.ReplyTruncated: "cut off", driver.ReplyRefused: "refused", driver.ReplyFiltered: "filtered"}
+
+func cutOff(r sdk.StopReason) bool {
+	return r == sdk.StopReasonMaxTokens || r == sdk.StopReasonModelContextWindowExceeded
+}
+
+// readStop adds to r the signal of its stop_reason stop (see
+// docs/drivers.md, "Stop reasons"), if any. Only stop_reason "tool_use"
+// lets tool_use blocks run; a reply without them is the final answer
+// when it stops at end_turn or a stop sequence.
+func readStop(r *llm.Reply, stop sdk.StopReason) {
+	n := len(r.Calls)
 	switch stop {
 	case sdk.StopReasonToolUse:
-		if len(calls) == 0 {
-			return reply(driver.ReplyMalformed, fmt.Sprintf("stop_reason %q, and the reply has no tool_use block", stop))
+		if n == 0 {
+			r.Refuse(driver.ReplyMalformed, fmt.Sprintf("stop_reason %q, and the reply has no tool_use block", stop))
 		}
-		if r := seen.Check(calls); r != "" {
-			return reply(driver.ReplyMalformed, r)
-		}
-		return nil
 	case sdk.StopReasonMaxTokens, sdk.StopReasonModelContextWindowExceeded:
-		return reply(driver.ReplyTruncated, fmt.Sprintf("the model's answer was cut off (stop_reason %q); raise maxTokens", stop))
+		r.Refuse(driver.ReplyTruncated, fmt.Sprintf("the model's answer was cut off (stop_reason %q); raise maxTokens", stop))
 	case sdk.StopReasonRefusal:
-		return reply(driver.ReplyRefused, fmt.Sprintf("the model refused to answer (stop_reason %q)", stop))
+		r.Refuse(driver.ReplyRefused, fmt.Sprintf("the model refused to answer (stop_reason %q)", stop))
 	case sdk.StopReasonEndTurn, sdk.StopReasonStopSequence:
-		if len(calls) > 0 {
-			return reply(driver.ReplyMalformed, fmt.Sprintf("the reply holds %d tool_use block(s), and its stop_reason %q does not ask for tool use (only \"tool_use\" does)", len(calls), stop))
+		if n > 0 {
+			r.Refuse(driver.ReplyMalformed, fmt.Sprintf("the reply holds %d tool_use block(s), and its stop_reason %q does not ask for tool use (only \"tool_use\" does)", n, stop))
 		}
-		return nil
+	default:
+		if n > 0 {
+			r.Refuse(driver.ReplyMalformed, fmt.Sprintf("the reply holds %d tool_use block(s), and its stop_reason %q does not ask for tool use (only \"tool_use\" does)", n, stop))
+		} else {
+			r.Refuse(driver.ReplyMalformed, fmt.Sprintf("the model stopped without an answer (stop_reason %q)", stop))
+		}
 	}
-	if len(calls) > 0 {
-		return reply(driver.ReplyMalformed, fmt.Sprintf("the reply holds %d tool_use block(s), and its stop_reason %q does not ask for tool use (only \"tool_use\" does)", len(calls), stop))
-	}
-	return reply(driver.ReplyMalformed, fmt.Sprintf("the model stopped without an answer (stop_reason %q)", stop))
 }
 
 // clean turns an SDK error into one that names the request URL, the

@@ -1,10 +1,12 @@
 // Package drivertest provides a [driver.Caller] for testing drivers: it
 // allows a fixed list of tool names, compared byte for byte as the
-// runtime compares them, refuses every other name, and records each call
-// and each model turn's usage.
+// runtime compares them, refuses every other name and arguments that are
+// not one JSON value, and records each call, each call that ran and each
+// model turn's usage.
 package drivertest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -35,6 +37,7 @@ type Caller struct {
 
 	mu     sync.Mutex
 	calls  []driver.Call
+	ran    []driver.Call
 	usages []driver.Usage
 }
 
@@ -59,9 +62,12 @@ func (k *Caller) Call(ctx context.Context, c driver.Call) (driver.Result, error)
 	if !slices.Contains(k.Allowed, c.Name) {
 		return driver.Result{Error: Refusal(c.Name)}, nil
 	}
-	if !jsontext.Value(c.Arguments).IsValid() {
+	if len(bytes.TrimSpace(c.Arguments)) > 0 && !jsontext.Value(c.Arguments).IsValid() {
+		// As the runtime: blank arguments are {}; any others must be
+		// exactly one complete JSON value.
 		return driver.Result{Error: "the arguments are not valid JSON"}, nil
 	}
+	k.ran = append(k.ran, c)
 	if r, ok := k.Results[c.Name]; ok {
 		return r, nil
 	}
@@ -73,6 +79,15 @@ func (k *Caller) Calls() []driver.Call {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return slices.Clone(k.calls)
+}
+
+// Ran returns the calls that ran so far, in order: those the Caller let
+// through to the tool (an allowed name, arguments that are blank or
+// exactly one JSON value), as the runtime would; refused calls are not among them.
+func (k *Caller) Ran() []driver.Call {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.ran)
 }
 
 // RecordUsage records u: the Caller is a [driver.UsageRecorder].

@@ -125,7 +125,7 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = llm.DefaultTimeout
 	}
-	opts := openaiapi.Options(cfg.HTTPClient, cfg.BaseURL, cfg.APIKey, cfg.Timeout, cfg.MaxRetries)
+	opts := openaiapi.Options(Name, cfg.HTTPClient, cfg.BaseURL, cfg.APIKey, cfg.Timeout, cfg.MaxRetries)
 	return &Driver{cfg: cfg, svc: sdk.NewChatCompletionService(opts...), models: sdk.NewModelService(opts...), base: base, url: strings.TrimSuffix(base, "/") + "/chat/completions"}, nil
 }
 
@@ -138,18 +138,22 @@ func (d *Driver) GoString() string { return d.String() }
 // RunStep runs the step's conversation: it sends the prompt and the tools,
 // passes each tool call of a response, in order, to caller, sends the
 // results back, and repeats until a response has no tool call; that
-// response's text, as a JSON string, is the output.
+// response's text, as a JSON string, is the output. The loop is the one
+// every model driver shares ([llm.Loop]); this driver's [turn] only
+// builds the requests and reads the replies.
 //
 // It returns caller's error unchanged ([driver.ErrSuspended],
 // [driver.ErrCallLimit], ...), ctx's error, [driver.ErrTurnLimit] after
 // MaxTurns requests, an error wrapping [driver.ErrStepTimeout] when the
 // step runs out of Config.StepTimeout, a *[driver.ProviderError] when the
 // API answers with an error status (after the SDK's retries), an error
-// naming the URL when a request runs out of Config.Timeout, and a
-// *[driver.ReplyError] when a reply is refused whole (cut off, filtered,
-// refused, or tool calls without finish_reason "tool_calls", or with an
-// id given twice in the step): none of its calls reaches caller. No error
-// holds the API key.
+// naming the URL when a request runs out of Config.Timeout or is answered
+// with a redirect ([llm.RedirectError]), and a *[driver.ReplyError] when
+// a reply is refused whole (cut off, filtered, refused, more than one
+// choice, tool calls without finish_reason "tool_calls", or with an id
+// given twice in the step, arguments that are not a JSON string, blank
+// arguments to a tool that needs some): none of its calls reaches caller.
+// No error holds the API key.
 //
 // When caller is a [driver.UsageRecorder], each response's usage (when
 // the server reports it) goes to it before the response is acted on.
@@ -180,105 +184,79 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 		})
 	}
 
-	shown := llm.Shown{Limit: d.cfg.MaxResultBytes, Images: !d.cfg.NoImages, ImagesLater: true}
-	step, reqCtx, cancel := llm.StartStep(ctx, Name, in.StepID, d.cfg.StepTimeout, d.cfg.Binding, d.now)
-	defer cancel()
-	rec, _ := caller.(driver.UsageRecorder)
+	t := &turn{d: d, params: params, shown: llm.Shown{Limit: d.cfg.MaxResultBytes, Images: !d.cfg.NoImages, ImagesLater: true}}
+	loop := llm.Loop{Provider: Name, Model: d.cfg.Model, MaxTurns: d.cfg.MaxTurns, StepTimeout: d.cfg.StepTimeout, Now: d.now, Binding: d.cfg.Binding}
+	return loop.Run(ctx, in, caller, t)
+}
 
-	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
-	seen := llm.IDs{}
-	if len(in.Made) > 0 {
-		// A resumed step: the calls already made, and their answers, as
-		// the conversation had them (docs/drivers.md, "Resumed steps").
-		asst := sdk.ChatCompletionAssistantMessageParam{}
-		var results []sdk.ChatCompletionMessageParamUnion
-		var images imageMessage
-		for _, m := range in.Made {
-			asst.ToolCalls = append(asst.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
-					ID:       m.ID,
-					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: driver.WireName(m.Name), Arguments: string(llm.CanonicalArgs(m.Arguments))},
-				},
-			})
-			results = append(results, sdk.ToolMessage(shown.Text(m.Result), m.ID))
-			images.add(m.ID, m.Name, m.Result, shown)
-		}
-		params.Messages = append(params.Messages, sdk.ChatCompletionMessageParamUnion{OfAssistant: &asst})
-		params.Messages = append(params.Messages, results...)
-		params.Messages = images.append(params.Messages)
-		seen.Add(llm.MadeCalls(in.Made))
-	}
-	for turn := 1; turn <= turns; turn++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := step.Check(); err != nil {
-			return nil, err
-		}
-		rctx, att := llm.CountAttempts(reqCtx)
-		resp, err := d.svc.New(rctx, params)
-		if err != nil {
-			if serr := step.Ended(rctx); serr != nil && ctx.Err() == nil {
-				return nil, serr
-			}
-			return nil, d.clean(rctx, err, att.N())
-		}
-		if rec != nil && resp.JSON.Usage.Valid() {
-			u := resp.Usage
-			if err := rec.RecordUsage(ctx, driver.Usage{
-				Provider: Name, Model: d.cfg.Model, Turn: turn,
-				InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
-				CachedInputTokens: u.PromptTokensDetails.CachedTokens, CacheWriteTokens: u.PromptTokensDetails.CacheWriteTokens,
-			}); err != nil {
-				return nil, err
-			}
-		}
-		if len(resp.Choices) == 0 {
-			return nil, llm.Noted(fmt.Errorf("openai: the response from %s has no choices", d.url), 0, d.cfg.Binding)
-		}
-		choice := resp.Choices[0]
-		msg := choice.Message
-		calls, wires := toolCalls(msg.ToolCalls)
-		if rerr := d.checkReply(choice, calls, seen); rerr != nil {
-			return nil, rerr
-		}
-		if len(calls) == 0 {
-			return llm.Output(msg.Content)
-		}
-		seen.Add(calls)
+// turn is the Chat Completions API's half of a step's conversation
+// ([llm.Turn]).
+type turn struct {
+	d      *Driver
+	params sdk.ChatCompletionNewParams
+	shown  llm.Shown
+	images imageMessage // of the accepted reply's answers
+}
 
-		// The history holds the canonical form of what was decided: the
-		// arguments as the runtime parses them, one result per call id.
-		asst := sdk.ChatCompletionAssistantMessageParam{}
-		if msg.Content != "" {
-			asst.Content.OfString = param.NewOpt(msg.Content)
-		}
-		for i, c := range calls {
-			asst.ToolCalls = append(asst.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
-					ID:       c.ID,
-					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: wires[i], Arguments: string(llm.CanonicalArgs(c.Arguments))},
-				},
-			})
-		}
-		params.Messages = append(params.Messages, sdk.ChatCompletionMessageParamUnion{OfAssistant: &asst})
-		var images imageMessage
-		for _, c := range calls {
-			// No call starts after the deadline; one that runs then runs
-			// to its end (ctx, not the step's).
-			if err := step.Check(); err != nil {
-				return nil, err
-			}
-			res, err := caller.Call(ctx, c)
-			if err != nil {
-				return nil, err
-			}
-			params.Messages = append(params.Messages, sdk.ToolMessage(shown.Text(res), c.ID))
-			images.add(c.ID, c.Name, res, shown)
-		}
-		params.Messages = images.append(params.Messages)
+// Send sends one request and reads the response's first choice: its tool
+// calls, its text, its stop signals ([Driver.readStop]).
+func (t *turn) Send(ctx context.Context) (llm.Reply, error) {
+	rctx, att := llm.CountAttempts(ctx)
+	resp, err := t.d.svc.New(rctx, t.params)
+	if err != nil {
+		return llm.Reply{}, t.d.clean(rctx, err, att.N())
 	}
-	return nil, fmt.Errorf("openai: step %q: %w (%d requests)", in.StepID, driver.ErrTurnLimit, turns)
+	var r llm.Reply
+	if resp.JSON.Usage.Valid() {
+		u := resp.Usage
+		r.Usage = &driver.Usage{
+			InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
+			CachedInputTokens: u.PromptTokensDetails.CachedTokens, CacheWriteTokens: u.PromptTokensDetails.CacheWriteTokens,
+		}
+	}
+	if len(resp.Choices) == 0 {
+		return r, llm.Noted(fmt.Errorf("openai: the response from %s has no choices", t.d.url), 0, t.d.cfg.Binding)
+	}
+	choice := resp.Choices[0]
+	var shape string
+	r.Calls, r.Wires, shape = toolCalls(choice.Message.ToolCalls)
+	r.Stop, r.Text = choice.FinishReason, choice.Message.Content
+	if shape != "" {
+		r.Refuse(driver.ReplyMalformed, shape)
+	}
+	t.d.readStop(&r, choice, resp.Choices[1:])
+	return r, nil
+}
+
+// Accept appends the assistant message: its text, when it has any, and
+// its tool calls with their arguments in canonical form (what was
+// decided).
+func (t *turn) Accept(r llm.Reply) {
+	asst := sdk.ChatCompletionAssistantMessageParam{}
+	if r.Text != "" {
+		asst.Content.OfString = param.NewOpt(r.Text)
+	}
+	for i, c := range r.Calls {
+		asst.ToolCalls = append(asst.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
+			OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+				ID:       c.ID,
+				Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: r.Wires[i], Arguments: string(llm.CanonicalArgs(c.Arguments))},
+			},
+		})
+	}
+	t.params.Messages = append(t.params.Messages, sdk.ChatCompletionMessageParamUnion{OfAssistant: &asst})
+}
+
+// Answer appends the call's tool message; its images wait for EndTurn.
+func (t *turn) Answer(c driver.Call, res driver.Result) {
+	t.params.Messages = append(t.params.Messages, sdk.ToolMessage(t.shown.Text(res), c.ID))
+	t.images.add(c.ID, c.Name, res, t.shown)
+}
+
+// EndTurn appends the user message with the answers' images, if any.
+func (t *turn) EndTurn() {
+	t.params.Messages = t.images.append(t.params.Messages)
+	t.images = imageMessage{}
 }
 
 // imageMessage collects the images a turn's tool results hold, for the
@@ -315,52 +293,68 @@ func (m *imageMessage) append(msgs []sdk.ChatCompletionMessageParamUnion) []sdk.
 }
 
 // toolCalls returns a message's tool calls as the Caller gets them (names
-// mapped back with SpecName, arguments as sent), and the names as sent.
-func toolCalls(tcs []sdk.ChatCompletionMessageToolCallUnion) ([]driver.Call, []string) {
+// mapped back with SpecName, arguments as sent), the names as sent, and
+// the reason the reply is malformed by the calls' shape ("" when it is
+// not): a function call whose "arguments" is not a JSON string (missing,
+// null, an object: the SDK would read it as "" or as the raw value, and
+// the runtime takes "" as {}).
+func toolCalls(tcs []sdk.ChatCompletionMessageToolCallUnion) ([]driver.Call, []string, string) {
 	var calls []driver.Call
 	var wires []string
-	for _, tc := range tcs {
+	shape := ""
+	for i, tc := range tcs {
 		name, args := tc.Function.Name, tc.Function.Arguments
+		raw := tc.Function.JSON.Arguments.Raw()
 		if tc.Type == "custom" {
 			name, args = tc.Custom.Name, tc.Custom.Input
+			raw = tc.Custom.JSON.Input.Raw()
+		}
+		if shape == "" && !strings.HasPrefix(raw, `"`) {
+			shape = fmt.Sprintf("the arguments of tool call %d are not a JSON string (the API sends them as one): %s", i+1, openaiapi.ArgShape(raw))
+			args = raw
 		}
 		calls = append(calls, driver.Call{ID: tc.ID, Name: driver.SpecName(name), Arguments: jsontext.Value(args)})
 		wires = append(wires, name)
 	}
-	return calls, wires
+	return calls, wires, shape
 }
 
-// checkReply returns the *driver.ReplyError of a reply that may not run
-// (see docs/drivers.md, "Stop reasons"), or nil. Only finish_reason
-// "tool_calls" lets tool calls run; a reply without tool calls that
-// stopped otherwise than cut off or filtered is the final answer.
-func (d *Driver) checkReply(choice sdk.ChatCompletionChoice, calls []driver.Call, seen llm.IDs) error {
-	stop := choice.FinishReason
-	reply := func(code driver.ReplyCode, reason string) error {
-		return llm.Reply(Name, code, stop, reason, calls)
+// readStop adds to r the signals of its stop (see docs/drivers.md, "Stop
+// reasons"). Only finish_reason "tool_calls" lets tool calls run; a reply
+// without tool calls that stopped otherwise than cut off or filtered is
+// the final answer. others are the response's choices after the first:
+// the driver asks for one, so any is a contradiction (cut off when one of
+// them says so).
+func (d *Driver) readStop(r *llm.Reply, choice sdk.ChatCompletionChoice, others []sdk.ChatCompletionChoice) {
+	stop, n := choice.FinishReason, len(r.Calls)
+	for _, o := range others {
+		switch o.FinishReason {
+		case "length":
+			r.Refuse(driver.ReplyTruncated, fmt.Sprintf("the response has %d choices, and choice %d was cut off (finish_reason %q)", len(others)+1, o.Index+1, o.FinishReason))
+		case "content_filter":
+			r.Refuse(driver.ReplyFiltered, fmt.Sprintf("the response has %d choices, and choice %d was filtered (finish_reason %q)", len(others)+1, o.Index+1, o.FinishReason))
+		}
 	}
-	refusal := llm.Redact(choice.Message.Refusal, d.cfg.APIKey)
+	if len(others) > 0 {
+		r.Refuse(driver.ReplyMalformed, fmt.Sprintf("the response has %d choices; the driver asks for one", len(others)+1))
+	}
 	switch stop {
 	case "length":
-		return reply(driver.ReplyTruncated, fmt.Sprintf("the model's answer was cut off (finish_reason %q)", stop))
+		r.Refuse(driver.ReplyTruncated, fmt.Sprintf("the model's answer was cut off (finish_reason %q)", stop))
 	case "content_filter":
-		return reply(driver.ReplyFiltered, fmt.Sprintf("the model's answer was filtered (finish_reason %q)", stop))
+		r.Refuse(driver.ReplyFiltered, fmt.Sprintf("the model's answer was filtered (finish_reason %q)", stop))
 	}
-	if refusal != "" && (len(calls) > 0 || choice.Message.Content == "") {
-		return reply(driver.ReplyRefused, fmt.Sprintf("the model refused (finish_reason %q): %s", stop, refusal))
+	if refusal := llm.Redact(choice.Message.Refusal, d.cfg.APIKey); refusal != "" && (n > 0 || choice.Message.Content == "") {
+		r.Refuse(driver.ReplyRefused, fmt.Sprintf("the model refused (finish_reason %q): %s", stop, refusal))
 	}
 	switch {
-	case stop == "tool_calls" && len(calls) == 0:
-		return reply(driver.ReplyMalformed, fmt.Sprintf("finish_reason %q, and the reply has no tool call", stop))
+	case stop == "tool_calls" && n == 0:
+		r.Refuse(driver.ReplyMalformed, fmt.Sprintf("finish_reason %q, and the reply has no tool call", stop))
 	case stop == "function_call":
-		return reply(driver.ReplyMalformed, fmt.Sprintf("finish_reason %q (a legacy function call, which this driver never offers)", stop))
-	case stop != "tool_calls" && len(calls) > 0:
-		return reply(driver.ReplyMalformed, fmt.Sprintf("the reply holds %d tool call(s), and its finish_reason %q does not ask for tool calls (only \"tool_calls\" does)", len(calls), stop))
+		r.Refuse(driver.ReplyMalformed, fmt.Sprintf("finish_reason %q (a legacy function call, which this driver never offers)", stop))
+	case stop != "tool_calls" && n > 0:
+		r.Refuse(driver.ReplyMalformed, fmt.Sprintf("the reply holds %d tool call(s), and its finish_reason %q does not ask for tool calls (only \"tool_calls\" does)", n, stop))
 	}
-	if r := seen.Check(calls); r != "" {
-		return reply(driver.ReplyMalformed, r)
-	}
-	return nil
 }
 
 // functionDefinition returns the function's definition as JSON, with the

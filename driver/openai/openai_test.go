@@ -579,14 +579,15 @@ func TestReusedID(t *testing.T) {
 	}
 }
 
-// What goes back to the model is canonical: {} for empty arguments, the
+// What goes back to the model is canonical: {} for empty arguments (to a
+// tool whose schema needs none: see TestArgumentShapes), the
 // canonical JSON otherwise, one tool message per call id; the Caller gets
 // the arguments as sent.
 func TestCanonicalHistory(t *testing.T) {
 	api := newAPI(t)
 	api.Turns = append(api.Turns,
 		func(*testing.T, chatRequest, map[string]jsontext.Value) (int, string) {
-			return 200, completion("tool_calls", toolCallsMessage([3]string{"a", "customer__get", ``}, [3]string{"b", "customer__get", `{ "z":1, "id":"x" }`}))
+			return 200, completion("tool_calls", toolCallsMessage([3]string{"a", "mcp__memory__search_nodes", ``}, [3]string{"b", "customer__get", `{ "z":1, "id":"x" }`}))
 		},
 		func(t *testing.T, req chatRequest, raw map[string]jsontext.Value) (int, string) {
 			asst := req.Messages[2]

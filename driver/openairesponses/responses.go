@@ -133,7 +133,7 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = llm.DefaultTimeout
 	}
-	opts := openaiapi.Options(cfg.HTTPClient, cfg.BaseURL, cfg.APIKey, cfg.Timeout, cfg.MaxRetries)
+	opts := openaiapi.Options(Name, cfg.HTTPClient, cfg.BaseURL, cfg.APIKey, cfg.Timeout, cfg.MaxRetries)
 	return &Driver{
 		cfg: cfg, svc: responses.NewResponseService(opts...), models: sdk.NewModelService(opts...),
 		ep: openaiapi.Endpoint{Provider: Name, Model: cfg.Model, Base: base, URL: strings.TrimSuffix(base, "/") + "/responses", Key: cfg.APIKey, Timeout: cfg.Timeout, Binding: cfg.Binding},
@@ -151,6 +151,8 @@ func (d *Driver) GoString() string { return d.String() }
 // response, in order, to caller, appends the calls and their outputs to
 // the input, and sends it all again, until a completed response has no
 // function call; that response's text, as a JSON string, is the output.
+// The loop is the one every model driver shares ([llm.Loop]); this
+// driver's [turn] only builds the requests and reads the replies.
 //
 // It returns caller's error unchanged ([driver.ErrSuspended],
 // [driver.ErrCallLimit], ...), ctx's error, [driver.ErrTurnLimit] after
@@ -158,12 +160,15 @@ func (d *Driver) GoString() string { return d.String() }
 // step runs out of Config.StepTimeout, a *[driver.ProviderError] when the
 // API answers with an error status (after the SDK's retries; it names the
 // URL, the attempts and the binding), an error naming the URL when a
-// request runs out of Config.Timeout, an error naming the response's error code when its
-// status is "failed" (transient for server_error and rate_limit_exceeded,
-// see [driver.Transient]), and a *[driver.ReplyError] when a response is
-// refused whole (incomplete, a refusal, function calls under a status
-// other than "completed", a call_id given twice in the step): none of its
-// calls reaches caller. No error holds the API key.
+// request runs out of Config.Timeout or is answered with a redirect
+// ([llm.RedirectError]), an error naming the response's error code when
+// its status is "failed" (transient for server_error and
+// rate_limit_exceeded, see [driver.Transient]), and a *[driver.ReplyError]
+// when a response is refused whole (incomplete, or "completed" and also
+// cut off, filtered or failed, a refusal, function calls under a status
+// other than "completed", a call_id given twice in the step, arguments
+// that are not a JSON string, blank arguments to a tool that needs some):
+// none of its calls reaches caller. No error holds the API key.
 //
 // When caller is a [driver.UsageRecorder], each response's usage
 // (input_tokens, output_tokens, input_tokens_details.cached_tokens), when
@@ -191,86 +196,65 @@ func (d *Driver) RunStep(ctx context.Context, in driver.StepInput, caller driver
 	}
 	input := responses.ResponseInputParam{message(llm.UserPrompt, responses.EasyInputMessageRoleUser)}
 
-	shown := llm.Shown{Limit: d.cfg.MaxResultBytes, Images: !d.cfg.NoImages, ImagesLater: true}
-	step, reqCtx, cancel := llm.StartStep(ctx, Name, in.StepID, d.cfg.StepTimeout, d.cfg.Binding, d.now)
-	defer cancel()
-	rec, _ := caller.(driver.UsageRecorder)
+	t := &turn{d: d, params: params, input: input, shown: llm.Shown{Limit: d.cfg.MaxResultBytes, Images: !d.cfg.NoImages, ImagesLater: true}}
+	loop := llm.Loop{Provider: Name, Model: d.cfg.Model, MaxTurns: d.cfg.MaxTurns, StepTimeout: d.cfg.StepTimeout, Now: d.now, Binding: d.cfg.Binding, IDName: "call_id"}
+	return loop.Run(ctx, in, caller, t)
+}
 
-	turns := llm.MaxTurns(d.cfg.MaxTurns, in)
-	seen := llm.IDs{}
-	if len(in.Made) > 0 {
-		// A resumed step: the calls already made, and their outputs, as
-		// the conversation had them (docs/drivers.md, "Resumed steps").
-		var outputs responses.ResponseInputParam
-		var images imageMessage
-		for _, m := range in.Made {
-			input = append(input, responses.ResponseInputItemParamOfFunctionCall(string(llm.CanonicalArgs(m.Arguments)), m.ID, driver.WireName(m.Name)))
-			outputs = append(outputs, functionOutput(m.ID, shown.Text(m.Result)))
-			images.add(m.ID, m.Name, m.Result, shown)
-		}
-		input = append(input, outputs...)
-		input = images.append(input)
-		seen.Add(llm.MadeCalls(in.Made))
-	}
-	for turn := 1; turn <= turns; turn++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := step.Check(); err != nil {
-			return nil, err
-		}
-		params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: input}
-		rctx, att := llm.CountAttempts(reqCtx)
-		resp, err := d.svc.New(rctx, params)
-		if err != nil {
-			if serr := step.Ended(rctx); serr != nil && ctx.Err() == nil {
-				return nil, serr
-			}
-			return nil, d.ep.CleanN(rctx, err, att.N())
-		}
-		if rec != nil && resp.JSON.Usage.Valid() {
-			u := resp.Usage
-			if err := rec.RecordUsage(ctx, driver.Usage{
-				Provider: Name, Model: d.cfg.Model, Turn: turn,
-				InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.InputTokensDetails.CachedTokens,
-			}); err != nil {
-				return nil, err
-			}
-		}
-		r := readReply(resp)
-		if err := d.checkReply(resp, r, seen); err != nil {
-			return nil, err
-		}
-		if len(r.calls) == 0 {
-			return llm.Output(r.text)
-		}
-		seen.Add(r.calls)
+// turn is the Responses API's half of a step's conversation
+// ([llm.Turn]): every request holds the whole conversation as input
+// items.
+type turn struct {
+	d      *Driver
+	params responses.ResponseNewParams
+	input  responses.ResponseInputParam
+	shown  llm.Shown
+	images imageMessage // of the accepted reply's answers
+}
 
-		// The history holds the canonical form of what was decided: the
-		// arguments as the runtime parses them, one output per call_id.
-		if r.text != "" {
-			input = append(input, message(r.text, responses.EasyInputMessageRoleAssistant))
-		}
-		for i, c := range r.calls {
-			input = append(input, responses.ResponseInputItemParamOfFunctionCall(string(llm.CanonicalArgs(c.Arguments)), c.ID, r.wires[i]))
-		}
-		var images imageMessage
-		for _, c := range r.calls {
-			// No call starts after the deadline; one that runs then runs
-			// to its end (ctx, not the step's).
-			if err := step.Check(); err != nil {
-				return nil, err
-			}
-			res, err := caller.Call(ctx, c)
-			if err != nil {
-				return nil, err
-			}
-			input = append(input, functionOutput(c.ID, shown.Text(res)))
-			images.add(c.ID, c.Name, res, shown)
-		}
-		input = images.append(input)
+// Send sends the conversation and reads the response: its function
+// calls, its text, its status and the other signals ([Driver.readStop]).
+// A response that failed without function calls is an error (see
+// [Driver.failed]).
+func (t *turn) Send(ctx context.Context) (llm.Reply, error) {
+	t.params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: t.input}
+	rctx, att := llm.CountAttempts(ctx)
+	resp, err := t.d.svc.New(rctx, t.params)
+	if err != nil {
+		return llm.Reply{}, t.d.ep.CleanN(rctx, err, att.N())
 	}
-	return nil, fmt.Errorf("%s: step %q: %w (%d requests)", Name, in.StepID, driver.ErrTurnLimit, turns)
+	rr := readReply(resp)
+	r := llm.Reply{Stop: string(resp.Status), Calls: rr.calls, Wires: rr.wires, Text: rr.text}
+	if resp.JSON.Usage.Valid() {
+		u := resp.Usage
+		r.Usage = &driver.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.InputTokensDetails.CachedTokens}
+	}
+	return r, t.d.readStop(&r, resp, rr)
+}
+
+// Accept appends the response's text as an assistant message, when it
+// has any, and its function_call items with their arguments in canonical
+// form (what was decided).
+func (t *turn) Accept(r llm.Reply) {
+	if r.Text != "" {
+		t.input = append(t.input, message(r.Text, responses.EasyInputMessageRoleAssistant))
+	}
+	for i, c := range r.Calls {
+		t.input = append(t.input, responses.ResponseInputItemParamOfFunctionCall(string(llm.CanonicalArgs(c.Arguments)), c.ID, r.Wires[i]))
+	}
+}
+
+// Answer appends the call's function_call_output item; its images wait
+// for EndTurn.
+func (t *turn) Answer(c driver.Call, res driver.Result) {
+	t.input = append(t.input, functionOutput(c.ID, t.shown.Text(res)))
+	t.images.add(c.ID, c.Name, res, t.shown)
+}
+
+// EndTurn appends the user message with the answers' images, if any.
+func (t *turn) EndTurn() {
+	t.input = t.images.append(t.input)
+	t.images = imageMessage{}
 }
 
 // message is a message input item (type "message", content text).
@@ -338,6 +322,12 @@ type reply struct {
 	text       string // the output_text parts of the message items
 	refusal    string // the refusal parts
 	other      string // the type of the first item the driver never asks for
+	// shape is why the function calls are malformed by their shape (""
+	// when they are not): "arguments" not a JSON string.
+	shape string
+	// incomplete says a message item's own status is "incomplete" (""
+	// when none is): the reply was cut off.
+	incomplete string
 }
 
 func readReply(resp *responses.Response) reply {
@@ -346,7 +336,11 @@ func readReply(resp *responses.Response) reply {
 	for _, item := range resp.Output {
 		switch item.Type {
 		case "message":
-			for _, part := range item.AsMessage().Content {
+			msg := item.AsMessage()
+			if msg.Status == "incomplete" && r.incomplete == "" {
+				r.incomplete = "a message item has status \"incomplete\""
+			}
+			for _, part := range msg.Content {
 				switch part.Type {
 				case "output_text":
 					text.WriteString(part.Text)
@@ -356,7 +350,14 @@ func readReply(resp *responses.Response) reply {
 			}
 		case "function_call":
 			fc := item.AsFunctionCall()
-			r.calls = append(r.calls, driver.Call{ID: fc.CallID, Name: driver.SpecName(fc.Name), Arguments: jsontext.Value(fc.Arguments)})
+			args := fc.Arguments
+			if raw := fc.JSON.Arguments.Raw(); r.shape == "" && !strings.HasPrefix(raw, `"`) {
+				// Missing or null, the SDK reads it as "", which the
+				// runtime takes as {}.
+				r.shape = fmt.Sprintf("the arguments of function call %d are not a JSON string (the API sends them as one): %s", len(r.calls)+1, openaiapi.ArgShape(raw))
+				args = raw
+			}
+			r.calls = append(r.calls, driver.Call{ID: fc.CallID, Name: driver.SpecName(fc.Name), Arguments: jsontext.Value(args)})
 			r.wires = append(r.wires, fc.Name)
 			if s := string(fc.Status); s != "" && s != "completed" && r.unfinished == "" {
 				r.unfinished = s
@@ -377,49 +378,75 @@ func readReply(resp *responses.Response) reply {
 	return r
 }
 
-// checkReply returns the error of a response that may not run (see
-// docs/drivers.md, "Stop reasons"), or nil. Only status "completed" lets
-// function calls run; a response without calls whose status is
-// "completed" (or that has none) is the final answer.
-func (d *Driver) checkReply(resp *responses.Response, r reply, seen llm.IDs) error {
-	status := string(resp.Status)
-	refuse := func(code driver.ReplyCode, reason string) error {
-		return llm.Reply(Name, code, status, reason, r.calls)
-	}
+// readStop adds to r the signals of a response (see docs/drivers.md,
+// "Stop reasons"), or returns the error of a response that failed without
+// function calls. Only status "completed" lets function calls run; a
+// response without calls whose status is "completed" (or that has none)
+// is the final answer. A "completed" response that also says it was cut
+// off, filtered or failed has those signals too: contradictory stop
+// signals count as cut off ([llm.Check]).
+func (d *Driver) readStop(r *llm.Reply, resp *responses.Response, rr reply) error {
+	status, n := string(resp.Status), len(r.Calls)
 	switch status {
 	case "completed":
+		if why := resp.IncompleteDetails.Reason; why == "content_filter" {
+			r.Refuse(driver.ReplyFiltered, fmt.Sprintf("the response says status %q, and it was filtered (incomplete_details.reason %q)", status, why))
+		} else if why != "" || rr.incomplete != "" || limitReached(resp) {
+			r.Refuse(driver.ReplyTruncated, fmt.Sprintf("the response says status %q, and it was cut off (%s)", status, cutOff(resp, rr)))
+		}
+		if resp.JSON.Error.Valid() && (resp.Error.Code != "" || resp.Error.Message != "") {
+			r.Refuse(driver.ReplyMalformed, fmt.Sprintf("the response says status %q, and it holds an error (code %q)", status, llm.Redact(string(resp.Error.Code), d.cfg.APIKey)))
+		}
 	case "incomplete":
 		why := resp.IncompleteDetails.Reason
 		if why == "content_filter" {
-			return refuse(driver.ReplyFiltered, fmt.Sprintf("the model's answer was filtered (status %q, incomplete_details.reason %q)", status, why))
+			r.Refuse(driver.ReplyFiltered, fmt.Sprintf("the model's answer was filtered (status %q, incomplete_details.reason %q)", status, why))
+		} else {
+			r.Refuse(driver.ReplyTruncated, fmt.Sprintf("the model's answer was cut off (status %q, incomplete_details.reason %q)", status, why))
 		}
-		return refuse(driver.ReplyTruncated, fmt.Sprintf("the model's answer was cut off (status %q, incomplete_details.reason %q)", status, why))
 	case "failed":
 		code, msg := string(resp.Error.Code), llm.Redact(strings.TrimSpace(resp.Error.Message), d.cfg.APIKey)
-		if len(r.calls) > 0 {
-			return refuse(driver.ReplyMalformed, fmt.Sprintf("the response failed (error code %q: %s) and holds %d function call(s)", code, msg, len(r.calls)))
+		if n == 0 {
+			return d.failed(code, msg)
 		}
-		return d.failed(code, msg)
+		r.Refuse(driver.ReplyMalformed, fmt.Sprintf("the response failed (error code %q: %s) and holds %d function call(s)", code, msg, n))
 	case "":
-		if len(r.calls) > 0 {
-			return refuse(driver.ReplyMalformed, fmt.Sprintf("the response has no status and holds %d function call(s); only status \"completed\" lets them run", len(r.calls)))
+		if n > 0 {
+			r.Refuse(driver.ReplyMalformed, fmt.Sprintf("the response has no status and holds %d function call(s); only status \"completed\" lets them run", n))
 		}
 	default:
-		return refuse(driver.ReplyMalformed, fmt.Sprintf("the response's status %q is not one the driver can use (the driver never asks for background responses; only \"completed\" lets function calls run)", status))
+		r.Refuse(driver.ReplyMalformed, fmt.Sprintf("the response's status %q is not one the driver can use (the driver never asks for background responses; only \"completed\" lets function calls run)", status))
 	}
-	refusal := llm.Redact(r.refusal, d.cfg.APIKey)
-	switch {
-	case refusal != "" && (len(r.calls) > 0 || r.text == ""):
-		return refuse(driver.ReplyRefused, fmt.Sprintf("the model refused (status %q): %s", status, refusal))
-	case r.other != "":
-		return refuse(driver.ReplyMalformed, fmt.Sprintf("the response holds an output item of type %q, which the driver never asks for (it offers functions only)", r.other))
-	case r.unfinished != "":
-		return refuse(driver.ReplyMalformed, fmt.Sprintf("a function_call item has status %q, not \"completed\"", r.unfinished))
+	if refusal := llm.Redact(rr.refusal, d.cfg.APIKey); refusal != "" && (n > 0 || rr.text == "") {
+		r.Refuse(driver.ReplyRefused, fmt.Sprintf("the model refused (status %q): %s", status, refusal))
 	}
-	if why := seen.Check(r.calls); why != "" {
-		return refuse(driver.ReplyMalformed, strings.ReplaceAll(why, "the id ", "the call_id "))
+	if rr.other != "" {
+		r.Refuse(driver.ReplyMalformed, fmt.Sprintf("the response holds an output item of type %q, which the driver never asks for (it offers functions only)", rr.other))
+	}
+	if rr.unfinished != "" {
+		r.Refuse(driver.ReplyMalformed, fmt.Sprintf("a function_call item has status %q, not \"completed\"", rr.unfinished))
+	}
+	if rr.shape != "" {
+		r.Refuse(driver.ReplyMalformed, rr.shape)
 	}
 	return nil
+}
+
+// limitReached reports whether resp says it used all of its
+// max_output_tokens (when it names a limit).
+func limitReached(resp *responses.Response) bool {
+	return resp.MaxOutputTokens > 0 && resp.JSON.Usage.Valid() && resp.Usage.OutputTokens >= resp.MaxOutputTokens
+}
+
+// cutOff says which signal of a "completed" response says it was cut off.
+func cutOff(resp *responses.Response, r reply) string {
+	switch {
+	case resp.IncompleteDetails.Reason != "":
+		return fmt.Sprintf("incomplete_details.reason %q", resp.IncompleteDetails.Reason)
+	case r.incomplete != "":
+		return r.incomplete
+	}
+	return fmt.Sprintf("usage.output_tokens %d of max_output_tokens %d", resp.Usage.OutputTokens, resp.MaxOutputTokens)
 }
 
 // failed is the error of a response with status "failed" and no function

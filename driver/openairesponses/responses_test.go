@@ -635,14 +635,15 @@ func TestReusedID(t *testing.T) {
 	}
 }
 
-// What goes back to the model is canonical: {} for empty arguments, the
+// What goes back to the model is canonical: {} for empty arguments (to a
+// tool whose schema needs none: see TestArgumentShapes), the
 // canonical JSON otherwise, one function_call_output per call_id; the
 // Caller gets the arguments as sent.
 func TestCanonicalHistory(t *testing.T) {
 	api := newAPI(t)
 	api.Turns = append(api.Turns,
 		func(*testing.T, responsesRequest, map[string]jsontext.Value) (int, string) {
-			return 200, completed(fnCall("a", "customer__get", ``), fnCall("b", "customer__get", `{ "z":1, "id":"x" }`))
+			return 200, completed(fnCall("a", "mcp__memory__search_nodes", ``), fnCall("b", "customer__get", `{ "z":1, "id":"x" }`))
 		},
 		func(t *testing.T, req responsesRequest, raw map[string]jsontext.Value) (int, string) {
 			if len(req.Input) != 5 || req.Input[1].Arguments != `{}` || req.Input[2].Arguments != `{"id":"x","z":1}` {

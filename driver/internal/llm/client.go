@@ -42,10 +42,15 @@ func KeyShown(key string) string {
 // than with an API error: ctx's error when ctx is done, else err without
 // key or the URL's query, prefixed with provider. It unwraps to err (or
 // ctx's error). A connection error (a *url.Error: refused, reset, DNS,
-// TLS) is transient ([driver.Transient]); ctx's error is not.
+// TLS) is transient ([driver.Transient]); ctx's error and a
+// *[RedirectError] are not.
 func RequestError(ctx context.Context, provider, base, key string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", provider, ctx.Err())
+	}
+	var re *RedirectError
+	if errors.As(err, &re) {
+		return &RedactedError{Msg: Redact(re.Error(), key), Err: err}
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -165,4 +170,64 @@ func bindingNote(binding string) string {
 		return ""
 	}
 	return "; agent binding " + binding
+}
+
+// NoRedirects returns a copy of c (http.DefaultClient when nil) that
+// follows no redirect: a 3xx answer comes back as it is, for
+// [Redirected] to refuse. c itself is not changed. A redirect would send
+// the API key and the whole conversation to wherever the Location header
+// points: another port, another host.
+func NoRedirects(c *http.Client) *http.Client {
+	if c == nil {
+		c = http.DefaultClient
+	}
+	n := *c
+	n.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &n
+}
+
+// RedirectError is the error of a request whose answer was a redirect
+// (any 3xx status): no driver follows one. It is not transient: asking
+// again gets the same answer.
+type RedirectError struct {
+	// Provider is the driver's name; URL the request's URL without its
+	// query.
+	Provider, URL string
+	// StatusCode is the answer's status (301, 302, 303, 307, 308, ...).
+	StatusCode int
+	// Location is the scheme and host the answer pointed to ("" when it
+	// named none, or not as a URL); never its path or query.
+	Location string
+}
+
+func (e *RedirectError) Error() string {
+	to := ""
+	if e.Location != "" {
+		to = " to " + e.Location
+	}
+	return fmt.Sprintf("%s: %s answered %d %s%s; redirects are not followed (the API key and the conversation go only to the base URL): set baseURL to the API's own address",
+		e.Provider, e.URL, e.StatusCode, http.StatusText(e.StatusCode), to)
+}
+
+// Redirected is the check of one attempt's answer, for an SDK middleware
+// on a client from [NoRedirects]: given what the next handler returned
+// for req, it returns res and err unchanged unless res has a 3xx status;
+// then the body is closed, the header x-should-retry dropped (so the SDK
+// does not retry: asking again gets the same answer) and the error is a
+// *[RedirectError]. No attempt, retries included, goes anywhere but the
+// base URL.
+func Redirected(provider string, req *http.Request, res *http.Response, err error) (*http.Response, error) {
+	if err != nil || res == nil || res.StatusCode < 300 || res.StatusCode > 399 {
+		return res, err
+	}
+	res.Body.Close()
+	res.Body = http.NoBody
+	res.Header.Del("X-Should-Retry")
+	u := *req.URL
+	u.RawQuery, u.Fragment, u.User = "", "", nil
+	e := &RedirectError{Provider: provider, URL: u.String(), StatusCode: res.StatusCode}
+	if loc, lerr := url.Parse(res.Header.Get("Location")); lerr == nil && loc.Host != "" {
+		e.Location = (&url.URL{Scheme: loc.Scheme, Host: loc.Host}).String()
+	}
+	return res, e
 }

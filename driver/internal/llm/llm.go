@@ -1,7 +1,11 @@
 // Package llm holds what the model drivers (driver/openai,
-// driver/anthropic) share: the prompt a model sees, the tools it is
-// offered under their wire names, the turn limit, the checking of the base
-// URL and the scrubbing of API keys from errors and printed configs.
+// driver/openairesponses, driver/anthropic) share: the step loop every
+// one of them runs ([Loop.Run]: turn limit, deadline, usage, the checks
+// of a reply, the replay of a resumed step, the calls) over a thin
+// per-provider [Turn] that only builds and reads messages; the prompt a
+// model sees, the tools it is offered under their wire names, the
+// checking of the base URL, no redirects, and the scrubbing of API keys
+// from errors and printed configs.
 package llm
 
 import (

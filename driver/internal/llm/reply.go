@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/internal/jsonnum"
 )
 
-// Reply returns a *driver.ReplyError for a refused reply.
-func Reply(provider string, code driver.ReplyCode, stop, reason string, calls []driver.Call) *driver.ReplyError {
+// Refused returns a *driver.ReplyError for a refused reply.
+func Refused(provider string, code driver.ReplyCode, stop, reason string, calls []driver.Call) *driver.ReplyError {
 	return &driver.ReplyError{Provider: provider, Code: code, StopReason: stop, Reason: reason, Calls: calls}
 }
 
@@ -72,4 +73,44 @@ func MadeCalls(made []driver.MadeCall) []driver.Call {
 		out[i] = driver.Call{ID: m.ID, Name: m.Name, Arguments: m.Arguments}
 	}
 	return out
+}
+
+// Unfilled returns the reason calls, the tool calls of one reply, are
+// refused by their arguments ("" when they are not): a call to one of
+// tools whose arguments are blank (no bytes, or only white space: the
+// model sent none) while the tool's inputSchema needs some ("required"
+// names a member, or "minProperties" is at least 1). Blank arguments are
+// otherwise taken as {} ([CanonicalArgs], and the runtime), and a call
+// with all its defaults must never run in place of one the model did not
+// spell out. Calls to names not among tools are
+// the Caller's to refuse.
+func Unfilled(calls []driver.Call, tools []driver.Tool) string {
+	for i, c := range calls {
+		if len(bytes.TrimSpace(c.Arguments)) > 0 {
+			continue
+		}
+		for _, t := range tools {
+			if t.Name == c.Name && needsArgs(t.InputSchema) {
+				return fmt.Sprintf("tool call %d (%q) has no arguments, and the tool's inputSchema needs some", i+1, c.Name)
+			}
+		}
+	}
+	return ""
+}
+
+// needsArgs reports whether schema, a JSON Schema, refuses {}: it
+// requires a member or at least one property. A schema that is not an
+// object is taken to need arguments (fail closed).
+func needsArgs(schema jsontext.Value) bool {
+	if len(schema) == 0 {
+		return false
+	}
+	var s struct {
+		Required      []jsontext.Value `json:"required"`
+		MinProperties float64          `json:"minProperties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return string(bytes.TrimSpace(schema)) != "true"
+	}
+	return len(s.Required) > 0 || s.MinProperties >= 1
 }

@@ -41,24 +41,26 @@ type Endpoint struct {
 	Binding string
 }
 
-// Options returns the SDK options of a driver's Config: the HTTP client
-// (nil: http.DefaultClient), the base URL, the key as a bearer token (none
+// Options returns the SDK options of provider's Config: the HTTP client
+// (nil: http.DefaultClient), made to follow no redirect (a 3xx answer is
+// a *[llm.RedirectError]), the base URL, the key as a bearer token (none
 // when empty), the per-request timeout (negative: none; zero is taken as
 // set by the caller) and the retries (0: the SDK's 2; negative: none),
 // with [ErrorBody] as middleware. The SDK reads nothing from the
 // environment when given a base URL and no key is set through it.
-func Options(client *http.Client, baseURL, key string, timeout time.Duration, maxRetries int) []option.RequestOption {
-	if client == nil {
-		client = http.DefaultClient
-	}
+func Options(provider string, client *http.Client, baseURL, key string, timeout time.Duration, maxRetries int) []option.RequestOption {
 	opts := []option.RequestOption{
-		option.WithHTTPClient(client),
+		// No redirect is followed: it would take the key and the
+		// conversation elsewhere ([llm.Redirected]).
+		option.WithHTTPClient(llm.NoRedirects(client)),
 		option.WithBaseURL(baseURL),
 		// Each HTTP attempt, retries included, is counted for the
-		// request's context ([llm.CountAttempts]).
+		// request's context ([llm.CountAttempts]); an answer that is a
+		// redirect fails it.
 		option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 			llm.Attempted(req)
-			return next(req)
+			res, err := next(req)
+			return llm.Redirected(provider, req, res, err)
 		}),
 		option.WithMiddleware(ErrorBody),
 	}
@@ -178,4 +180,21 @@ func ErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response, e
 	}
 	res.Body = io.NopCloser(bytes.NewReader(body))
 	return res, nil
+}
+
+// ArgShape says what an "arguments" member that is not a JSON string is,
+// as raw holds it ("" for a missing member), for a reply's refusal.
+func ArgShape(raw string) string {
+	raw = strings.TrimSpace(raw)
+	switch {
+	case raw == "":
+		return "the member is missing"
+	case raw == "null":
+		return "it is null"
+	case raw[0] == '{':
+		return "it is an object"
+	case raw[0] == '[':
+		return "it is an array"
+	}
+	return "it is " + raw
 }
