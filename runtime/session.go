@@ -39,7 +39,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/audit"
@@ -340,26 +339,9 @@ type runCheck struct {
 func (s *Session) checkRun(ctx context.Context, run store.Run, verb string) (runCheck, error) {
 	runID := run.ID
 	past := map[string]string{"resume": "resumed", "retry": "retried"}[verb]
-	recs, err := verifiedRecords(ctx, s.opt.Store, runID)
+	hc, err := CheckHarness(ctx, s.opt.Store, runID, s.opt.HarnessDigest, s.opt.AcceptHarnessChange)
 	if err != nil {
-		return runCheck{}, fmt.Errorf("run %s: %w", runID, err)
-	}
-	// The harness the run was last run with: run.created's, or the last
-	// accepted change's.
-	var harness string
-	for _, r := range recs {
-		switch EventKind(r.Kind) {
-		case KindRunCreated:
-			harness = dataOf(r).HarnessDigest
-		case KindRunHarnessChanged:
-			var d RunHarnessChanged
-			_ = json.Unmarshal(r.Data, &d)
-			harness = d.To
-		}
-	}
-	changed := s.opt.HarnessDigest != "" && harness != s.opt.HarnessDigest
-	if changed && !s.opt.AcceptHarnessChange {
-		return runCheck{}, fmt.Errorf("run %s was last run with another harness (digest %s, this one %s); %s it with that harness, or accept the change with --accept-harness-change (it is recorded in the audit log)", runID, short(harness), short(s.opt.HarnessDigest), verb)
+		return runCheck{}, err
 	}
 	if probs, err := Reconcile(ctx, s.opt.Store, runID); err != nil {
 		return runCheck{}, err
@@ -369,7 +351,7 @@ func (s *Session) checkRun(ctx context.Context, run store.Run, verb string) (run
 	if run.DocumentDigest != s.im.Digest {
 		return runCheck{}, fmt.Errorf("run %s was started with another version of the document (digest %s, this one %s); %s it with the document it was started with", runID, short(run.DocumentDigest), short(s.im.Digest), verb)
 	}
-	return runCheck{recs: recs, harness: harness, changed: changed}, nil
+	return runCheck{recs: hc.Records, harness: hc.Last, changed: hc.Changed}, nil
 }
 
 // append writes ev to the run's audit log inside tx.
