@@ -29,7 +29,7 @@ type HarnessChangedError struct {
 }
 
 func (e *HarnessChangedError) Error() string {
-	return fmt.Sprintf("run %s was last run with another harness (digest %s, this one %s); continue it with that harness file, or accept the change with --accept-harness-change (it is recorded in the audit log)", e.Run, short(e.Last), short(e.This))
+	return fmt.Sprintf("run %s was last run with another harness (digest %s, this one %s); continue it with that harness file, or accept this one with resume or retry --accept-harness-change (the change is recorded in the audit log)", e.Run, short(e.Last), short(e.This))
 }
 
 // Unwrap returns [ErrHarnessChanged].
