@@ -133,6 +133,9 @@ var ErrNotRunnable = errors.New("the document does not pass validation and check
 type Session struct {
 	im  *Imported
 	opt SessionOptions
+	// drift are the warning-level drift findings of the check Open ran
+	// (recorded as run.drift).
+	drift []DriftWarning
 }
 
 // Open does what a run does before anything executes: it validates the
@@ -148,8 +151,10 @@ func Open(ctx context.Context, opt SessionOptions) (*Session, []diag.Diagnostic,
 	}
 	doc := opt.Document
 	ds := validate.Document(doc, &validate.Options{Registry: opt.Registry.Has})
+	var checked []diag.Diagnostic
 	if opt.Check != nil {
-		ds = append(ds, opt.Check(ctx, doc)...)
+		checked = opt.Check(ctx, doc)
+		ds = append(ds, checked...)
 	}
 	diag.Sort(ds)
 	if diag.Count(ds, diag.Error) > 0 {
@@ -159,7 +164,9 @@ func Open(ctx context.Context, opt SessionOptions) (*Session, []diag.Diagnostic,
 	if err != nil {
 		return nil, ds, fmt.Errorf("importing %s: %w", doc.File, err)
 	}
-	return newSession(im, opt), ds, nil
+	sess := newSession(im, opt)
+	sess.drift = driftWarnings(doc, checked)
+	return sess, ds, nil
 }
 
 func newSession(im *Imported, opt SessionOptions) *Session {
@@ -266,12 +273,19 @@ func (s *Session) Create(ctx context.Context, input jsontext.Value) (string, err
 		if err != nil {
 			return err
 		}
-		return s.append(tx, run.ID, "", "", RunCreated{Playbook: run.PlaybookID, Version: run.PlaybookVersion, DocumentDigest: run.DocumentDigest, HarnessDigest: s.opt.HarnessDigest, InputDigest: digest(run.Input)})
+		if err := s.append(tx, run.ID, "", "", RunCreated{Playbook: run.PlaybookID, Version: run.PlaybookVersion, DocumentDigest: run.DocumentDigest, HarnessDigest: s.opt.HarnessDigest, InputDigest: digest(run.Input)}); err != nil {
+			return err
+		}
+		if len(s.drift) == 0 {
+			return nil
+		}
+		return s.append(tx, run.ID, "", "", s.driftEvent())
 	})
 	if err != nil {
 		return "", fmt.Errorf("creating the run: %w", err)
 	}
 	s.progress("run %s started: %s %s", run.ID, run.PlaybookID, run.PlaybookVersion)
+	s.sayDrift(run.ID)
 	return run.ID, nil
 }
 
@@ -307,6 +321,9 @@ func (s *Session) Resume(ctx context.Context, runID string) (Outcome, error) {
 			return Outcome{Run: runID}, err
 		}
 		s.progress("run %s: the harness changed since it was started; the change was accepted and recorded", runID)
+	}
+	if err := s.noteDrift(ctx, runID, ck.recs); err != nil {
+		return Outcome{Run: runID}, err
 	}
 	if run.Status == store.RunWaiting {
 		if err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
