@@ -1,8 +1,12 @@
 // Package launch does what a run does before anything executes, for
-// every front end (the CLI's run and resume, the server): read the
+// every front end (the CLI's run, resume and retry, the server): read the
 // document, connect what it needs from the harness (package host), and
 // open the runtime session, which validates and checks it (package
 // preflight). An error-level diagnostic anywhere stops it: nothing runs.
+//
+// [Open] is for a new run; [OpenRun] is the one way to continue an
+// existing one, and checks the run's recorded harness before anything of
+// the harness is used.
 package launch
 
 import (

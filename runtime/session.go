@@ -94,8 +94,8 @@ type SessionOptions struct {
 	// audited (run.harness-changed). "" records nothing and checks
 	// nothing.
 	HarnessDigest string
-	// AcceptHarnessChange lets Resume go on with a harness other than the
-	// one the run was started with.
+	// AcceptHarnessChange lets Resume and Retry go on with a harness other
+	// than the one the run was last run with ([CheckHarness]).
 	AcceptHarnessChange bool
 	// MaxToolCalls bounds the tool calls of one agent step. Zero means
 	// [DefaultMaxToolCalls].
