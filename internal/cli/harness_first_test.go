@@ -195,4 +195,13 @@ func TestRetryRefusesRewrittenHarnessFirst(t *testing.T) {
 	p := newHostileParts(t, t.TempDir())
 	refusedUntouched(t, e, orig, p, o.Run, "retry", "--force", "--by", "ana", "--reason", "try again")
 	acceptedUsesIt(t, e, orig, p, o.Run, "retry", "--force")
+
+	// With the run's own harness the retry goes on; a secret typed into
+	// --reason or --by is redacted by the run's session, as before.
+	e.rewrite(orig, func(map[string]any) {})
+	o = e.outcome(ExitProblems, "retry", "--force", "--by", "ana "+runMemorySecret, "--reason", "the key "+runStripeSecret+" works", o.Run)
+	if _, recs := e.auditJSON(o.Run); !rtHasRecord(recs, "run.retried", "") {
+		t.Errorf("retry with the run's own harness: %+v, no run.retried", o)
+	}
+	e.noSecrets()
 }
