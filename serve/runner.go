@@ -235,25 +235,45 @@ type harnessChanged string
 func (e harnessChanged) Error() string { return string(e) }
 func (harnessChanged) Unwrap() error   { return runtime.ErrHarnessChanged }
 
-// progressWriter publishes a run's progress lines.
+// progressWriter publishes a run's progress lines. Lines written before
+// the run's id is known (what the runtime prints while it creates the run:
+// its drift warnings) are kept, up to maxEarlyLines, and published when
+// it is set.
 type progressWriter struct {
-	b   *Broker
-	mu  sync.Mutex
-	run string
+	b     *Broker
+	mu    sync.Mutex
+	run   string
+	early []string
 }
+
+// maxEarlyLines bounds the lines a progressWriter keeps before its run is
+// known.
+const maxEarlyLines = 200
 
 func (w *progressWriter) set(run string) {
 	w.mu.Lock()
 	w.run = run
+	early := w.early
+	w.early = nil
 	w.mu.Unlock()
+	if run == "" {
+		return
+	}
+	for _, l := range early {
+		w.b.Publish(run, Event{Type: "progress", Text: l})
+	}
 }
 
 func (w *progressWriter) Write(p []byte) (int, error) {
+	line := strings.TrimRight(string(p), "\n")
 	w.mu.Lock()
 	run := w.run
+	if run == "" && len(w.early) < maxEarlyLines {
+		w.early = append(w.early, line)
+	}
 	w.mu.Unlock()
 	if run != "" {
-		w.b.Publish(run, Event{Type: "progress", Text: strings.TrimRight(string(p), "\n")})
+		w.b.Publish(run, Event{Type: "progress", Text: line})
 	}
 	return len(p), nil
 }
