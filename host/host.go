@@ -486,13 +486,29 @@ func (h *Host) Drivers(playbookID string) func(agent string) (driver.Driver, err
 }
 
 // OpenStore opens the harness's store (creating its directory) and loads
-// its customer seed.
+// its customer seed: [OpenStoreFile], then [SeedStore].
 //
 // The directory is made readable by the user only (0700) and the database
 // file is made 0600 (SQLite gives its -wal and -shm files the same mode):
 // no other user of the machine can read or write the store. A tool that
 // runs as the same user can; see docs/store.md, "What a tool can reach".
 func OpenStore(ctx context.Context, hs *harness.Harness) (*store.Store, error) {
+	st, err := OpenStoreFile(hs)
+	if err != nil {
+		return nil, err
+	}
+	if err := SeedStore(ctx, hs, st); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// OpenStoreFile opens the harness's store as [OpenStore] does (the
+// directory and file modes included), without loading the seed: what
+// opens an existing run loads it only once the run's recorded harness is
+// confirmed (package launch).
+func OpenStoreFile(hs *harness.Harness) (*store.Store, error) {
 	if err := os.MkdirAll(filepath.Dir(hs.Store.SQLite), 0o700); err != nil {
 		return nil, err
 	}
@@ -504,18 +520,21 @@ func OpenStore(ctx context.Context, hs *harness.Harness) (*store.Store, error) {
 		st.Close()
 		return nil, err
 	}
-	if hs.Store.Seed != "" {
-		cs, err := store.ReadSeed(hs.Store.Seed)
-		if err != nil {
-			st.Close()
-			return nil, fmt.Errorf("reading the store seed: %w", err)
-		}
-		if err := st.SeedCustomers(ctx, cs); err != nil {
-			st.Close()
-			return nil, err
-		}
-	}
 	return st, nil
+}
+
+// SeedStore loads the harness's customer seed (store.seed) into st;
+// nothing when the harness names none. An unreadable seed is an error
+// that says so.
+func SeedStore(ctx context.Context, hs *harness.Harness, st *store.Store) error {
+	if hs.Store.Seed == "" {
+		return nil
+	}
+	cs, err := store.ReadSeed(hs.Store.Seed)
+	if err != nil {
+		return fmt.Errorf("reading the store seed: %w", err)
+	}
+	return st.SeedCustomers(ctx, cs)
 }
 
 // requiredServers returns the MCP server names the documents require,

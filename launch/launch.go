@@ -1,8 +1,12 @@
 // Package launch does what a run does before anything executes, for
-// every front end (the CLI's run and resume, the server): read the
+// every front end (the CLI's run, resume and retry, the server): read the
 // document, connect what it needs from the harness (package host), and
 // open the runtime session, which validates and checks it (package
 // preflight). An error-level diagnostic anywhere stops it: nothing runs.
+//
+// [Open] is for a new run; [OpenRun] is the one way to continue an
+// existing one, and checks the run's recorded harness before anything of
+// the harness is used.
 package launch
 
 import (
@@ -12,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/driver"
@@ -33,16 +38,20 @@ type Harness struct {
 	Diags []diag.Diagnostic
 }
 
-// Load reads the harness file at path.
+// Load reads the harness file at path, once: the harness is parsed from
+// the very bytes whose digest identifies it, so a file replaced between
+// two reads cannot pass as the one a run recorded. The error is for I/O
+// only (as harness.Load).
 func Load(path string) (*Harness, error) {
-	h, ds, err := harness.Load(path)
-	if err != nil {
-		return nil, err
-	}
 	src, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	h, ds := harness.Parse(path, src, dir)
 	return &Harness{H: h, Src: src, Diags: ds}, nil
 }
 
@@ -60,7 +69,9 @@ type Options struct {
 	External driver.Driver
 	// Progress receives the run's progress lines (nil discards them).
 	Progress io.Writer
-	// AcceptHarnessChange is resume's --accept-harness-change.
+	// AcceptHarnessChange lets [OpenRun] open a run last run with another
+	// harness (resume's and retry's --accept-harness-change); the change
+	// is recorded when the run goes on.
 	AcceptHarnessChange bool
 }
 
@@ -99,6 +110,51 @@ func (h *Harness) Unusable() []diag.Diagnostic {
 // ErrHarness is returned (wrapped, with the diagnostics) when the harness
 // itself has an error: it is not used to start or contact anything.
 var ErrHarness = errors.New("the harness has errors; nothing was started")
+
+// OpenRun opens an existing run for resuming or retrying it: every path
+// that continues a run (the CLI's resume and retry, a server's resume, an
+// agent attaching to a waiting run) comes through here. Before anything
+// of the harness is used (no MCP server started, no connection made, no
+// secret looked up, no preflight, no store seed loaded) it checks, from
+// the store alone, that the run's audit chain verifies and that h is the
+// harness the run was last run with ([runtime.CheckHarness]), unless
+// opt.AcceptHarnessChange; a changed harness is refused with a
+// [*runtime.HarnessChangedError]. Then it loads the harness's store seed
+// and opens the run's document, the bytes stored with it (opt.Name and
+// opt.Src are ignored), as [Open] does. The run is returned as read
+// (its status is the caller's to judge), also with an error after it was
+// read.
+func OpenRun(ctx context.Context, h *Harness, runID string, opt Options) (*Opened, store.Run, []diag.Diagnostic, error) {
+	if opt.Store == nil {
+		return nil, store.Run{}, nil, errors.New("launch: OpenRun needs a Store")
+	}
+	run, err := opt.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, store.Run{}, nil, err
+	}
+	if err := CheckRun(ctx, h, opt.Store, runID, opt.AcceptHarnessChange); err != nil {
+		return nil, run, nil, err
+	}
+	if h.Unusable() == nil {
+		if err := host.SeedStore(ctx, h.H, opt.Store); err != nil {
+			return nil, run, nil, err
+		}
+	}
+	opt.Name, opt.Src = "<document of "+runID+">", run.Document
+	o, ds, err := Open(ctx, h, opt)
+	return o, run, ds, err
+}
+
+// CheckRun is the first thing [OpenRun] does, for a front end that
+// serves an existing run before it continues it (`openplaybook mcp
+// --run`): from st alone, the run's audit chain verifies and h is the
+// harness the run was last run with, or accept is set
+// ([runtime.CheckHarness]; a changed harness is a
+// [*runtime.HarnessChangedError]). Nothing of h but its digest is used.
+func CheckRun(ctx context.Context, h *Harness, st *store.Store, runID string, accept bool) error {
+	_, err := runtime.CheckHarness(ctx, st, runID, h.Digest(), accept)
+	return err
+}
 
 // Open reads the document, connects what it needs and opens the runtime
 // session. It returns every diagnostic found (the harness's, the
@@ -152,4 +208,14 @@ func Open(ctx context.Context, h *Harness, opt Options) (*Opened, []diag.Diagnos
 	return &Opened{Doc: doc, Host: hst, Session: s}, ds, nil
 }
 
-func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
+// readFile reads at most harness.MaxSize+1 bytes of path, so that a huge
+// file (or a device) is refused by the parser's size limit without being
+// read whole.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, harness.MaxSize+1))
+}

@@ -533,8 +533,11 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 		run     bool
 		refused string
 		asked   string
+		voided  []store.Approval
 	)
+	const staleWhy = "the tool's live definition or what serves it changed since the approval was asked"
 	err := c.tx(ctx, func(tx *store.Tx) error {
+		voided = nil
 		if existing != nil {
 			key = existing.CallKey
 			a, ok, err := tx.ConsumeApprovalFor(key, bind, d.ArgsDigest)
@@ -560,13 +563,11 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 			return err
 		}
 		if len(stale) > 0 {
-			const why = "the tool's live definition or what serves it changed since the approval was asked"
-			voided, err := tx.VoidApprovals(key, why)
-			if err != nil {
+			if voided, err = tx.VoidApprovals(key, staleWhy); err != nil {
 				return err
 			}
 			for _, v := range voided {
-				if err := c.append(tx, name, ApprovalVoided{Approval: v.ID, Attempt: c.attempt, Index: key.Index, Reason: why}); err != nil {
+				if err := c.append(tx, name, ApprovalVoided{Approval: v.ID, Attempt: c.attempt, Index: key.Index, Reason: staleWhy}); err != nil {
 					return err
 				}
 			}
@@ -614,6 +615,9 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 		return c.append(tx, name, ApprovalRequested{Attempt: c.attempt, Approval: ap.ID, Index: key.Index, ArgsDigest: d.ArgsDigest,
 			DefDigest: d.tool.defDigest, BindDigest: bind, Binding: d.tool.entry.Origin.Binding()})
 	})
+	if err == nil {
+		c.s.sayVoided(voided, staleWhy)
+	}
 	switch {
 	case err != nil:
 		return driver.Result{}, err
@@ -669,9 +673,10 @@ func (c *Caller) failStarted(ctx context.Context, m *store.Call, reason string) 
 // approval of no longer holds. Its open approvals are voided.
 func (c *Caller) refuseWaiting(ctx context.Context, m *store.Call, code Code, reason string) (driver.Result, error) {
 	reason = c.inStep(reason)
+	var voided []store.Approval
 	err := c.tx(ctx, func(tx *store.Tx) error {
-		voided, err := tx.VoidApprovals(m.CallKey, reason)
-		if err != nil {
+		var err error
+		if voided, err = tx.VoidApprovals(m.CallKey, reason); err != nil {
 			return err
 		}
 		for _, v := range voided {
@@ -687,6 +692,7 @@ func (c *Caller) refuseWaiting(ctx context.Context, m *store.Call, code Code, re
 	if err != nil {
 		return driver.Result{}, err
 	}
+	c.s.sayVoided(voided, reason)
 	c.s.progress("  refused %s: %s", quote(m.Tool), reason)
 	return driver.Result{Error: c.s.opt.Redact(reason)}, nil
 }

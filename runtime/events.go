@@ -23,6 +23,7 @@ const (
 	KindRunCreated         EventKind = "run.created"
 	KindRunResumed         EventKind = "run.resumed"
 	KindRunHarnessChanged  EventKind = "run.harness-changed"
+	KindRunDrift           EventKind = "run.drift"
 	KindRunWaiting         EventKind = "run.waiting"
 	KindRunCompleted       EventKind = "run.completed"
 	KindRunRejected        EventKind = "run.rejected"
@@ -77,6 +78,36 @@ type RunCreated struct {
 type RunHarnessChanged struct {
 	From string `json:"from"`
 	To   string `json:"to"`
+}
+
+// RunDrift: the run was imported against a registry whose definitions
+// differ from the document's embedded ones at warning level (docs/drift.md:
+// a changed description, a schema that accepts more, a document that
+// overstates the risk): differences a reviewer of the document did not
+// see, which do not stop the run. Recorded when the run is created, and
+// when a resume or retry finds other warnings than the last such record.
+type RunDrift struct {
+	// Warnings are the first [MaxDriftWarnings] findings, in the order
+	// check reports them.
+	Warnings []DriftWarning `json:"warnings"`
+	// More counts the findings past them, not listed.
+	More int `json:"more,omitempty"`
+}
+
+// MaxDriftWarnings bounds the findings one [RunDrift] record lists.
+const MaxDriftWarnings = 100
+
+// DriftWarning is one warning-level drift finding of a [RunDrift].
+type DriftWarning struct {
+	// Tool is the name of the embedded tool the finding is about ("" when
+	// the pointer names none).
+	Tool string `json:"tool,omitempty"`
+	// Rule is the finding's rule ("drift-description", ...).
+	Rule string `json:"rule"`
+	// Pointer is a JSON Pointer into the document ("/tools/2/description").
+	Pointer string `json:"pointer"`
+	// Message says what differs (at most 2 KiB).
+	Message string `json:"message"`
 }
 
 // RunResumed: a waiting run was resumed.
@@ -291,6 +322,7 @@ type ApprovalDenied ApprovalApproved
 func (RunCreated) Kind() EventKind         { return KindRunCreated }
 func (RunResumed) Kind() EventKind         { return KindRunResumed }
 func (RunHarnessChanged) Kind() EventKind  { return KindRunHarnessChanged }
+func (RunDrift) Kind() EventKind           { return KindRunDrift }
 func (RunWaiting) Kind() EventKind         { return KindRunWaiting }
 func (RunCompleted) Kind() EventKind       { return KindRunCompleted }
 func (RunRejected) Kind() EventKind        { return KindRunRejected }

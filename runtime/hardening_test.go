@@ -237,6 +237,9 @@ func TestApprovalVoidedByLiveChange(t *testing.T) {
 	if !auditHas(r.auditOf(out.Run), "approval.voided", "mcp.ctr.launch") {
 		t.Errorf("no approval.voided record: %v", auditKinds(r.auditOf(out.Run)))
 	}
+	if said := r2.progress.String(); !strings.Contains(said, "approval "+first.ID+" of the call to \"mcp.ctr.launch\" in step act (approved by test) is void: the tool's live definition") {
+		t.Errorf("resume does not say it voided %s:\n%s", first.ID, said)
+	}
 	r.mustDecide(out.Run, second.ID, true)
 	out, err = r2.engine(0, tr, nil, nil).Resume(ctx, out.Run)
 	wantOutcome(t, "resume on the new approval", out, err, runtime.Completed)

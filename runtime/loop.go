@@ -210,11 +210,13 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 		// read as U+FFFD, so the output is never lost.
 		output, _ = json.Marshal(string(output), jsontext.AllowInvalidUTF8(true))
 	}
+	var voided []store.Approval
 	err = s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.FinishStep(runID, stepID, attempt, store.StepDone, output, ""); err != nil {
 			return err
 		}
-		if err := s.endApprovals(tx, runID, stepID, attempt); err != nil {
+		var err error
+		if voided, err = s.endApprovals(tx, runID, stepID, attempt); err != nil {
 			return err
 		}
 		return s.append(tx, runID, stepID, "", StepFinished{Attempt: attempt, Calls: c.Calls(), OutputDigest: digest(output)})
@@ -222,6 +224,7 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 	if err != nil {
 		return "", Outcome{}, true, err
 	}
+	s.sayVoided(voided, endedUnasked)
 	s.progress("step %s finished (%s)", stepID, plural(c.Calls(), "tool call"))
 	return playbook.Str(si.step.Next), Outcome{}, false, nil
 }
@@ -231,11 +234,13 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 // [Session.Retry] starts.
 func (s *Session) failStep(ctx context.Context, runID, stepID string, attempt int, reason string, transient bool) (Outcome, error) {
 	reason = s.opt.Redact(reason)
+	var voided []store.Approval
 	err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.FinishStep(runID, stepID, attempt, store.StepFailed, nil, reason); err != nil {
 			return err
 		}
-		if err := s.endApprovals(tx, runID, stepID, attempt); err != nil {
+		var err error
+		if voided, err = s.endApprovals(tx, runID, stepID, attempt); err != nil {
 			return err
 		}
 		if err := tx.SetRunStatus(runID, store.RunFailed, fmt.Sprintf("step %s failed: %s", stepID, reason)); err != nil {
@@ -246,6 +251,9 @@ func (s *Session) failStep(ctx context.Context, runID, stepID string, attempt in
 		}
 		return s.append(tx, runID, stepID, "", RunFailed{Reason: "step " + stepID + " failed"})
 	})
+	if err == nil {
+		s.sayVoided(voided, endedUnasked)
+	}
 	s.progress("step %s failed: %s", stepID, reason)
 	s.progress("run %s failed", runID)
 	return Outcome{Status: Failed, Reason: fmt.Sprintf("step %s failed: %s", stepID, reason), Retry: transient}, err
@@ -378,11 +386,12 @@ func (s *Session) StepInput(ctx context.Context, runID, stepID string) (driver.S
 }
 
 // endApprovals expires the approvals asked in a step attempt that were
-// not used: an approval never outlives its attempt.
-func (s *Session) endApprovals(tx *store.Tx, runID, stepID string, attempt int) error {
+// not used: an approval never outlives its attempt. It returns them, for
+// [Session.sayVoided] once the transaction committed.
+func (s *Session) endApprovals(tx *store.Tx, runID, stepID string, attempt int) ([]store.Approval, error) {
 	gone, err := tx.ExpireAttemptApprovals(runID, stepID, attempt)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, a := range gone {
 		idx := -1
@@ -390,8 +399,8 @@ func (s *Session) endApprovals(tx *store.Tx, runID, stepID string, attempt int) 
 			idx = a.Call.Index
 		}
 		if err := s.append(tx, runID, stepID, a.Tool, ApprovalVoided{Approval: a.ID, Attempt: attempt, Index: idx, Reason: "the step attempt it was asked in ended"}); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return gone, nil
 }

@@ -166,6 +166,9 @@ func (s *Session) Retry(ctx context.Context, runID string, opt RetryOptions) (Ou
 	if ck.changed {
 		s.progress("run %s: the harness changed since it was started; the change was accepted and recorded", runID)
 	}
+	if err := s.noteDrift(ctx, runID, ck.recs); err != nil {
+		return Outcome{Run: runID}, err
+	}
 	s.progress("run %s retried: step %s, attempt %d (attempt %d failed: %s)", runID, f.step, attempt, f.attempt, f.reason)
 	out, err := s.loop(ctx, runID)
 	out.Run = runID

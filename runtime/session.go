@@ -39,7 +39,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/audit"
@@ -95,8 +94,8 @@ type SessionOptions struct {
 	// audited (run.harness-changed). "" records nothing and checks
 	// nothing.
 	HarnessDigest string
-	// AcceptHarnessChange lets Resume go on with a harness other than the
-	// one the run was started with.
+	// AcceptHarnessChange lets Resume and Retry go on with a harness other
+	// than the one the run was last run with ([CheckHarness]).
 	AcceptHarnessChange bool
 	// MaxToolCalls bounds the tool calls of one agent step. Zero means
 	// [DefaultMaxToolCalls].
@@ -134,6 +133,9 @@ var ErrNotRunnable = errors.New("the document does not pass validation and check
 type Session struct {
 	im  *Imported
 	opt SessionOptions
+	// drift are the warning-level drift findings of the check Open ran
+	// (recorded as run.drift).
+	drift []DriftWarning
 }
 
 // Open does what a run does before anything executes: it validates the
@@ -149,8 +151,10 @@ func Open(ctx context.Context, opt SessionOptions) (*Session, []diag.Diagnostic,
 	}
 	doc := opt.Document
 	ds := validate.Document(doc, &validate.Options{Registry: opt.Registry.Has})
+	var checked []diag.Diagnostic
 	if opt.Check != nil {
-		ds = append(ds, opt.Check(ctx, doc)...)
+		checked = opt.Check(ctx, doc)
+		ds = append(ds, checked...)
 	}
 	diag.Sort(ds)
 	if diag.Count(ds, diag.Error) > 0 {
@@ -160,7 +164,9 @@ func Open(ctx context.Context, opt SessionOptions) (*Session, []diag.Diagnostic,
 	if err != nil {
 		return nil, ds, fmt.Errorf("importing %s: %w", doc.File, err)
 	}
-	return newSession(im, opt), ds, nil
+	sess := newSession(im, opt)
+	sess.drift = driftWarnings(doc, checked)
+	return sess, ds, nil
 }
 
 func newSession(im *Imported, opt SessionOptions) *Session {
@@ -267,12 +273,19 @@ func (s *Session) Create(ctx context.Context, input jsontext.Value) (string, err
 		if err != nil {
 			return err
 		}
-		return s.append(tx, run.ID, "", "", RunCreated{Playbook: run.PlaybookID, Version: run.PlaybookVersion, DocumentDigest: run.DocumentDigest, HarnessDigest: s.opt.HarnessDigest, InputDigest: digest(run.Input)})
+		if err := s.append(tx, run.ID, "", "", RunCreated{Playbook: run.PlaybookID, Version: run.PlaybookVersion, DocumentDigest: run.DocumentDigest, HarnessDigest: s.opt.HarnessDigest, InputDigest: digest(run.Input)}); err != nil {
+			return err
+		}
+		if len(s.drift) == 0 {
+			return nil
+		}
+		return s.append(tx, run.ID, "", "", s.driftEvent())
 	})
 	if err != nil {
 		return "", fmt.Errorf("creating the run: %w", err)
 	}
 	s.progress("run %s started: %s %s", run.ID, run.PlaybookID, run.PlaybookVersion)
+	s.sayDrift(run.ID)
 	return run.ID, nil
 }
 
@@ -309,6 +322,9 @@ func (s *Session) Resume(ctx context.Context, runID string) (Outcome, error) {
 		}
 		s.progress("run %s: the harness changed since it was started; the change was accepted and recorded", runID)
 	}
+	if err := s.noteDrift(ctx, runID, ck.recs); err != nil {
+		return Outcome{Run: runID}, err
+	}
 	if run.Status == store.RunWaiting {
 		if err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
 			if err := tx.SetRunStatus(runID, store.RunRunning, ""); err != nil {
@@ -340,26 +356,9 @@ type runCheck struct {
 func (s *Session) checkRun(ctx context.Context, run store.Run, verb string) (runCheck, error) {
 	runID := run.ID
 	past := map[string]string{"resume": "resumed", "retry": "retried"}[verb]
-	recs, err := verifiedRecords(ctx, s.opt.Store, runID)
+	hc, err := CheckHarness(ctx, s.opt.Store, runID, s.opt.HarnessDigest, s.opt.AcceptHarnessChange)
 	if err != nil {
-		return runCheck{}, fmt.Errorf("run %s: %w", runID, err)
-	}
-	// The harness the run was last run with: run.created's, or the last
-	// accepted change's.
-	var harness string
-	for _, r := range recs {
-		switch EventKind(r.Kind) {
-		case KindRunCreated:
-			harness = dataOf(r).HarnessDigest
-		case KindRunHarnessChanged:
-			var d RunHarnessChanged
-			_ = json.Unmarshal(r.Data, &d)
-			harness = d.To
-		}
-	}
-	changed := s.opt.HarnessDigest != "" && harness != s.opt.HarnessDigest
-	if changed && !s.opt.AcceptHarnessChange {
-		return runCheck{}, fmt.Errorf("run %s was last run with another harness (digest %s, this one %s); %s it with that harness, or accept the change with --accept-harness-change (it is recorded in the audit log)", runID, short(harness), short(s.opt.HarnessDigest), verb)
+		return runCheck{}, err
 	}
 	if probs, err := Reconcile(ctx, s.opt.Store, runID); err != nil {
 		return runCheck{}, err
@@ -369,7 +368,7 @@ func (s *Session) checkRun(ctx context.Context, run store.Run, verb string) (run
 	if run.DocumentDigest != s.im.Digest {
 		return runCheck{}, fmt.Errorf("run %s was started with another version of the document (digest %s, this one %s); %s it with the document it was started with", runID, short(run.DocumentDigest), short(s.im.Digest), verb)
 	}
-	return runCheck{recs: recs, harness: harness, changed: changed}, nil
+	return runCheck{recs: hc.Records, harness: hc.Last, changed: hc.Changed}, nil
 }
 
 // append writes ev to the run's audit log inside tx.

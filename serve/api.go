@@ -381,6 +381,8 @@ func (s *Server) apiResume(w http.ResponseWriter, r *http.Request) error {
 		return &apiError{status: http.StatusUnprocessableEntity, msg: fmt.Sprintf("the run's document no longer passes validation and check against this harness (%s); nothing was resumed", countDiags(ds)), diags: ds}
 	case errors.Is(err, launch.ErrHarness):
 		return &apiError{status: http.StatusInternalServerError, msg: fmt.Sprintf("the server's harness has errors (%s); nothing was resumed", countDiags(ds)), diags: ds}
+	case errors.Is(err, runtime.ErrHarnessChanged):
+		return apiErrorf(http.StatusConflict, "%s", err)
 	case err != nil:
 		return err
 	}

@@ -101,7 +101,15 @@ func (r *Runner) Resume(ctx context.Context, runID string) ([]diag.Diagnostic, e
 	if run.Status.Ended() {
 		return nil, fmt.Errorf("run %s has ended (%s)", runID, run.Status)
 	}
-	o, ds, err := r.openWith(ctx, "<document of "+runID+">", run.Document, &progressWriter{b: r.events, run: runID})
+	// The run's recorded harness is checked before anything of the
+	// server's is used for it (launch.OpenRun): a run started with
+	// another harness file is refused with runtime.ErrHarnessChanged.
+	o, _, ds, err := launch.OpenRun(ctx, r.h, runID, launch.Options{Store: r.st, External: r.x.Driver(), Progress: &progressWriter{b: r.events, run: runID}})
+	r.lookupSecrets(o)
+	var hc *runtime.HarnessChangedError
+	if errors.As(err, &hc) {
+		return nil, harnessChanged(fmt.Sprintf("run %s was last run with another harness (digest %.12s, this server's %.12s); nothing was resumed: resume it with the harness file it was last run with (openplaybook resume --harness FILE %s), or accept this server's with openplaybook resume --accept-harness-change (recorded in the audit log)", runID, hc.Last, hc.This, runID))
+	}
 	if err != nil {
 		return ds, err
 	}
@@ -171,14 +179,21 @@ func (r *Runner) openWith(ctx context.Context, name string, src []byte, progress
 	o, ds, err := launch.Open(ctx, r.h, launch.Options{
 		Name: name, Src: src, Store: r.st, External: r.x.Driver(), Progress: progress,
 	})
-	if o != nil && r.sec != nil && o.Doc.Requires != nil {
-		// The server redacts what the run's secrets could reach it
-		// through (an error, a reason typed by a person) too.
-		for _, sc := range o.Doc.Requires.Secrets {
-			_, _, _ = r.sec.Lookup(playbook.Str(sc.Name))
-		}
-	}
+	r.lookupSecrets(o)
 	return o, ds, err
+}
+
+// lookupSecrets looks up, in the server's resolver, the secrets o's
+// document requires, so that the server redacts what they could reach it
+// through (an error, a reason typed by a person) too. Nothing when o is
+// nil (nothing was opened).
+func (r *Runner) lookupSecrets(o *launch.Opened) {
+	if o == nil || r.sec == nil || o.Doc.Requires == nil {
+		return
+	}
+	for _, sc := range o.Doc.Requires.Secrets {
+		_, _, _ = r.sec.Lookup(playbook.Str(sc.Name))
+	}
 }
 
 // start runs o's run in a goroutine; false when it already executes.
@@ -212,25 +227,53 @@ func (r *Runner) start(runID string, o *launch.Opened) bool {
 	return true
 }
 
-// progressWriter publishes a run's progress lines.
+// harnessChanged is the server's wording of a [runtime.HarnessChangedError]
+// (this server has no --accept-harness-change); errors.Is finds
+// runtime.ErrHarnessChanged in it.
+type harnessChanged string
+
+func (e harnessChanged) Error() string { return string(e) }
+func (harnessChanged) Unwrap() error   { return runtime.ErrHarnessChanged }
+
+// progressWriter publishes a run's progress lines. Lines written before
+// the run's id is known (what the runtime prints while it creates the run:
+// its drift warnings) are kept, up to maxEarlyLines, and published when
+// it is set.
 type progressWriter struct {
-	b   *Broker
-	mu  sync.Mutex
-	run string
+	b     *Broker
+	mu    sync.Mutex
+	run   string
+	early []string
 }
+
+// maxEarlyLines bounds the lines a progressWriter keeps before its run is
+// known.
+const maxEarlyLines = 200
 
 func (w *progressWriter) set(run string) {
 	w.mu.Lock()
 	w.run = run
+	early := w.early
+	w.early = nil
 	w.mu.Unlock()
+	if run == "" {
+		return
+	}
+	for _, l := range early {
+		w.b.Publish(run, Event{Type: "progress", Text: l})
+	}
 }
 
 func (w *progressWriter) Write(p []byte) (int, error) {
+	line := strings.TrimRight(string(p), "\n")
 	w.mu.Lock()
 	run := w.run
+	if run == "" && len(w.early) < maxEarlyLines {
+		w.early = append(w.early, line)
+	}
 	w.mu.Unlock()
 	if run != "" {
-		w.b.Publish(run, Event{Type: "progress", Text: strings.TrimRight(string(p), "\n")})
+		w.b.Publish(run, Event{Type: "progress", Text: line})
 	}
 	return len(p), nil
 }

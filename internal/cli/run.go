@@ -55,7 +55,7 @@ Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 			if err != nil {
 				return ioError(fmt.Errorf("reading --input: %w", err))
 			}
-			s, err := c.importForRun(ctx, harnessPath, args[0], nil, "", false)
+			s, err := c.importForRun(ctx, harnessPath, args[0])
 			if err != nil {
 				return c.failRun(format.value, "", err)
 			}
@@ -113,7 +113,7 @@ Exit status: as run.`,
 			if run.Status == store.RunFailed {
 				return &exitError{code: ExitProblems, err: fmt.Errorf("run %s has failed (%s); resume continues a run that has not ended. To start a new attempt of its failed step: openplaybook retry --harness %s %s", run.ID, run.Reason, harnessPath, run.ID)}
 			}
-			s, err := c.importForRun(ctx, harnessPath, "", run.Document, "<document of "+run.ID+">", acceptHarness)
+			s, err := c.openRun(ctx, harnessPath, run.ID, acceptHarness)
 			if err != nil {
 				return c.failRun(format.value, run.ID, err)
 			}
@@ -159,18 +159,13 @@ or refused).`,
 		ValidArgsFunction: c.completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := ctxOf(cmd)
-			st, h, err := c.storeFor(harnessPath)
+			st, _, err := c.storeFor(harnessPath)
 			if err != nil {
 				return err
 			}
 			run, err := st.GetRun(ctx, args[0])
 			if err == nil && by == "" {
 				by = c.userName()
-			}
-			var redact func(string) string
-			if err == nil {
-				// A secret value typed into a reason is never stored.
-				redact = secretRedactor(ctx, h, st, run.ID)
 			}
 			st.Close()
 			if err != nil {
@@ -183,12 +178,15 @@ or refused).`,
 				}
 				return &exitError{code: ExitProblems, err: fmt.Errorf("run %s is %s, not failed; retry starts a new attempt only of a failed run's failed step%s", run.ID, run.Status, next)}
 			}
-			s, err := c.importForRun(ctx, harnessPath, "", run.Document, "<document of "+run.ID+">", acceptHarness)
+			// The harness is checked before anything of it is used (no
+			// secret is looked up before); the session redacts by and
+			// reason of every secret the run can reach.
+			s, err := c.openRun(ctx, harnessPath, run.ID, acceptHarness)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			out, err := s.run.Retry(ctx, run.ID, runtime.RetryOptions{By: redact(by), Reason: redact(reason), Force: force})
+			out, err := s.run.Retry(ctx, run.ID, runtime.RetryOptions{By: by, Reason: reason, Force: force})
 			if errors.Is(err, runtime.ErrNotRetryable) {
 				return &exitError{code: ExitProblems, err: err}
 			}

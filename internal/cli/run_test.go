@@ -526,7 +526,9 @@ func TestRunResumeAfterDriftCLI(t *testing.T) {
 	o := e.outcome(ExitWaiting, "run", path)
 	e.cli(ExitOK, "approve", o.Run, "hold")
 
-	// The server is updated: the same binding, now variant b.
+	// The server is updated: the same binding, now variant b. That is an
+	// edit of the harness file, so resume accepts the change (else it
+	// refuses the other harness before it looks at the server).
 	var h map[string]any
 	if err := json.Unmarshal([]byte(mustReadFile(t, e.harness)), &h); err != nil {
 		t.Fatal(err)
@@ -534,7 +536,7 @@ func TestRunResumeAfterDriftCLI(t *testing.T) {
 	h["mcpServers"].(map[string]any)["chg"] = binding("b")["chg"]
 	hb, _ := json.Marshal(h)
 	e.write("harness.json", string(hb))
-	_, stderr := e.cli(ExitProblems, "resume", o.Run)
+	_, stderr := e.cli(ExitProblems, "resume", "--accept-harness-change", o.Run)
 	if !strings.Contains(stderr, "nothing was run") || !strings.Contains(stderr, "[drift-") {
 		t.Errorf("resume after the drift printed:\n%s", stderr)
 	}

@@ -39,50 +39,83 @@ func (s *session) Close() {
 	}
 }
 
+// opener opens a document's session for [CLI.openSession]: it sets the
+// session's store, and returns what launch returned and the document's
+// bytes (nil when not read), for the report's snippets.
+type opener func(ctx context.Context, lh *launch.Harness, s *session) (*launch.Opened, []diag.Diagnostic, []byte, error)
+
 // importForRun does what a run does before anything executes (package
 // launch), printing what stops it: load the harness (an error in it stops
 // here), read the document, open the store (loading the harness's seed),
 // connect what the document needs, and open the runtime session (validate
-// and check: an error-level diagnostic stops it). docPath may be "" when
-// src is given (resume runs the document bytes the run was started with).
-//
-// acceptHarnessChange is resume's --accept-harness-change.
-func (c *CLI) importForRun(ctx context.Context, harnessPath, docPath string, src []byte, srcName string, acceptHarnessChange bool) (*session, error) {
+// and check: an error-level diagnostic stops it).
+func (c *CLI) importForRun(ctx context.Context, harnessPath, docPath string) (*session, error) {
+	src, err := readFile(docPath, 0)
+	if err != nil {
+		return nil, ioError(err)
+	}
+	return c.openSession(ctx, harnessPath, docPath, func(ctx context.Context, lh *launch.Harness, s *session) (*launch.Opened, []diag.Diagnostic, []byte, error) {
+		if lh.Unusable() == nil {
+			if s.store, err = host.OpenStore(ctx, lh.H); err != nil {
+				return nil, nil, src, ioError(err)
+			}
+		}
+		o, ds, err := launch.Open(ctx, lh, launch.Options{Name: docPath, Src: src, Store: s.store, Progress: c.stderr()})
+		return o, ds, src, err
+	})
+}
+
+// openRun opens the existing run runID for resume or retry
+// ([launch.OpenRun]): the harness is checked against the one the run was
+// last run with before anything of it is used, then the run's document
+// (the bytes stored with it) is opened as importForRun opens one.
+// acceptHarnessChange is --accept-harness-change.
+func (c *CLI) openRun(ctx context.Context, harnessPath, runID string, acceptHarnessChange bool) (*session, error) {
+	name := "<document of " + runID + ">"
+	return c.openSession(ctx, harnessPath, name, func(ctx context.Context, lh *launch.Harness, s *session) (*launch.Opened, []diag.Diagnostic, []byte, error) {
+		if bad := lh.Unusable(); bad != nil {
+			return nil, bad, nil, launch.ErrHarness
+		}
+		var err error
+		if s.store, err = host.OpenStoreFile(lh.H); err != nil {
+			return nil, nil, nil, ioError(err)
+		}
+		o, run, ds, err := launch.OpenRun(ctx, lh, runID, launch.Options{Store: s.store, Progress: c.stderr(), AcceptHarnessChange: acceptHarnessChange})
+		if errors.Is(err, store.ErrNotFound) {
+			err = runError(err, runID, harnessPath)
+		}
+		return o, ds, run.Document, err
+	})
+}
+
+// openSession loads the harness and opens a session with open, printing
+// what stops it: the harness's or the document's error-level
+// diagnostics.
+func (c *CLI) openSession(ctx context.Context, harnessPath, name string, open opener) (*session, error) {
 	lh, err := launch.Load(harnessPath)
 	if err != nil {
 		return nil, ioError(fmt.Errorf("reading the harness: %w", err))
 	}
-	name := docPath
-	if src == nil {
-		if src, err = readFile(docPath, 0); err != nil {
-			return nil, ioError(err)
-		}
-	} else {
-		name = srcName
-	}
-	files := []report.File{{Name: harnessPath, Src: lh.Src}, {Name: name, Src: src}}
-	stop := func(ds []diag.Diagnostic) error {
-		fmt.Fprintln(c.stderr(), "openplaybook: the document does not pass check against the harness; nothing was run:")
-		_ = report.Write(c.stderr(), "text", files, keep(ds, diag.Error), nil)
-		return failed
-	}
 	s := &session{}
-	if lh.Unusable() == nil {
-		if s.store, err = host.OpenStore(ctx, lh.H); err != nil {
-			return nil, ioError(err)
-		}
-	}
-	var ds []diag.Diagnostic
 	gcForCalls()
-	s.opened, ds, err = launch.Open(ctx, lh, launch.Options{
-		Name: name, Src: src, Store: s.store, Progress: c.stderr(), AcceptHarnessChange: acceptHarnessChange,
-	})
+	var (
+		ds  []diag.Diagnostic
+		src []byte
+	)
+	s.opened, ds, src, err = open(ctx, lh, s)
 	if errors.Is(err, runtime.ErrNotRunnable) || errors.Is(err, launch.ErrHarness) {
 		s.Close()
-		return nil, stop(ds)
+		fmt.Fprintln(c.stderr(), "openplaybook: the document does not pass check against the harness; nothing was run:")
+		files := []report.File{{Name: harnessPath, Src: lh.Src}, {Name: name, Src: src}}
+		_ = report.Write(c.stderr(), "text", files, keep(ds, diag.Error), nil)
+		return nil, failed
 	}
 	if err != nil {
 		s.Close()
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return nil, err
+		}
 		return nil, &exitError{code: ExitProblems, err: err}
 	}
 	s.run = s.opened.Session

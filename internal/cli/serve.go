@@ -58,7 +58,7 @@ Stop it with Ctrl-C: runs it was executing stay resumable. See docs/serve.md.`,
 			if !loopback && certFile == "" && !insecure {
 				return &exitError{code: ExitUsage, err: fmt.Errorf("--listen %s is not a loopback address: give --tls-cert and --tls-key, or --insecure-listen to serve plain HTTP to the network anyway", listen)}
 			}
-			lh, st, err := c.openForServe(cmd.Context(), harnessPath)
+			lh, st, err := c.openForServe(cmd.Context(), harnessPath, "")
 			if err != nil {
 				return err
 			}
@@ -140,7 +140,7 @@ this process while the client is connected. See docs/serve.md.`,
 			if run == "" {
 				return &exitError{code: ExitUsage, err: errors.New("mcp needs --run RUN")}
 			}
-			lh, st, err := c.openForServe(cmd.Context(), harnessPath)
+			lh, st, err := c.openForServe(cmd.Context(), harnessPath, run)
 			if err != nil {
 				return err
 			}
@@ -179,7 +179,7 @@ with --agent, only for the steps of that agent.
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: c.completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			lh, st, err := c.openForServe(cmd.Context(), harnessPath)
+			lh, st, err := c.openForServe(cmd.Context(), harnessPath, "")
 			if err != nil {
 				return err
 			}
@@ -230,8 +230,10 @@ with --agent, only for the steps of that agent.
 }
 
 // openForServe loads the harness (an error in it stops here) and opens
-// its store.
-func (c *CLI) openForServe(ctx context.Context, harnessPath string) (*launch.Harness, *store.Store, error) {
+// its store. With run set (mcp --run), the run's recorded harness is
+// checked (launch.CheckRun) before the store's seed is loaded, and so
+// before anything else of the harness is used.
+func (c *CLI) openForServe(ctx context.Context, harnessPath, run string) (*launch.Harness, *store.Store, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -246,8 +248,21 @@ func (c *CLI) openForServe(ctx context.Context, harnessPath string) (*launch.Har
 			}
 		}
 	}
-	st, err := host.OpenStore(ctx, lh.H)
+	st, err := host.OpenStoreFile(lh.H)
 	if err != nil {
+		return nil, nil, ioError(err)
+	}
+	if run != "" {
+		if err := launch.CheckRun(ctx, lh, st, run, false); err != nil {
+			st.Close()
+			if errors.Is(err, store.ErrNotFound) {
+				err = runError(err, run, harnessPath)
+			}
+			return nil, nil, &exitError{code: ExitProblems, err: err}
+		}
+	}
+	if err := host.SeedStore(ctx, lh.H, st); err != nil {
+		st.Close()
 		return nil, nil, ioError(err)
 	}
 	return lh, st, nil
