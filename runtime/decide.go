@@ -44,6 +44,11 @@ func Decide(ctx context.Context, st *store.Store, runID, id string, v Verdict) (
 		return Decided{}, fmt.Errorf("run %s has ended (%s); there is nothing to decide", runID, run.Status)
 	}
 	if strings.HasPrefix(id, "apr_") {
+		if v.Approve {
+			if err := approvable(ctx, st, runID, id); err != nil {
+				return Decided{}, err
+			}
+		}
 		err := st.Tx(ctx, func(tx *store.Tx) error {
 			a, err := tx.DecideApproval(id, v.Approve, v.Reason, v.By)
 			if err != nil {
@@ -92,3 +97,28 @@ func Decide(ctx context.Context, st *store.Store, runID, id string, v Verdict) (
 }
 
 func identity(s string) string { return s }
+
+// approvable checks, before a person's approval is recorded, that what
+// they were shown of it (the call's tool and stored arguments, and the
+// approval's own columns) is what the run's verified chain recorded: a
+// row another process edited is refused with [ErrStoreAltered], and
+// nothing is recorded. An approval the run does not have is left to
+// [store.Tx.DecideApproval] to refuse.
+func approvable(ctx context.Context, st *store.Store, runID, id string) error {
+	a, err := st.GetApproval(ctx, id)
+	if err != nil || a.Run != runID {
+		return nil
+	}
+	ch, err := verifiedChain(ctx, st, runID)
+	if err != nil {
+		return fmt.Errorf("run %s: %w; approval %s was not approved", runID, err, id)
+	}
+	ds, err := approvalAltered(ctx, st, ch, a)
+	if err != nil {
+		return err
+	}
+	if len(ds) > 0 {
+		return fmt.Errorf("run %s: %w: %s (%d problems; `openplaybook audit --verify` lists them); approval %s was not approved", runID, ErrStoreAltered, ds[0].Message, len(ds), id)
+	}
+	return nil
+}

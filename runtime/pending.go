@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -26,6 +27,11 @@ type Pending struct {
 	Arguments jsontext.Value `json:"arguments,omitempty"`
 	// Summary says what is to be decided.
 	Summary string `json:"summary"`
+	// Altered, when set, says how the store's rows of this decision (the
+	// approval, its call's tool or arguments) disagree with the run's
+	// audit chain: Tool and Arguments are then withheld, since they are
+	// not what was recorded, and [Decide] refuses to approve it.
+	Altered string `json:"altered,omitempty"`
 }
 
 // waitingOutcome lists what a waiting run waits for.
@@ -62,8 +68,30 @@ func Pendings(ctx context.Context, s *store.Store, runID string) ([]Pending, err
 	if err != nil {
 		return nil, err
 	}
+	// What a person is shown of an approval is what the chain recorded:
+	// the log is read and walked once for all of them.
+	var ch *chain
+	var chainErr error
+	if len(apr) > 0 {
+		if ch, chainErr = verifiedChain(ctx, s, runID); chainErr != nil && !errors.Is(chainErr, ErrStoreAltered) {
+			return nil, chainErr
+		}
+	}
 	for _, a := range apr {
 		p := Pending{Kind: string(a.Kind), ID: a.ID, Step: a.Step, Tool: a.Tool}
+		altered := ""
+		if chainErr != nil {
+			altered = chainErr.Error()
+		} else if ds, err := approvalAltered(ctx, s, ch, a); err != nil {
+			return nil, err
+		} else if len(ds) > 0 {
+			altered = ds[0].Message
+		}
+		if altered != "" {
+			out = append(out, Pending{Kind: string(a.Kind), ID: a.ID, Step: a.Step, Altered: altered,
+				Summary: fmt.Sprintf("approval %s of step %s cannot be approved: the store was altered (%s); `openplaybook audit --verify %s` lists what changed", a.ID, a.Step, altered, runID)})
+			continue
+		}
 		if a.Call != nil {
 			idx := a.Call.Index
 			if calls, err := s.Calls(ctx, runID, store.CallFilter{Step: a.Call.Step, Attempt: a.Call.Attempt, Index: &idx}); err == nil && len(calls) == 1 {

@@ -162,3 +162,34 @@ func stateOf(k EventKind, have store.CallState) store.CallState {
 	}
 	return have
 }
+
+// approvalAltered compares what a person is shown of, or approves by,
+// approval a (its row, and the row of the call it is for) with the run's
+// verified chain ch, and returns the disagreements: the tool, the
+// arguments (as stored, which is what is shown), their digest and the
+// definition the approval binds, and the approval's own columns.
+func approvalAltered(ctx context.Context, st *store.Store, ch *chain, a store.Approval) ([]Disagreement, error) {
+	var out []Disagreement
+	reconcileApprovals(&out, ch, []store.Approval{a}, false)
+	if a.Call != nil {
+		idx := a.Call.Index
+		calls, err := st.Calls(ctx, a.Run, store.CallFilter{Step: a.Call.Step, Attempt: a.Call.Attempt, Index: &idx})
+		if err != nil {
+			return nil, err
+		}
+		if len(calls) != 1 {
+			out = append(out, Disagreement{Table: "calls", Row: a.Call.String(), Message: fmt.Sprintf("approval %s is for %s, which the store does not have", a.ID, a.Call)})
+		}
+		reconcileCalls(&out, ch, calls, false)
+	}
+	return out, nil
+}
+
+// verifiedChain reads a run's verified audit chain and walks it.
+func verifiedChain(ctx context.Context, st *store.Store, run string) (*chain, error) {
+	recs, err := verifiedRecords(ctx, st, run)
+	if err != nil {
+		return nil, err
+	}
+	return readChain(recs), nil
+}
