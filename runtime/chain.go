@@ -16,8 +16,14 @@ type chain struct {
 	createdD   recordData
 	lastEnd    EventKind // the last run.completed, run.failed or run.rejected since the last run.retried
 	lastEndSeq int64
-	current    string // the step the last step.started or step.retried started
-	currentAt  at
+	// waiting is the last run.waiting when no run.resumed or run.retried
+	// came after it: the run waits.
+	waiting   at
+	end       at     // the log's last record
+	current   string // the step the last step.started or step.retried started
+	currentAt at
+	// currentKey is the step attempt current names.
+	currentKey attemptKey
 	calls      map[callKey]*chainCall
 	approvals  map[string]*chainApproval
 	gates      map[attemptKey]*chainGate
@@ -114,14 +120,22 @@ func readChain(recs []audit.Record) *chain {
 		k := EventKind(r.Kind)
 		d := dataOf(*r)
 		here := at{r.Seq, k}
+		c.end = here
 		if i == 0 && k == KindRunCreated {
 			c.created, c.createdD = r, d
 		}
 		switch k {
 		case KindRunCompleted, KindRunFailed, KindRunRejected:
+			c.gateFollowed(here)
 			c.lastEnd, c.lastEndSeq = k, r.Seq
 		case KindRunRetried:
 			c.lastEnd, c.lastEndSeq = "", r.Seq
+		}
+		switch k {
+		case KindRunWaiting:
+			c.waiting = here
+		case KindRunResumed, KindRunRetried:
+			c.waiting = at{}
 		}
 		if d.Attempt != nil {
 			c.stepRecord(r, d, here)
@@ -141,7 +155,8 @@ func (c *chain) stepRecord(r *audit.Record, d recordData, here at) {
 	s := c.steps[key]
 	switch here.kind {
 	case KindStepStarted, KindStepRetried:
-		c.current, c.currentAt = r.Step, here
+		c.gateFollowed(here)
+		c.current, c.currentAt, c.currentKey = r.Step, here, key
 		if s == nil {
 			s = &chainStep{started: here}
 			c.steps[key] = s
@@ -179,6 +194,15 @@ func (c *chain) stepRecord(r *audit.Record, d recordData, here at) {
 	case KindStepFailed:
 		s.status, s.statusAt = store.StepFailed, here
 		s.failure, s.failureAt = d.Reason, here
+	}
+}
+
+// gateFollowed: the run went on past the current step (another step
+// started, or the run ended). A gate step whose decision was recorded
+// is done by then: its decision was followed.
+func (c *chain) gateFollowed(here at) {
+	if s := c.steps[c.currentKey]; s != nil && s.gate != nil && s.status == store.StepWaiting {
+		s.status, s.statusAt = store.StepDone, here
 	}
 }
 

@@ -184,12 +184,15 @@ func reconcileRun(out *[]Disagreement, ch *chain, run store.Run) {
 	}
 	// The run's status is the one its last ending record (run.completed,
 	// run.failed, run.rejected) gives, unless a run.retried record came
-	// after it: a retried run is running again (or waiting). Running and
-	// waiting are not told apart.
+	// after it: a retried run is running again (or waiting).
 	ending := map[store.RunStatus]EventKind{store.RunCompleted: KindRunCompleted, store.RunFailed: KindRunFailed, store.RunRejected: KindRunRejected}
 	src := at{ch.lastEndSeq, ch.lastEnd}
 	if k, ok := ending[run.Status]; ok && ch.lastEnd != k {
 		want := "the run has not ended"
+		if src.seq == 0 {
+			src = ch.end // the log ends without an ending record
+			want = "the run has not ended (the log records no ending)"
+		}
 		if ch.lastEnd != "" {
 			want = "it ended " + strings.TrimPrefix(string(ch.lastEnd), "run.")
 		} else if src.seq > 0 {
@@ -199,6 +202,11 @@ func reconcileRun(out *[]Disagreement, ch *chain, run store.Run) {
 		c.col("status", src, string(run.Status), want)
 	} else if !ok && ch.lastEnd != "" {
 		c.col("status", src, string(run.Status), "it ended "+strings.TrimPrefix(string(ch.lastEnd), "run.")+", and no run.retried came after")
+	} else if !ok && ch.waiting.seq > 0 && run.Status != store.RunWaiting {
+		// After run.waiting only a resume (run.resumed) runs it again. A
+		// run resumed may wait again without a record (a gate still
+		// undecided), so running is not required after run.resumed.
+		c.col("status", ch.waiting, string(run.Status), "waiting, and no run.resumed came after")
 	}
 	// The run is where its last step.started (or step.retried) record
 	// put it.
