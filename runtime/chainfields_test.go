@@ -68,31 +68,37 @@ func newChainedRun(t *testing.T) *chainedRun {
 	return &chainedRun{r: r, ctr: ctr, tr: tr, run: run}
 }
 
+// c names a column "table.column".
+func c(name string) store.Column {
+	t, col, _ := strings.Cut(name, ".")
+	return store.Column{Table: t, Name: col}
+}
+
 // keyColumns are the columns that name a row: a changed one makes the
 // row another (one the chain has no record of) and the chain's row
 // missing.
 var keyColumns = map[store.Column]bool{
-	{"steps", "run"}: true, {"steps", "step"}: true, {"steps", "attempt"}: true,
-	{"calls", "run"}: true, {"calls", "step"}: true, {"calls", "attempt"}: true, {"calls", "idx"}: true,
-	{"approvals", "id"}: true, {"approvals", "run"}: true,
-	{"gates", "run"}: true, {"gates", "step"}: true, {"gates", "attempt"}: true,
+	c("steps.run"): true, c("steps.step"): true, c("steps.attempt"): true,
+	c("calls.run"): true, c("calls.step"): true, c("calls.attempt"): true, c("calls.idx"): true,
+	c("approvals.id"): true, c("approvals.run"): true,
+	c("gates.run"): true, c("gates.step"): true, c("gates.attempt"): true,
 }
 
 // headColumns are checked by the chain's own verification (the log must
 // end at the head), not row by row.
-var headColumns = map[store.Column]bool{{"runs", "audit_last_seq"}: true, {"runs", "audit_last_hash"}: true}
+var headColumns = map[store.Column]bool{c("runs.audit_last_seq"): true, c("runs.audit_last_hash"): true}
 
 // enumValues are the values a CHECK constraint allows, for a column a
 // flipped byte cannot change (the database refuses it).
 var enumValues = map[store.Column][]any{
-	{"runs", "status"}:          {"running", "waiting", "completed", "rejected", "failed"},
-	{"steps", "status"}:         {"running", "done", "failed", "waiting"},
-	{"calls", "decision"}:       {"allowed", "refused", "waiting"},
-	{"calls", "state"}:          {"started", "succeeded", "failed", "outcome_unknown", "refused", "waiting"},
-	{"calls", "side_effecting"}: {int64(0), int64(1)},
-	{"approvals", "kind"}:       {"call", "outcome_unknown"},
-	{"approvals", "status"}:     {"pending", "approved", "denied", "expired", "used"},
-	{"gates", "status"}:         {"waiting", "approved", "rejected"},
+	c("runs.status"):          {"running", "waiting", "completed", "rejected", "failed"},
+	c("steps.status"):         {"running", "done", "failed", "waiting"},
+	c("calls.decision"):       {"allowed", "refused", "waiting"},
+	c("calls.state"):          {"started", "succeeded", "failed", "outcome_unknown", "refused", "waiting"},
+	c("calls.side_effecting"): {int64(0), int64(1)},
+	c("approvals.kind"):       {"call", "outcome_unknown"},
+	c("approvals.status"):     {"pending", "approved", "denied", "expired", "used"},
+	c("gates.status"):         {"waiting", "approved", "rejected"},
 }
 
 // TestChainedColumnsFlipped: a random change (a flipped bit of one byte,

@@ -109,16 +109,31 @@ func approvable(ctx context.Context, st *store.Store, runID, id string) error {
 	if err != nil || a.Run != runID {
 		return nil
 	}
-	ch, err := verifiedChain(ctx, st, runID)
-	if err != nil {
-		return fmt.Errorf("run %s: %w; approval %s was not approved", runID, err, id)
+	// The rows are read after the chain: when they disagree and the run's
+	// head moved meanwhile (it executes elsewhere), they are read again.
+	const tries = 8
+	for i := 0; ; i++ {
+		before, _, err := st.AuditHead(ctx, runID)
+		if err != nil {
+			return err
+		}
+		ch, err := verifiedChain(ctx, st, runID)
+		if err != nil {
+			return fmt.Errorf("run %s: %w; approval %s was not approved", runID, err, id)
+		}
+		_, ds, err := approvalAltered(ctx, st, ch, a)
+		if err != nil || len(ds) == 0 {
+			return err
+		}
+		after, _, err := st.AuditHead(ctx, runID)
+		if err != nil {
+			return err
+		}
+		if after == before || i == tries-1 {
+			return fmt.Errorf("run %s: %w: %s (%d problems; `openplaybook audit --verify` lists them); approval %s was not approved", runID, ErrStoreAltered, ds[0].Message, len(ds), id)
+		}
+		if a, err = st.GetApproval(ctx, id); err != nil {
+			return nil // gone meanwhile: DecideApproval says so
+		}
 	}
-	ds, err := approvalAltered(ctx, st, ch, a)
-	if err != nil {
-		return err
-	}
-	if len(ds) > 0 {
-		return fmt.Errorf("run %s: %w: %s (%d problems; `openplaybook audit --verify` lists them); approval %s was not approved", runID, ErrStoreAltered, ds[0].Message, len(ds), id)
-	}
-	return nil
 }

@@ -165,24 +165,27 @@ func stateOf(k EventKind, have store.CallState) store.CallState {
 
 // approvalAltered compares what a person is shown of, or approves by,
 // approval a (its row, and the row of the call it is for) with the run's
-// verified chain ch, and returns the disagreements: the tool, the
-// arguments (as stored, which is what is shown), their digest and the
-// definition the approval binds, and the approval's own columns.
-func approvalAltered(ctx context.Context, st *store.Store, ch *chain, a store.Approval) ([]Disagreement, error) {
+// verified chain ch, and returns that call row (nil when a is for none)
+// and the disagreements: the tool, the arguments (as stored, which is
+// what is shown), their digest and the definition the approval binds,
+// and the approval's own columns.
+func approvalAltered(ctx context.Context, st *store.Store, ch *chain, a store.Approval) (*store.Call, []Disagreement, error) {
 	var out []Disagreement
 	reconcileApprovals(&out, ch, []store.Approval{a}, false)
-	if a.Call != nil {
-		idx := a.Call.Index
-		calls, err := st.Calls(ctx, a.Run, store.CallFilter{Step: a.Call.Step, Attempt: a.Call.Attempt, Index: &idx})
-		if err != nil {
-			return nil, err
-		}
-		if len(calls) != 1 {
-			out = append(out, Disagreement{Table: "calls", Row: a.Call.String(), Message: fmt.Sprintf("approval %s is for %s, which the store does not have", a.ID, a.Call)})
-		}
-		reconcileCalls(&out, ch, calls, false)
+	if a.Call == nil {
+		return nil, out, nil
 	}
-	return out, nil
+	idx := a.Call.Index
+	calls, err := st.Calls(ctx, a.Run, store.CallFilter{Step: a.Call.Step, Attempt: a.Call.Attempt, Index: &idx})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(calls) != 1 {
+		out = append(out, Disagreement{Table: "calls", Row: a.Call.String(), Message: fmt.Sprintf("approval %s is for %s, which the store does not have", a.ID, a.Call)})
+		return nil, out, nil
+	}
+	reconcileCalls(&out, ch, calls, false)
+	return &calls[0], out, nil
 }
 
 // verifiedChain reads a run's verified audit chain and walks it.
