@@ -69,6 +69,13 @@ type chainCall struct {
 	resultAt  at
 	failure   string // the last call.failed's reason
 	failureAt at
+	// reason is the reason of the last call.started (not on an
+	// approval: that keeps the waiting reason), call.refused or
+	// call.waiting; unknown is set once call.outcome-unknown, which
+	// records no reason, rewrote it.
+	reason   string
+	reasonAt at
+	unknown  bool
 }
 
 // chainApproval is what an approval's records say of its row.
@@ -221,8 +228,14 @@ func (c *chain) callRecord(r *audit.Record, d recordData, here at) {
 	switch here.kind {
 	case KindCallStarted, KindCallWaiting:
 		cc.decided, cc.code = here, ""
+		if here.kind == KindCallWaiting || d.Approval == "" {
+			cc.reason, cc.reasonAt = d.Reason, here
+		}
 	case KindCallRefused:
 		cc.decided, cc.code = here, d.Code
+		cc.reason, cc.reasonAt = d.Reason, here
+	case KindCallOutcomeUnknown:
+		cc.unknown = true
 	case KindCallSucceeded:
 		cc.result, cc.resultAt = d.ResultDigest, here
 	case KindCallFailed:

@@ -247,6 +247,9 @@ func reconcileCalls(out *[]Disagreement, ch *chain, calls []store.Call, complete
 		}
 		c.eq("decision", cc.decided, string(row.Decision), string(decisionOf(cc.decided.kind)))
 		c.eq("code", cc.decided, row.Code, cc.code)
+		if !cc.unknown {
+			c.eq("reason", cc.reasonAt, row.Reason, cc.reason)
+		}
 		if want := stateOf(cc.last.kind, row.State); want != row.State {
 			c.col("state", cc.last, string(row.State), string(want))
 		}

@@ -20,8 +20,8 @@ var ChainedColumns = []Column{
 	{"steps", "run"}, {"steps", "step"}, {"steps", "attempt"}, {"steps", "status"}, {"steps", "output"}, {"steps", "error"},
 
 	{"calls", "run"}, {"calls", "step"}, {"calls", "attempt"}, {"calls", "idx"}, {"calls", "tool"}, {"calls", "def_digest"},
-	{"calls", "args"}, {"calls", "args_digest"}, {"calls", "decision"}, {"calls", "state"}, {"calls", "side_effecting"},
-	{"calls", "result"}, {"calls", "error"}, {"calls", "code"},
+	{"calls", "args"}, {"calls", "args_digest"}, {"calls", "decision"}, {"calls", "reason"}, {"calls", "state"},
+	{"calls", "side_effecting"}, {"calls", "result"}, {"calls", "error"}, {"calls", "code"},
 
 	{"approvals", "id"}, {"approvals", "kind"}, {"approvals", "run"}, {"approvals", "step"}, {"approvals", "tool"},
 	{"approvals", "def_digest"}, {"approvals", "args_digest"}, {"approvals", "call_attempt"}, {"approvals", "call_idx"},
@@ -42,7 +42,6 @@ var UnchainedColumns = map[Column]string{
 	{"steps", "started_at"}:  "a time; each record has its own",
 	{"steps", "finished_at"}: "a time; each record has its own",
 
-	{"calls", "reason"}:      "why a call waits or was refused, rewritten when its outcome turns unknown (that record carries no reason); the refusal's code is chained",
 	{"calls", "started_at"}:  "a time; each record has its own",
 	{"calls", "finished_at"}: "a time; each record has its own",
 
