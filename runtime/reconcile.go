@@ -188,16 +188,14 @@ func reconcileRun(out *[]Disagreement, ch *chain, run store.Run) {
 	ending := map[store.RunStatus]EventKind{store.RunCompleted: KindRunCompleted, store.RunFailed: KindRunFailed, store.RunRejected: KindRunRejected}
 	src := at{ch.lastEndSeq, ch.lastEnd}
 	if k, ok := ending[run.Status]; ok && ch.lastEnd != k {
-		want := "the run has not ended"
-		if src.seq == 0 {
-			src = ch.end // the log ends without an ending record
-			want = "the run has not ended (the log records no ending)"
-		}
-		if ch.lastEnd != "" {
+		var want string
+		switch {
+		case ch.lastEnd != "":
 			want = "it ended " + strings.TrimPrefix(string(ch.lastEnd), "run.")
-		} else if src.seq > 0 {
-			src.kind = KindRunRetried
-			want = "it runs again"
+		case src.seq > 0: // a run.retried after the last ending
+			src.kind, want = KindRunRetried, "it runs again"
+		default:
+			src, want = ch.end, "the run has not ended (the log records no ending)"
 		}
 		c.col("status", src, string(run.Status), want)
 	} else if !ok && ch.lastEnd != "" {

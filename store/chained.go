@@ -47,7 +47,7 @@ var UnchainedColumns = map[Column]string{
 
 	{"approvals", "reason"}:     "why it was asked, then why it was decided or voided; the request record carries no reason",
 	{"approvals", "created_at"}: "a time; each record has its own",
-	{"approvals", "expires_at"}: "when a pending approval lapses; a lapsed one is refused, never run",
+	{"approvals", "expires_at"}: "when a pending approval lapses; approval.requested does not carry it, so an expiry moved later is not noticed",
 	{"approvals", "decided_at"}: "a time; each record has its own",
 	{"approvals", "used_at"}:    "a time; each record has its own",
 
