@@ -388,3 +388,32 @@ func TestApproveAlteredRowRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestToolNameByteResumesNothing: the issue's case. One byte of the tool
+// name of a call that succeeded (a read, and a side-effecting call) is
+// changed in SQLite; on resume the agent's call would match no recorded
+// call and run again (the read) or ask a person again (the write).
+// Resume refuses instead, naming the column and the record, and no call
+// reaches the server.
+func TestToolNameByteResumesNothing(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, tool, where string }{
+		{"read", "mcp.ctr.lookuP", `state = 'succeeded' AND side_effecting = 0`},
+		{"side-effecting", "mcp.ctr.launcH", `state = 'succeeded' AND side_effecting = 1`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cr := newChainedRun(t)
+			ctx := context.Background()
+			before := cr.ctr.calls()
+			hostileWrite(t, cr.r.st.Path(), `UPDATE calls SET tool = CAST(? AS BLOB) WHERE run = ? AND `+tc.where, tc.tool, cr.run)
+			_, err := cr.r.engine(0, cr.tr, nil, nil).Resume(ctx, cr.run)
+			if !errors.Is(err, runtime.ErrStoreAltered) || !strings.Contains(err.Error(), fmt.Sprintf(`column tool is %q in the store, but audit record`, tc.tool)) {
+				t.Errorf("resume: %v, want ErrStoreAltered naming the tool column", err)
+			}
+			if n := cr.ctr.calls() - before; n != 0 {
+				t.Errorf("resume sent %d calls to the server: %s", n, cr.ctr)
+			}
+		})
+	}
+}
