@@ -613,7 +613,7 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 		}
 		asked = ap.ID
 		return c.append(tx, name, ApprovalRequested{Attempt: c.attempt, Approval: ap.ID, Index: key.Index, ArgsDigest: d.ArgsDigest,
-			DefDigest: d.tool.defDigest, BindDigest: bind, Binding: d.tool.entry.Origin.Binding()})
+			DefDigest: d.tool.defDigest, BindDigest: bind, Binding: d.tool.entry.Origin.Binding(), Reason: ap.Reason})
 	})
 	switch {
 	case err != nil:

@@ -87,6 +87,13 @@ type chainApproval struct {
 	by       string // who decided, from approval.approved or approval.denied
 	byAt     at
 	uses     int // calls that ran on it (call.started, call.rerun)
+	// reason is the row's reason: why it was asked (approval.requested),
+	// then why it was decided or voided; reasonKnown is false while an
+	// outcome-unknown approval, whose record carries no reason, is
+	// undecided.
+	reason      string
+	reasonAt    at
+	reasonKnown bool
 }
 
 // chainGate is what a gate's records say of its row.
@@ -253,6 +260,7 @@ func (c *chain) approvalRecord(r *audit.Record, d recordData, here at) {
 			c.approvalOrder = append(c.approvalOrder, d.Approval)
 		}
 		a.status, a.statusAt = store.ApprovalPending, here
+		a.reason, a.reasonAt, a.reasonKnown = d.Reason, here, here.kind == KindApprovalRequested
 		return
 	}
 	if a == nil {
@@ -261,10 +269,13 @@ func (c *chain) approvalRecord(r *audit.Record, d recordData, here at) {
 	switch here.kind {
 	case KindApprovalApproved:
 		a.status, a.statusAt, a.by, a.byAt = store.ApprovalApproved, here, d.By, here
+		a.reason, a.reasonAt, a.reasonKnown = d.Reason, here, true
 	case KindApprovalDenied:
 		a.status, a.statusAt, a.by, a.byAt = store.ApprovalDenied, here, d.By, here
+		a.reason, a.reasonAt, a.reasonKnown = d.Reason, here, true
 	case KindApprovalVoided:
 		a.status, a.statusAt = store.ApprovalExpired, here
+		a.reason, a.reasonAt, a.reasonKnown = d.Reason, here, true
 	case KindCallStarted, KindCallRerun:
 		a.status, a.statusAt = store.ApprovalUsed, here
 		a.uses++

@@ -280,6 +280,9 @@ type ApprovalRequested struct {
 	DefDigest  string `json:"defDigest"`
 	BindDigest string `json:"bindDigest"`
 	Binding    string `json:"binding"`
+	// Reason is why it is asked (the approval row's reason until a
+	// person decides): "requiresApproval" or "resumed-same-tool".
+	Reason string `json:"reason,omitempty"`
 }
 
 // ApprovalVoided: an open approval no longer holds (what it was bound to

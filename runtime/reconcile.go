@@ -319,6 +319,9 @@ func reconcileApprovals(out *[]Disagreement, ch *chain, apr []store.Approval, co
 			src = asked
 		}
 		c.eq("decided_by", src, a.DecidedBy, ca.by)
+		if ca.reasonKnown {
+			c.eq("reason", ca.reasonAt, a.Reason, ca.reason)
+		}
 	}
 	for _, id := range ch.approvalOrder {
 		if complete && !seen[id] {

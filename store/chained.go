@@ -25,7 +25,7 @@ var ChainedColumns = []Column{
 
 	{"approvals", "id"}, {"approvals", "kind"}, {"approvals", "run"}, {"approvals", "step"}, {"approvals", "tool"},
 	{"approvals", "def_digest"}, {"approvals", "args_digest"}, {"approvals", "call_attempt"}, {"approvals", "call_idx"},
-	{"approvals", "status"}, {"approvals", "decided_by"},
+	{"approvals", "status"}, {"approvals", "reason"}, {"approvals", "decided_by"},
 
 	{"gates", "run"}, {"gates", "step"}, {"gates", "attempt"}, {"gates", "status"}, {"gates", "reason"}, {"gates", "decided_by"},
 }
@@ -45,7 +45,6 @@ var UnchainedColumns = map[Column]string{
 	{"calls", "started_at"}:  "a time; each record has its own",
 	{"calls", "finished_at"}: "a time; each record has its own",
 
-	{"approvals", "reason"}:     "why it was asked, then why it was decided or voided; the request record carries no reason",
 	{"approvals", "created_at"}: "a time; each record has its own",
 	{"approvals", "expires_at"}: "when a pending approval lapses; approval.requested does not carry it, so an expiry moved later is not noticed",
 	{"approvals", "decided_at"}: "a time; each record has its own",
