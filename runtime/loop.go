@@ -380,7 +380,8 @@ func (s *Session) StepInput(ctx context.Context, runID, stepID string) (driver.S
 // endApprovals expires the approvals asked in a step attempt that were
 // not used: an approval never outlives its attempt.
 func (s *Session) endApprovals(tx *store.Tx, runID, stepID string, attempt int) error {
-	gone, err := tx.ExpireAttemptApprovals(runID, stepID, attempt)
+	const why = "the step attempt it was asked in ended"
+	gone, err := tx.ExpireAttemptApprovals(runID, stepID, attempt, why)
 	if err != nil {
 		return err
 	}
@@ -389,7 +390,7 @@ func (s *Session) endApprovals(tx *store.Tx, runID, stepID string, attempt int) 
 		if a.Call != nil {
 			idx = a.Call.Index
 		}
-		if err := s.append(tx, runID, stepID, a.Tool, ApprovalVoided{Approval: a.ID, Attempt: attempt, Index: idx, Reason: "the step attempt it was asked in ended"}); err != nil {
+		if err := s.append(tx, runID, stepID, a.Tool, ApprovalVoided{Approval: a.ID, Attempt: attempt, Index: idx, Reason: why}); err != nil {
 			return err
 		}
 	}
