@@ -494,14 +494,15 @@ func (c *Caller) start(tx *store.Tx, name string, d Decision, decision store.Dec
 	if err != nil {
 		return store.CallKey{}, err
 	}
+	stored, sideEff := storedArgsDigest(sc.Args, d.ArgsDigest), sc.SideEffecting
 	var ev Event
 	switch decision {
 	case store.DecisionRefused:
-		ev = CallRefused{Index: got.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, DefDigest: defDigest, Code: code, Reason: reason}
+		ev = CallRefused{Index: got.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, StoredArgsDigest: stored, DefDigest: defDigest, SideEffecting: sideEff, Code: code, Reason: reason}
 	case store.DecisionWaiting:
-		ev = CallWaiting{Index: got.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, DefDigest: defDigest, Reason: reason}
+		ev = CallWaiting{Index: got.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, StoredArgsDigest: stored, DefDigest: defDigest, SideEffecting: sideEff, Reason: reason}
 	default:
-		ev = CallStarted{Index: got.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, DefDigest: defDigest, Reason: reason}
+		ev = CallStarted{Index: got.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, StoredArgsDigest: stored, DefDigest: defDigest, SideEffecting: sideEff, Reason: reason}
 	}
 	return got.CallKey, c.append(tx, name, ev)
 }
@@ -613,7 +614,7 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 		}
 		asked = ap.ID
 		return c.append(tx, name, ApprovalRequested{Attempt: c.attempt, Approval: ap.ID, Index: key.Index, ArgsDigest: d.ArgsDigest,
-			DefDigest: d.tool.defDigest, BindDigest: bind, Binding: d.tool.entry.Origin.Binding()})
+			DefDigest: d.tool.defDigest, BindDigest: bind, Binding: d.tool.entry.Origin.Binding(), Reason: ap.Reason})
 	})
 	if err == nil {
 		c.s.sayVoided(voided, staleWhy)
@@ -991,7 +992,7 @@ func (c *Caller) record(tx *store.Tx, started *store.CallKey, key store.CallKey,
 	if err := tx.FinishCall(key, state, res, c.s.opt.Redact(o.failure)); err != nil {
 		return err
 	}
-	evs := c.outcomeEvents(nil, key.Index, o)
+	evs := c.outcomeEvents(key.Index, nil, o)
 	all := make([]audit.Record, len(evs))
 	for i, ev := range evs {
 		all[i] = newRecord(c.s.opt.Redact, c.run, c.step, name, ev)
@@ -1029,7 +1030,7 @@ func (c *Caller) recordReads(tx *store.Tx, rs []readRecord) error {
 	}
 	all := make([]audit.Record, 0, 2*len(rs))
 	for i, r := range rs {
-		for _, ev := range c.outcomeEvents(&r.d, got[i].Index, r.o) {
+		for _, ev := range c.outcomeEvents(got[i].Index, &readStart{&got[i], &r.d}, r.o) {
 			all = append(all, newRecord(c.s.opt.Redact, c.run, c.step, r.name, ev))
 		}
 	}
@@ -1037,13 +1038,21 @@ func (c *Caller) recordReads(tx *store.Tx, rs []readRecord) error {
 	return err
 }
 
+// readStart is a read call recorded only once it ran: its row as
+// recorded and its decision.
+type readStart struct {
+	row *store.Call
+	d   *Decision
+}
+
 // outcomeEvents are the audit records of a call's outcome: with started
-// (a read call recorded only now, whose decision this is), its
-// call.started first.
-func (c *Caller) outcomeEvents(started *Decision, index int, o outcome) []Event {
+// (a read call recorded only now), its call.started first.
+func (c *Caller) outcomeEvents(index int, started *readStart, o outcome) []Event {
 	var evs []Event
 	if started != nil {
-		evs = append(evs, CallStarted{Index: index, Attempt: c.attempt, ArgsDigest: started.ArgsDigest, DefDigest: started.tool.defDigest})
+		d, row := started.d, started.row
+		evs = append(evs, CallStarted{Index: index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, StoredArgsDigest: storedArgsDigest(row.Args, d.ArgsDigest),
+			DefDigest: d.tool.defDigest, SideEffecting: row.SideEffecting})
 	}
 	switch {
 	case o.invalid:

@@ -43,7 +43,7 @@ func Cancel(ctx context.Context, st *store.Store, runID, by, reason string) erro
 			if err := tx.FinishStep(runID, s.Step, s.Attempt, store.StepFailed, nil, why); err != nil {
 				return err
 			}
-			expired, err := tx.ExpireAttemptApprovals(runID, s.Step, s.Attempt)
+			expired, err := tx.ExpireAttemptApprovals(runID, s.Step, s.Attempt, why)
 			if err != nil {
 				return err
 			}

@@ -44,6 +44,11 @@ func Decide(ctx context.Context, st *store.Store, runID, id string, v Verdict) (
 		return Decided{}, fmt.Errorf("run %s has ended (%s); there is nothing to decide", runID, run.Status)
 	}
 	if strings.HasPrefix(id, "apr_") {
+		if v.Approve {
+			if err := approvable(ctx, st, runID, id); err != nil {
+				return Decided{}, err
+			}
+		}
 		err := st.Tx(ctx, func(tx *store.Tx) error {
 			a, err := tx.DecideApproval(id, v.Approve, v.Reason, v.By)
 			if err != nil {
@@ -92,3 +97,43 @@ func Decide(ctx context.Context, st *store.Store, runID, id string, v Verdict) (
 }
 
 func identity(s string) string { return s }
+
+// approvable checks, before a person's approval is recorded, that what
+// they were shown of it (the call's tool and stored arguments, and the
+// approval's own columns) is what the run's verified chain recorded: a
+// row another process edited is refused with [ErrStoreAltered], and
+// nothing is recorded. An approval the run does not have is left to
+// [store.Tx.DecideApproval] to refuse.
+func approvable(ctx context.Context, st *store.Store, runID, id string) error {
+	a, err := st.GetApproval(ctx, id)
+	if err != nil || a.Run != runID {
+		return nil
+	}
+	// The rows are read after the chain: when they disagree and the run's
+	// head moved meanwhile (it executes elsewhere), they are read again.
+	const tries = 8
+	for i := 0; ; i++ {
+		before, _, err := st.AuditHead(ctx, runID)
+		if err != nil {
+			return err
+		}
+		ch, err := verifiedChain(ctx, st, runID)
+		if err != nil {
+			return fmt.Errorf("run %s: %w; approval %s was not approved", runID, err, id)
+		}
+		_, ds, err := approvalAltered(ctx, st, ch, a)
+		if err != nil || len(ds) == 0 {
+			return err
+		}
+		after, _, err := st.AuditHead(ctx, runID)
+		if err != nil {
+			return err
+		}
+		if after == before || i == tries-1 {
+			return fmt.Errorf("run %s: %w: %s (%d problems; `openplaybook audit --verify` lists them); approval %s was not approved", runID, ErrStoreAltered, ds[0].Message, len(ds), id)
+		}
+		if a, err = st.GetApproval(ctx, id); err != nil {
+			return nil // gone meanwhile: DecideApproval says so
+		}
+	}
+}

@@ -207,33 +207,48 @@ type GateRejected GateApproved
 
 // CallStarted: an allowed call was recorded before it ran (a side
 // effect), or was let run by an approval.
+//
+// The first record of a call (call.started, call.refused or
+// call.waiting) also says what its row holds, so that [Reconcile] can
+// compare the row with it: SideEffecting is the row's side_effecting,
+// and StoredArgsDigest, when it is not ArgsDigest, the SHA-256 of the
+// arguments as stored (secret values redacted, or none when they were
+// not JSON).
 type CallStarted struct {
-	Index      int    `json:"index"`
-	Attempt    int    `json:"attempt"`
-	ArgsDigest string `json:"argsDigest"`
-	DefDigest  string `json:"defDigest,omitempty"`
-	Approval   string `json:"approval,omitempty"`
-	Reason     string `json:"reason,omitempty"`
+	Index            int    `json:"index"`
+	Attempt          int    `json:"attempt"`
+	ArgsDigest       string `json:"argsDigest"`
+	StoredArgsDigest string `json:"storedArgsDigest,omitempty"`
+	DefDigest        string `json:"defDigest,omitempty"`
+	SideEffecting    bool   `json:"sideEffecting,omitempty"`
+	Approval         string `json:"approval,omitempty"`
+	Reason           string `json:"reason,omitempty"`
 }
 
-// CallRefused: a call was refused and never ran.
+// CallRefused: a call was refused and never ran (the fields after
+// ArgsDigest as in [CallStarted]).
 type CallRefused struct {
-	Index      int    `json:"index"`
-	Attempt    int    `json:"attempt"`
-	ArgsDigest string `json:"argsDigest,omitempty"`
-	DefDigest  string `json:"defDigest,omitempty"`
-	Code       Code   `json:"code"`
-	Reason     string `json:"reason"`
-	Approval   string `json:"approval,omitempty"`
+	Index            int    `json:"index"`
+	Attempt          int    `json:"attempt"`
+	ArgsDigest       string `json:"argsDigest,omitempty"`
+	StoredArgsDigest string `json:"storedArgsDigest,omitempty"`
+	DefDigest        string `json:"defDigest,omitempty"`
+	SideEffecting    bool   `json:"sideEffecting,omitempty"`
+	Code             Code   `json:"code"`
+	Reason           string `json:"reason"`
+	Approval         string `json:"approval,omitempty"`
 }
 
-// CallWaiting: a call waits for an approval.
+// CallWaiting: a call waits for an approval (the fields after
+// ArgsDigest as in [CallStarted]).
 type CallWaiting struct {
-	Index      int    `json:"index"`
-	Attempt    int    `json:"attempt"`
-	ArgsDigest string `json:"argsDigest"`
-	DefDigest  string `json:"defDigest,omitempty"`
-	Reason     string `json:"reason"`
+	Index            int    `json:"index"`
+	Attempt          int    `json:"attempt"`
+	ArgsDigest       string `json:"argsDigest"`
+	StoredArgsDigest string `json:"storedArgsDigest,omitempty"`
+	DefDigest        string `json:"defDigest,omitempty"`
+	SideEffecting    bool   `json:"sideEffecting,omitempty"`
+	Reason           string `json:"reason"`
 }
 
 // CallSucceeded: a call ran and its result was recorded.
@@ -296,6 +311,9 @@ type ApprovalRequested struct {
 	DefDigest  string `json:"defDigest"`
 	BindDigest string `json:"bindDigest"`
 	Binding    string `json:"binding"`
+	// Reason is why it is asked (the approval row's reason until a
+	// person decides): "requiresApproval" or "resumed-same-tool".
+	Reason string `json:"reason,omitempty"`
 }
 
 // ApprovalVoided: an open approval no longer holds (what it was bound to
@@ -352,20 +370,21 @@ func (ApprovalDenied) Kind() EventKind     { return KindApprovalDenied }
 func (ApprovalVoided) Kind() EventKind     { return KindApprovalVoided }
 
 // newRecord builds the audit record of ev. The tool name goes in as
-// received; a name that is not valid UTF-8 is recorded quoted (Go syntax,
-// ASCII) with data.toolQuoted true, since the audit log is JSON, and a
-// name holding a secret value is recorded redacted with data.toolRedacted
-// true. Data is ev's JSON with every secret value redacted; a payload with
+// received; a name holding a secret value is recorded redacted with
+// data.toolRedacted true, and a name that is not valid UTF-8 (after
+// redaction) is recorded quoted (Go syntax, ASCII) with data.toolQuoted
+// true, since the audit log is JSON. Redaction comes first so that the
+// record's name is [recordTool] of the name a call row stores (redacted). Data is ev's JSON with every secret value redacted; a payload with
 // no members is recorded without data.
 func newRecord(redact func(string) string, run, step, tool string, ev Event) audit.Record {
 	var flags []string
-	if tool != "" && !utf8.ValidString(tool) {
-		flags = append(flags, `"toolQuoted":true`)
-		tool = quote(tool)
-	}
 	if red := redact(tool); red != tool {
 		flags = append(flags, `"toolRedacted":true`)
 		tool = red
+	}
+	if tool != "" && !utf8.ValidString(tool) {
+		flags = append(flags, `"toolQuoted":true`)
+		tool = quote(tool)
 	}
 	r := audit.Record{Run: run, Kind: string(ev.Kind()), Step: step, Tool: tool}
 	b, err := json.Marshal(ev, json.Deterministic(true))

@@ -389,7 +389,8 @@ func (s *Session) StepInput(ctx context.Context, runID, stepID string) (driver.S
 // not used: an approval never outlives its attempt. It returns them, for
 // [Session.sayVoided] once the transaction committed.
 func (s *Session) endApprovals(tx *store.Tx, runID, stepID string, attempt int) ([]store.Approval, error) {
-	gone, err := tx.ExpireAttemptApprovals(runID, stepID, attempt)
+	const why = "the step attempt it was asked in ended"
+	gone, err := tx.ExpireAttemptApprovals(runID, stepID, attempt, why)
 	if err != nil {
 		return nil, err
 	}
@@ -398,7 +399,7 @@ func (s *Session) endApprovals(tx *store.Tx, runID, stepID string, attempt int) 
 		if a.Call != nil {
 			idx = a.Call.Index
 		}
-		if err := s.append(tx, runID, stepID, a.Tool, ApprovalVoided{Approval: a.ID, Attempt: attempt, Index: idx, Reason: "the step attempt it was asked in ended"}); err != nil {
+		if err := s.append(tx, runID, stepID, a.Tool, ApprovalVoided{Approval: a.ID, Attempt: attempt, Index: idx, Reason: why}); err != nil {
 			return nil, err
 		}
 	}

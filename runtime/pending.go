@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -26,6 +27,11 @@ type Pending struct {
 	Arguments jsontext.Value `json:"arguments,omitempty"`
 	// Summary says what is to be decided.
 	Summary string `json:"summary"`
+	// Altered, when set, says how the store's rows of this decision (the
+	// approval, its call's tool or arguments) disagree with the run's
+	// audit chain: Tool and Arguments are then withheld, since they are
+	// not what was recorded, and [Decide] refuses to approve it.
+	Altered string `json:"altered,omitempty"`
 }
 
 // waitingOutcome lists what a waiting run waits for.
@@ -47,11 +53,35 @@ func (s *Session) waitingOutcome(ctx context.Context, runID string) (Outcome, er
 
 // Pendings lists what a run waits for: open gates and pending approvals,
 // each with the exact arguments of the call to decide.
+//
+// An approval whose rows disagree with the run's verified chain is listed
+// with Altered set and without its tool and arguments. The rows are read
+// after the chain; when one disagrees and the run's audit head moved
+// meanwhile (the run executes elsewhere), the list is read again, so that
+// a run that moved on is not taken for an altered one.
 func Pendings(ctx context.Context, s *store.Store, runID string) ([]Pending, error) {
-	var out []Pending
+	const tries = 8
+	for i := 0; ; i++ {
+		before, _, err := s.AuditHead(ctx, runID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		out, altered, err := pendingsOnce(ctx, s, runID)
+		if err != nil || !altered || i == tries-1 {
+			return out, err
+		}
+		if after, _, err := s.AuditHead(ctx, runID); err != nil || after == before {
+			return out, err
+		}
+	}
+}
+
+// pendingsOnce is one reading of Pendings; altered says whether an
+// approval was found altered.
+func pendingsOnce(ctx context.Context, s *store.Store, runID string) (out []Pending, anyAltered bool, err error) {
 	gates, err := s.Gates(ctx, runID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for _, g := range gates {
 		if g.Status == store.GateWaiting {
@@ -60,15 +90,35 @@ func Pendings(ctx context.Context, s *store.Store, runID string) ([]Pending, err
 	}
 	apr, err := s.PendingApprovals(ctx, runID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	// What a person is shown of an approval is what the chain recorded:
+	// the log is read and walked once for all of them.
+	var ch *chain
+	var chainErr error
+	if len(apr) > 0 {
+		if ch, chainErr = verifiedChain(ctx, s, runID); chainErr != nil && !errors.Is(chainErr, ErrStoreAltered) {
+			return nil, false, chainErr
+		}
 	}
 	for _, a := range apr {
 		p := Pending{Kind: string(a.Kind), ID: a.ID, Step: a.Step, Tool: a.Tool}
-		if a.Call != nil {
-			idx := a.Call.Index
-			if calls, err := s.Calls(ctx, runID, store.CallFilter{Step: a.Call.Step, Attempt: a.Call.Attempt, Index: &idx}); err == nil && len(calls) == 1 {
-				p.Arguments = calls[0].Args
-			}
+		altered := ""
+		if chainErr != nil {
+			altered = chainErr.Error()
+		} else if call, ds, err := approvalAltered(ctx, s, ch, a); err != nil {
+			return nil, false, err
+		} else if len(ds) > 0 {
+			altered = ds[0].Message
+		} else if call != nil {
+			// The arguments shown are those just compared with the chain.
+			p.Arguments = call.Args
+		}
+		if altered != "" {
+			anyAltered = true
+			out = append(out, Pending{Kind: string(a.Kind), ID: a.ID, Step: a.Step, Altered: altered,
+				Summary: fmt.Sprintf("approval %s of step %s cannot be approved: the store was altered (%s); `openplaybook audit --verify %s` lists what changed", a.ID, a.Step, altered, runID)})
+			continue
 		}
 		if a.Kind == store.KindOutcomeUnknown {
 			p.Summary = fmt.Sprintf("the outcome of call %s in step %s is unknown: approve to run it again, deny to leave it", quote(a.Tool), a.Step)
@@ -89,5 +139,5 @@ func Pendings(ctx context.Context, s *store.Store, runID string) ([]Pending, err
 				Summary: "nothing is left to decide (an approval request expired or was decided): resume the run"})
 		}
 	}
-	return out, nil
+	return out, anyAltered, nil
 }

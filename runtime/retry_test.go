@@ -296,9 +296,9 @@ func TestReopenedRunWithoutRetry(t *testing.T) {
 	out, err := sess.Start(ctx, nil)
 	wantOutcome(t, "start", out, err, runtime.Failed)
 	hostileWrite(t, r.st.Path(), `UPDATE runs SET status = 'running' WHERE id = ?`, out.Run)
-	probs, err := runtime.Reconcile(ctx, r.st, out.Run)
-	if err != nil || len(probs) != 1 || !strings.Contains(probs[0], "the run is running in the store, but its audit log last recorded run.failed, and no run.retried after it") {
-		t.Errorf("Reconcile: %q %v", probs, err)
+	probs, err := runtime.Disagreements(ctx, r.st, out.Run)
+	if err != nil || len(probs) != 1 || probs[0].Table != "runs" || probs[0].Column != "status" || !strings.Contains(probs[0].Message, "(run.failed) says it ended failed, and no run.retried came after") {
+		t.Errorf("Disagreements: %v %v", probs, err)
 	}
 	if _, err := sess.Resume(ctx, out.Run); !errors.Is(err, runtime.ErrStoreAltered) {
 		t.Errorf("resume of the reopened run: %v", err)

@@ -307,6 +307,11 @@ func (s *Session) Resume(ctx context.Context, runID string) (Outcome, error) {
 		return Outcome{Run: runID}, err
 	}
 	if run.Status.Ended() {
+		// Nothing runs, but an ending the chain does not record (a status
+		// edited to completed) is a tamper verdict, not an outcome.
+		if err := storeAsRecorded(ctx, s.opt.Store, runID, "resumed"); err != nil {
+			return Outcome{Run: runID}, err
+		}
 		return Outcome{Run: runID, Status: Status(run.Status), Reason: run.Reason}, nil
 	}
 	ck, err := s.checkRun(ctx, run, "resume")
@@ -360,15 +365,35 @@ func (s *Session) checkRun(ctx context.Context, run store.Run, verb string) (run
 	if err != nil {
 		return runCheck{}, err
 	}
-	if probs, err := Reconcile(ctx, s.opt.Store, runID); err != nil {
+	if err := rowsAsRecorded(ctx, s.opt.Store, runID, past); err != nil {
 		return runCheck{}, err
-	} else if len(probs) > 0 {
-		return runCheck{}, fmt.Errorf("run %s: %w, so it is not %s: %s (%d problems; `openplaybook audit --verify` lists them)", runID, ErrStoreAltered, past, probs[0], len(probs))
 	}
 	if run.DocumentDigest != s.im.Digest {
 		return runCheck{}, fmt.Errorf("run %s was started with another version of the document (digest %s, this one %s); %s it with the document it was started with", runID, short(run.DocumentDigest), short(s.im.Digest), verb)
 	}
 	return runCheck{recs: hc.Records, harness: hc.Last, changed: hc.Changed}, nil
+}
+
+// storeAsRecorded fails with [ErrStoreAltered] when the run's chain does
+// not verify or its rows disagree with it ([Disagreements]); past ("resumed",
+// "retried") is for the error.
+func storeAsRecorded(ctx context.Context, st *store.Store, runID, past string) error {
+	if _, err := verifiedRecords(ctx, st, runID); err != nil {
+		return fmt.Errorf("run %s: %w", runID, err)
+	}
+	return rowsAsRecorded(ctx, st, runID, past)
+}
+
+// rowsAsRecorded is storeAsRecorded once the chain verified.
+func rowsAsRecorded(ctx context.Context, st *store.Store, runID, past string) error {
+	ds, err := Disagreements(ctx, st, runID)
+	if err != nil {
+		return err
+	}
+	if len(ds) > 0 {
+		return fmt.Errorf("run %s: %w, so it is not %s: %s (%d problems; `openplaybook audit --verify` lists them)", runID, ErrStoreAltered, past, ds[0].Message, len(ds))
+	}
+	return nil
 }
 
 // append writes ev to the run's audit log inside tx.

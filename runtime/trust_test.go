@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -62,9 +63,10 @@ func TestFlippedDecisionsDoNothing(t *testing.T) {
 			if ctr.calls() != 0 {
 				t.Fatalf("the server received %d calls after a flipped %s: %s", ctr.calls(), tc.name, ctr)
 			}
-			probs, err := runtime.Reconcile(ctx, r.st, out.Run)
-			if err != nil || len(probs) == 0 || !strings.Contains(strings.Join(probs, "\n"), "approved in the store") && !strings.Contains(strings.Join(probs, "\n"), "is approved") {
-				t.Errorf("Reconcile = %q, %v; want the flipped %s named", probs, err, tc.name)
+			ds, err := runtime.Disagreements(ctx, r.st, out.Run)
+			table := map[string]string{"approval": "approvals", "gate": "gates"}[tc.name]
+			if err != nil || !hasDisagreement(ds, table, "status") || !hasDisagreement(ds, table, "decided_by") {
+				t.Errorf("Disagreements = %v, %v; want the flipped %s's status and decided_by named", ds, err, tc.name)
 			}
 		})
 	}
@@ -86,9 +88,23 @@ func TestReconcileFindsEditedRows(t *testing.T) {
 	}
 	hostileWrite(t, r.st.Path(), `UPDATE calls SET state = 'failed', error = 'x' WHERE run = ?`, out.Run)
 	hostileWrite(t, r.st.Path(), `UPDATE runs SET status = 'failed' WHERE id = ?`, out.Run)
-	probs, err := runtime.Reconcile(ctx, r.st, out.Run)
-	all := strings.Join(probs, "\n")
-	if err != nil || !strings.Contains(all, "is failed in the store, but its last audit record is call.succeeded") || !strings.Contains(all, "no run.failed record") {
-		t.Errorf("Reconcile = %q, %v", probs, err)
+	ds, err := runtime.Disagreements(ctx, r.st, out.Run)
+	if err != nil || !hasDisagreement(ds, "calls", "state") || !hasDisagreement(ds, "calls", "error") || !hasDisagreement(ds, "runs", "status") {
+		t.Errorf("Disagreements = %v, %v", ds, err)
 	}
+	for _, d := range ds {
+		if d.Seq == 0 || !strings.Contains(d.Message, fmt.Sprintf("audit record %d", d.Seq)) {
+			t.Errorf("%q does not name the audit record that says otherwise", d.Message)
+		}
+	}
+}
+
+// hasDisagreement reports whether ds names the column of the table.
+func hasDisagreement(ds []runtime.Disagreement, table, column string) bool {
+	for _, d := range ds {
+		if d.Table == table && d.Column == column {
+			return true
+		}
+	}
+	return false
 }

@@ -172,7 +172,8 @@ func apiErrorf(status int, format string, args ...any) *apiError {
 }
 
 // apiFail answers err: an [*apiError] with its status; a missing run or
-// record 404; a run busy elsewhere or in the wrong state 409; anything
+// record 404; a run busy elsewhere or in the wrong state, or a store whose
+// rows disagree with the run's audit chain, 409; anything
 // else 500 (and a line in the server's log). Secret values are redacted.
 func (s *Server) apiFail(w http.ResponseWriter, err error) {
 	var ae *apiError
@@ -183,7 +184,8 @@ func (s *Server) apiFail(w http.ResponseWriter, err error) {
 			status = http.StatusNotFound
 		case errors.Is(err, ErrNoSuchAgent):
 			status = http.StatusUnprocessableEntity
-		case errors.Is(err, ErrExecuting), errors.Is(err, runtime.ErrRunChanging), errors.Is(err, store.ErrRunBusy), errors.Is(err, store.ErrState), errors.Is(err, store.ErrExpired):
+		case errors.Is(err, ErrExecuting), errors.Is(err, runtime.ErrRunChanging), errors.Is(err, store.ErrRunBusy), errors.Is(err, store.ErrState), errors.Is(err, store.ErrExpired),
+			errors.Is(err, runtime.ErrStoreAltered):
 			status = http.StatusConflict
 		}
 		if status == http.StatusInternalServerError {

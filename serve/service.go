@@ -163,7 +163,7 @@ func (s *Server) Audit(ctx context.Context, runID string, verify bool) (AuditRes
 		if err != nil {
 			return AuditResult{}, err
 		}
-		rows, err := runtime.Reconcile(ctx, s.st, runID)
+		rows, err := runtime.Disagreements(ctx, s.st, runID)
 		if err != nil {
 			return AuditResult{}, err
 		}
@@ -171,8 +171,8 @@ func (s *Server) Audit(ctx context.Context, runID string, verify bool) (AuditRes
 		for _, p := range probs {
 			ps = append(ps, AuditProblem{Seq: p.Seq, Message: p.Message})
 		}
-		for _, m := range rows {
-			ps = append(ps, AuditProblem{Message: "the store disagrees with the audit log: " + m})
+		for _, d := range rows {
+			ps = append(ps, AuditProblem{Seq: d.Seq, Message: "the store disagrees with the audit log: " + d.Message})
 		}
 		ok := len(ps) == 0
 		out.Verified, out.Problems = &ok, ps

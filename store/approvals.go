@@ -184,10 +184,11 @@ func (t *Tx) VoidApprovals(k CallKey, reason string) ([]Approval, error) {
 }
 
 // ExpireAttemptApprovals marks the pending and approved-but-unused
-// approvals of kind call asked for in one step attempt as expired: an
-// approval never outlives the attempt it was asked in.
-func (t *Tx) ExpireAttemptApprovals(run, step string, attempt int) ([]Approval, error) {
-	return t.expireWhere(`run = ?2 AND step = ?3 AND call_attempt = ?4 AND kind = 'call'`, "the step attempt it was asked in ended", run, step, attempt)
+// approvals of kind call asked for in one step attempt as expired, with
+// reason (what the approval.voided record of each says): an approval
+// never outlives the attempt it was asked in.
+func (t *Tx) ExpireAttemptApprovals(run, step string, attempt int, reason string) ([]Approval, error) {
+	return t.expireWhere(`run = ?2 AND step = ?3 AND call_attempt = ?4 AND kind = 'call'`, reason, run, step, attempt)
 }
 
 func (t *Tx) expireWhere(where, reason string, args ...any) ([]Approval, error) {

@@ -267,12 +267,12 @@ not.`,
 				}
 				// The rows (run, steps, calls, approvals, gates) must say
 				// what the chain recorded.
-				rows, err := runtime.Reconcile(ctx, st, args[0])
+				rows, err := runtime.Disagreements(ctx, st, args[0])
 				if err != nil {
 					return ioError(err)
 				}
-				for _, m := range rows {
-					probs = append(probs, audit.Problem{Message: "the store disagrees with the audit log: " + m})
+				for _, d := range rows {
+					probs = append(probs, audit.Problem{Seq: d.Seq, Message: "the store disagrees with the audit log: " + d.Message})
 				}
 			}
 			if format.value == "json" {

@@ -577,8 +577,13 @@ func TestAuditVerifyReconcilesRows(t *testing.T) {
 	}
 	db.Close()
 	stdout, _ := e.cli(ExitProblems, "audit", "--verify", o.Run)
-	if !strings.Contains(stdout, "gate confirm (attempt 1) is approved in the store, but no gate.approved record says so") {
+	if !strings.Contains(stdout, `TAMPERED: the store disagrees with the audit log: gates row gate "confirm" attempt 1: column status is "approved" in the store, but audit record 3 (gate.waiting) says "waiting"`) {
 		t.Errorf("audit --verify printed:\n%s", stdout)
+	}
+	// In JSON, each problem carries the seq of the record that disagrees.
+	stdout, _ = e.cli(ExitProblems, "audit", "--verify", "--format", "json", o.Run)
+	if !strings.Contains(stdout, `"seq": 3`) || !strings.Contains(stdout, "column decided_by") {
+		t.Errorf("audit --verify --format json printed:\n%s", stdout)
 	}
 	_, stderr := e.cli(ExitProblems, "resume", o.Run)
 	if !strings.Contains(stderr, "the store was altered") {
