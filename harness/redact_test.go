@@ -181,3 +181,29 @@ func ExampleRedactor() {
 	// token=[redacted]
 	// ;
 }
+
+// percentAll writes every byte of v as %XX (upper-case hex).
+func percentAll(v string) string {
+	const digits = "0123456789ABCDEF"
+	b := make([]byte, 0, 3*len(v))
+	for i := 0; i < len(v); i++ {
+		b = append(b, '%', digits[v[i]>>4], digits[v[i]&15])
+	}
+	return string(b)
+}
+
+// lowerPercent lower-cases the hex digits of the %XX escapes of s.
+func lowerPercent(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			for j := i + 1; j <= i+2; j++ {
+				if b[j] >= 'A' && b[j] <= 'F' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			i += 2
+		}
+	}
+	return string(b)
+}
