@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"strings"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -140,10 +141,12 @@ func mixEncode(rnd *rand.Rand, s string) string {
 	return b.String()
 }
 
-// looseDecode decodes every %XX and JSON escape of s, three times over
-// (for escapes inside escapes): what a reader of the text could recover.
+// looseDecode returns s and what decoding every %XX and JSON escape of it
+// gives, once, twice and three times over (for escapes inside escapes):
+// what a reader of the text could recover.
 // It is written apart from the redactor's own reader.
-func looseDecode(s string) string {
+func looseDecode(s string) []string {
+	out := []string{s}
 	for range 3 {
 		var b strings.Builder
 		for i := 0; i < len(s); i++ {
@@ -177,8 +180,9 @@ func looseDecode(s string) string {
 			b.WriteByte(s[i])
 		}
 		s = b.String()
+		out = append(out, s)
 	}
-	return s
+	return out
 }
 
 // Property: random secrets with reserved characters, each character
@@ -194,7 +198,7 @@ func TestRedactorRandomMixedEncodings(t *testing.T) {
 		doc, _ := json.Marshal(map[string]string{"url": "https://api.example/x?key=" + enc + "&next=1"})
 		for _, in := range []string{enc, "value: " + enc + "\n", string(doc)} {
 			got := r(in)
-			if !strings.Contains(got, Redacted) || strings.Contains(got, enc) || strings.Contains(looseDecode(got), v) {
+			if !strings.Contains(got, Redacted) || strings.Contains(got, enc) || slices.ContainsFunc(looseDecode(got), func(d string) bool { return strings.Contains(d, v) }) {
 				t.Fatalf("case %d: secret %q written %q: redact(%q) = %q", i, v, enc, in, got)
 			}
 		}
