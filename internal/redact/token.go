@@ -1,4 +1,4 @@
-package harness
+package redact
 
 import "unicode/utf8"
 

@@ -1,4 +1,4 @@
-package harness
+package redact
 
 import (
 	"encoding/hex"
@@ -34,7 +34,7 @@ func encodeURIComponent(s string) string {
 // within one value, each found whole.
 func TestRedactorPercentAndJSONMixedForms(t *testing.T) {
 	v := "pa ss&wd/" + "=k?#+:@!'()*~é"
-	r := Redactor([]string{v})
+	r := New([]string{v})
 	forms := map[string]string{
 		"encodeURIComponent":                encodeURIComponent(v),
 		"encodeURIComponent, lower hex":     lowerPercent(encodeURIComponent(v)),
@@ -83,7 +83,7 @@ const reservedChars = " !\"#$%&'()*+,/:;<=>?@[\\]^`{|}~\t\n"
 // reserved characters and (sometimes) non-ASCII characters.
 func randomSecret(rnd *rand.Rand) string {
 	const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-	n := MinRedactLen + rnd.IntN(37)
+	n := MinLen + rnd.IntN(37)
 	var b strings.Builder
 	for b.Len() < n {
 		switch rnd.IntN(8) {
@@ -193,7 +193,7 @@ func TestRedactorRandomMixedEncodings(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(18, 5))
 	for i := range 2000 {
 		v := randomSecret(rnd)
-		r := Redactor([]string{v, randomSecret(rnd)})
+		r := New([]string{v, randomSecret(rnd)})
 		enc := mixEncode(rnd, v)
 		doc, _ := json.Marshal(map[string]string{"url": "https://api.example/x?key=" + enc + "&next=1"})
 		for _, in := range []string{enc, "value: " + enc + "\n", string(doc)} {
@@ -220,7 +220,7 @@ func TestRedactorRandomMixedEncodings(t *testing.T) {
 // result is checked, and the benchmark below measures it.
 func TestRedactorHostileRuns(t *testing.T) {
 	v := "%41%41%41%41B"
-	r := Redactor([]string{v, "aaaaaaab", "a\\u0041"})
+	r := New([]string{v, "aaaaaaab", "a\\u0041"})
 	cases := map[string]struct{ in, want string }{
 		"escaped value, many prefixes": {strings.Repeat("%2541", 5000) + "%25%34%31B", strings.Repeat("%2541", 4997) + Redacted},
 		"literal prefix runs":          {strings.Repeat("a", 10000) + "b", strings.Repeat("a", 9993) + Redacted},
@@ -236,7 +236,7 @@ func TestRedactorHostileRuns(t *testing.T) {
 }
 
 func BenchmarkRedactorHostile(b *testing.B) {
-	r := Redactor([]string{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab", "%41%41%41%41%41"})
+	r := New([]string{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab", "%41%41%41%41%41"})
 	in := strings.Repeat("%61a", 1<<18)
 	b.SetBytes(int64(len(in)))
 	for b.Loop() {
@@ -246,7 +246,7 @@ func BenchmarkRedactorHostile(b *testing.B) {
 
 func BenchmarkRedactorProse(b *testing.B) {
 	vals := []string{"sk_test_4eC39HqLyjWDarjtT1zdp7dcSECRETVALUE", "mem-Secret-Token-42xyzQ", "p@ss w/rd&more"}
-	r := Redactor(vals)
+	r := New(vals)
 	in := strings.Repeat(`{"id":"cus_123","note":"The quick brown fox jumps over the lazy dog, 42 times; see https://example.com/a%20b?q=1&r=2"},`, 1<<13)
 	b.SetBytes(int64(len(in)))
 	for b.Loop() {
