@@ -253,3 +253,38 @@ func BenchmarkRedactorProse(b *testing.B) {
 		r(in)
 	}
 }
+
+// Random text over an alphabet of escape characters, line breaks, blanks
+// and a value's own bytes, with the value planted in random forms: every
+// match found forward is found again backward (no start is guessed), and
+// no planted form survives.
+func TestRedactorRandomHostileText(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(18, 9))
+	before := startMisses.Load()
+	for i := range 3000 {
+		v := randomSecret(rnd)
+		r := New([]string{v})
+		alphabet := v + `%\+u0123456789abcdefABCDEF` + "\r\n \t"
+		var b strings.Builder
+		var planted []string
+		for b.Len() < 200 {
+			if rnd.IntN(8) == 0 {
+				f := mixEncode(rnd, v)
+				planted = append(planted, f)
+				b.WriteString(f)
+				continue
+			}
+			b.WriteByte(alphabet[rnd.IntN(len(alphabet))])
+		}
+		in := b.String()
+		got := r(in)
+		for _, f := range planted {
+			if strings.Contains(got, f) {
+				t.Fatalf("case %d: value %q planted as %q in %q: redact = %q", i, v, f, in, got)
+			}
+		}
+	}
+	if n := startMisses.Load() - before; n != 0 {
+		t.Errorf("%d matches had no start found backward", n)
+	}
+}

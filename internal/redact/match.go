@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // matcher finds the shapes of [redactShapes] in a text read as tokens
@@ -300,10 +301,16 @@ func (m *matcher) matchStart(p *compiled, t string, end int) int {
 		}
 	}
 	if start < 0 { // cannot happen: the forward pass found a reading
+		startMisses.Add(1)
 		start = max(0, end-p.m*maxToken)
 	}
 	return start
 }
+
+// startMisses counts the matches [matcher.matchStart] found no start for
+// (and redacted from as far back as the shape could reach): none, unless
+// the forward and backward readings disagree. The tests read it.
+var startMisses atomic.Int64
 
 // backStep moves each state j of x to j+1 where the shape's position
 // m-1-j accepts c, and drops it elsewhere.
