@@ -58,7 +58,11 @@ const minBase64Form = (8*MinLen + 5) / 6
 //   - JSON-escaped (RFC 8259 section 7): \" \\ \/ \b \f \n \r \t, or
 //     \uXXXX with either case of hex digit for the character the byte
 //     belongs to (a surrogate pair for one outside the BMP), as JSON
-//     encoders write with HTML or ASCII-only escaping.
+//     encoders write with HTML or ASCII-only escaping; also such an
+//     escape escaped once or twice over (its backslash written as 2 or 4
+//     backslashes: \\u0026, \\\"), as where a JSON text is a string
+//     inside another JSON text (an MCP tool's text content in a JSON-RPC
+//     message or a stored result).
 //
 // A match may run across line breaks (LF, CR LF or CR, with the blanks
 // that indent the next line), one at a time at any point, as when base64
@@ -79,8 +83,8 @@ const minBase64Form = (8*MinLen + 5) / 6
 // at each end of the value's encoding that it shares with the
 // neighbouring bytes (at most 4 bits of the value at each end stay);
 // base64 forms of a value shorter than MinLen+1 bytes at the offsets
-// other than 0 (too few characters depend on the value alone); escapes
-// nested in escapes (%2541 for %41); and any other transformation
+// other than 0 (too few characters depend on the value alone); percent
+// escapes nested in escapes (%2541 for %41); and any other transformation
 // (base32, a hash, compression, encryption, truncation, a value split into
 // separate writes). Redaction is a safety net, not a guarantee.
 func New(values []string) func(string) string {
