@@ -14,6 +14,11 @@ import (
 type matcher struct {
 	shapes   []compiled
 	starters [256][]int32 // byte -> the shapes whose first position accepts it
+	// pairs[c] holds d when some shape may start with a reading of c as
+	// itself followed by d ([compiled.second]): where no match is under
+	// way, a byte that is neither that nor the start of an escape is
+	// passed over at the cost of one lookup.
+	pairs [256][4]uint64
 }
 
 // compiled is one shape's tables.
@@ -56,6 +61,16 @@ func newMatcher(shapes []shape) *matcher {
 			}
 			if p.accepts(0, byte(c)) {
 				m.starters[c] = append(m.starters[c], int32(i))
+			}
+		}
+		for c := range 256 {
+			if !p.accepts(0, byte(c)) {
+				continue
+			}
+			for d := range 256 {
+				if p.second[d] {
+					m.pairs[c][d>>6] |= 1 << (d & 63)
+				}
 			}
 		}
 		m.shapes[i] = p
@@ -144,6 +159,15 @@ func (m *matcher) redact(t string) string {
 		}
 	}
 	for q := 0; q < len(t); q++ {
+		if len(active) == 0 {
+			switch c := t[q]; c {
+			case '%', '\\', '+':
+			default:
+				if q+1 >= len(t) || m.pairs[c][t[q+1]>>6]>>(t[q+1]&63)&1 == 0 {
+					continue // no match is under way, and none starts here
+				}
+			}
+		}
 		nt := tokensAt(t, q, &toks)
 		for k := range nt {
 			tok := &toks[k]
