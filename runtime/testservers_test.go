@@ -25,7 +25,7 @@ import (
 //   - chg, mcphost/testdata/changing over stdio: probe (read in variant
 //     a, destructive after flip) and quiet.
 //   - echo, runtime/testdata/echoenv over stdio: reveal answers with the
-//     server's ECHO_SECRET.
+//     server's ECHO_SECRET, reveal_encoded with it percent-encoded.
 
 const (
 	lookupIn   = `{"type":"object","properties":{"id":{"type":"string"}},"required":["id"],"additionalProperties":false}`
@@ -84,7 +84,9 @@ func testServerDefs() map[string]map[string]any {
 			"inputSchema": schemaOf(`{"type":"object"}`), "outputSchema": schemaOf(`{"type":"string"}`),
 		},
 		"mcp.echo.reveal": read("mcp.echo.reveal", "Returns the value of the server's ECHO_SECRET environment variable.", revealIn, revealOut),
-		"mcp.echo.cwd":    read("mcp.echo.cwd", "Returns the server's working directory.", revealIn, revealOut),
+		"mcp.echo.reveal_encoded": read("mcp.echo.reveal_encoded", "Returns the value of the server's ECHO_SECRET environment variable, percent-encoded.",
+			`{"type":"object","properties":{"seed":{"type":"integer"}},"required":["seed"],"additionalProperties":false}`, revealOut),
+		"mcp.echo.cwd": read("mcp.echo.cwd", "Returns the server's working directory.", revealIn, revealOut),
 	}
 }
 

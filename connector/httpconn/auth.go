@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/openplaybook/openplaybook/internal/credential"
+	"github.com/openplaybook/openplaybook/internal/redact"
 )
 
 // refresher holds an OAuth access token and refreshes it with the
@@ -117,35 +116,39 @@ func (r *refresher) refreshLocked(ctx context.Context) error {
 	return nil
 }
 
-// redactor removes the connection's secret values (the longest first),
-// the tokens its token endpoint issued since, and anything the credential
-// detector recognises, from a message.
+// redactor removes the connection's secret values, the tokens its token
+// endpoint issued since, and anything the credential detector recognises,
+// from a message. Values are found as [redact.New] finds them: as is, hex
+// or base64, each byte also percent-encoded or JSON-escaped (a provider
+// that echoes a token in a URL it writes).
 type redactor struct {
 	mu   sync.Mutex
 	vals []string
+	fn   func(string) string // redact.New(vals)
 }
 
 func newRedactor(secrets map[string]string) *redactor {
-	r := &redactor{}
+	r := &redactor{fn: redact.New(nil)}
 	for _, v := range secrets {
 		r.add(v)
 	}
 	return r
 }
 
-// add makes r redact vals too (values shorter than 4 bytes are not
-// redacted: they would match ordinary text).
+// add makes r redact vals too (values shorter than [redact.MinLen] bytes
+// are not redacted: they would match ordinary text).
 func (r *redactor) add(vals ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	next := slices.Clone(r.vals) // redact may be reading the old list
 	for _, v := range vals {
-		if len(v) >= 4 && !slices.Contains(next, v) {
+		if len(v) >= redact.MinLen && !slices.Contains(next, v) {
 			next = append(next, v)
 		}
 	}
-	sort.Slice(next, func(i, j int) bool { return len(next[i]) > len(next[j]) })
-	r.vals = next
+	if len(next) != len(r.vals) {
+		r.vals, r.fn = next, redact.New(next)
+	}
 }
 
 func (r *redactor) redact(s string) string {
@@ -156,12 +159,9 @@ func (r *redactor) redact(s string) string {
 // detector recognises): what a result may not carry.
 func (r *redactor) values(s string) string {
 	r.mu.Lock()
-	vals := r.vals
+	fn := r.fn
 	r.mu.Unlock()
-	for _, v := range vals {
-		s = strings.ReplaceAll(s, v, "[redacted]")
-	}
-	return s
+	return fn(s)
 }
 
 // redactResult replaces the secret values and issued tokens in every

@@ -4,9 +4,11 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -818,5 +820,62 @@ func TestHeaderControlCharactersRefusedBeforeSending(t *testing.T) {
 	}
 	if hits.Load() != 0 {
 		t.Errorf("%d requests sent", hits.Load())
+	}
+}
+
+// A provider that echoes the token its endpoint issued (and the
+// connection's own secret) percent-encoded, as a TypeScript or Python
+// server writes it into a URL, or half escaped: neither the error nor the
+// result shows any of it.
+func TestIssuedTokenEchoedEncodedIsRedacted(t *testing.T) {
+	const issued = "at_fresh/from+endpoint=42&x"
+	const refresh = "rt 1/value&more"
+	forms := func(v string) []string {
+		var all, mixed strings.Builder
+		for i := 0; i < len(v); i++ {
+			c := v[i]
+			fmt.Fprintf(&all, "%%%02x", c)
+			if i%2 == 0 && (c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+				mixed.WriteByte(c)
+			} else {
+				fmt.Fprintf(&mixed, "%%%02X", c)
+			}
+		}
+		return []string{strings.ReplaceAll(url.QueryEscape(v), "+", "%20"), all.String(), mixed.String()}
+	}
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token": "`+issued+`", "token_type": "Bearer", "expires_in": 3600}`)
+	}))
+	defer tokens.Close()
+	var sent atomic.Int32
+	for i, echo := range append(forms(issued), forms(refresh)...) {
+		for _, fail := range []bool{true, false} {
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Authorization") == "Bearer "+issued {
+					sent.Add(1)
+				}
+				if fail {
+					w.WriteHeader(http.StatusForbidden)
+					io.WriteString(w, `{"error": {"code": "forbidden", "message": "callback https://x.example/cb?token=`+echo+` lacks scope"}}`)
+					return
+				}
+				io.WriteString(w, `{"id": "1", "name": "see https://x.example/cb?token=`+echo+`", "tags": []}`)
+			}))
+			secrets := map[string]string{"refreshToken": refresh, "clientId": "cid", "clientSecret": "csecret"}
+			c := open(t, spec(nil), connector.Config{AuthKind: "oauth", Secrets: secrets, BaseURL: api.URL, TokenURL: tokens.URL})
+			out, err := call(t, c, "acme.item.get", `{"id": "1"}`)
+			api.Close()
+			text := out
+			if err != nil {
+				text = err.Error()
+			}
+			if fail == (err == nil) || !strings.Contains(text, "[redacted]") || strings.Contains(text, echo) {
+				t.Errorf("echo %d (%q), failing %v: %q, %v; want the echo redacted", i, echo, fail, out, err)
+			}
+		}
+	}
+	if sent.Load() == 0 {
+		t.Fatal("the issued token was never sent")
 	}
 }

@@ -54,6 +54,7 @@ const (
 	letters     = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 	base32Lower = "abcdefghijklmnopqrstuvwxyz234567"
 	digitChars  = "0123456789"
+	bech32Upper = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
 )
 
 // from returns n bytes drawn from chars that look generated and are no
@@ -279,6 +280,47 @@ var secretTemplates = []secretTemplate{
 	{"client-secret-yaml", Secret, false, func(g *gen) string { return "client_secret: " + g.b64url(40) }},
 	{"secret-key-json", Secret, false, func(g *gen) string { return `{"secretKey": "` + g.b64(44) + `"}` }},
 
+	// The kinds translated from gitleaks' rules (kinds_gitleaks.go).
+	{"github-installation-token-jwt", GitHubToken, false, func(g *gen) string { return "ghs_" + g.digits(7) + "_" + g.jwt("RS256") }},
+	{"digitalocean-personal-access-token", DigitalOceanToken, false, func(g *gen) string { return "dop_v1_" + g.hex(64) }},
+	{"digitalocean-oauth-token", DigitalOceanToken, false, func(g *gen) string { return "doo_v1_" + g.hex(64) }},
+	{"digitalocean-refresh-token", DigitalOceanToken, false, func(g *gen) string { return "dor_v1_" + g.hex(64) }},
+	{"doppler-personal-token", DopplerToken, false, func(g *gen) string { return "dp.pt." + g.alnum(43) }},
+	{"doppler-service-token", DopplerToken, false, func(g *gen) string { return "DOPPLER_TOKEN=dp.st.prd." + g.alnum(43) }},
+	{"doppler-service-account-token", DopplerToken, false, func(g *gen) string { return "dp.sa." + g.alnum(43) }},
+	{"pulumi-access-token", PulumiAccessToken, false, func(g *gen) string { return "pul-" + g.hex(40) }},
+	{"terraform-cloud-token", TerraformCloudToken, false, func(g *gen) string { return g.alnum(14) + ".atlasv1." + g.b64url(67) }},
+	{"atlassian-api-token", AtlassianAPIToken, false, func(g *gen) string { return "ATATT3" + g.b64url(177) + "=" + strings.ToUpper(g.hex(8)) }},
+	{"jira-api-token-assigned", Secret, false, func(g *gen) string { return "JIRA_API_TOKEN=" + g.alnum(24) }},
+	{"heroku-api-key", HerokuAPIKey, false, func(g *gen) string { return "HRKU-AA" + g.b64url(58) }},
+	{"heroku-api-key-assigned", HerokuAPIKey, false, func(g *gen) string { return "HEROKU_API_KEY=" + g.uuid() }},
+	{"grafana-service-account-token", GrafanaServiceAccountToken, false, func(g *gen) string { return "glsa_" + g.alnum(32) + "_" + g.hex(8) }},
+	{"grafana-cloud-token", GrafanaCloudToken, false, func(g *gen) string { return "glc_eyJ" + g.b64(120) + "=" }},
+	{"grafana-legacy-api-key", GrafanaAPIKey, false, func(g *gen) string { return "eyJrIjoi" + g.alnum(84) + "In0=" }},
+	{"databricks-access-token", DatabricksToken, false, func(g *gen) string { return "dapi" + g.hex(32) }},
+	{"databricks-access-token-numbered", DatabricksToken, false, func(g *gen) string { return "DATABRICKS_HOST=x DATABRICKS_TOKEN=dapi" + g.hex(32) + "-2" }},
+	{"postman-api-key", PostmanAPIKey, false, func(g *gen) string { return "PMAK-" + g.hex(24) + "-" + g.hex(34) }},
+	{"age-secret-key", AgeSecretKey, false, func(g *gen) string { return "AGE-SECRET-KEY-1" + g.from(bech32Upper, 58) }},
+	{"flyio-token", FlyioToken, false, func(g *gen) string { return "FlyV1 fm2_" + g.b64(200) + "==" }},
+	{"flyio-oauth-token", FlyioToken, false, func(g *gen) string { return "fo1_" + g.b64url(43) }},
+	{"planetscale-service-token", PlanetScaleToken, false, func(g *gen) string { return "pscale_tkn_" + g.b64url(43) }},
+	{"planetscale-oauth-token", PlanetScaleToken, false, func(g *gen) string { return "pscale_oauth_" + g.b64url(43) }},
+	{"planetscale-password", PlanetScalePassword, false, func(g *gen) string { return "pscale_pw_" + g.b64url(43) }},
+	{"sentry-user-token", SentryAuthToken, false, func(g *gen) string { return "sntryu_" + g.hex(64) }},
+	{"sentry-org-token", SentryAuthToken, false, func(g *gen) string {
+		claims := `{"iat":17` + g.digits(8) + `.` + g.digits(6) + `,"url":"https://sentry.io","region_url":"https://us.sentry.io","org":"acme-` + g.from(lowerAlnum, 6) + `"}`
+		return "sntrys_" + base64.StdEncoding.EncodeToString([]byte(claims)) + "_" + g.b64(43)
+	}},
+	{"sentry-legacy-token-assigned", Secret, false, func(g *gen) string { return "SENTRY_AUTH_TOKEN=" + g.hex(64) }},
+	{"onepassword-service-account-token", OnePasswordServiceToken, false, func(g *gen) string { return "ops_eyJ" + g.b64(300) + "=" }},
+	{"rubygems-api-key", RubyGemsAPIKey, false, func(g *gen) string { return "rubygems_" + g.hex(48) }},
+	{"prefect-api-key", PrefectAPIKey, false, func(g *gen) string { return "pnu_" + g.alnum(36) }},
+	{"newrelic-user-api-key", NewRelicAPIKey, false, func(g *gen) string { return "NRAK-" + g.from(upperAlnum, 27) }},
+	{"dynatrace-api-token", DynatraceToken, false, func(g *gen) string {
+		return "dt0c01." + g.from(upperAlnum, 24) + "." + g.from(upperAlnum, 64)
+	}},
+	{"sourcegraph-access-token", SourcegraphToken, false, func(g *gen) string { return "sgp_" + g.hex(16) + "_" + g.hex(40) }},
+
 	// Credentials with no documented shape and nothing around them that
 	// says what they are: no shape-based detector can tell them from an
 	// identifier, so they are not required.
@@ -348,6 +390,17 @@ var lookalikeTemplates = []struct {
 	{"url-without-credentials", func(g *gen) string { return "https://api.example.com/v1/orders?page=2&cursor=" + g.digits(10) }},
 	{"ssh-url-with-user", func(g *gen) string { return "ssh://git@github.com/acme/" + g.from(lowerAlnum, 8) + ".git" }},
 	{"email-address", func(g *gen) string { return "ops-" + g.from(lowerAlnum, 6) + "@example.com" }},
+	// Near misses of the kinds translated from gitleaks' rules.
+	{"digitalocean-short", func(g *gen) string { return "dop_v1_" + g.hex(40) }},
+	{"pulumi-short", func(g *gen) string { return "pul-" + g.hex(20) }},
+	{"terraform-other-version", func(g *gen) string { return g.alnum(14) + ".atlasv2." + g.b64url(67) }},
+	{"heroku-app-id", func(g *gen) string { return "HEROKU_APP_ID=" + g.uuid() }},
+	{"grafana-no-checksum", func(g *gen) string { return "glsa_" + g.alnum(20) }},
+	{"databricks-in-word", func(g *gen) string { return "rapidapi" + g.hex(32) }},
+	{"postman-collection-uid", func(g *gen) string { return g.digits(8) + "-" + g.uuid() }},
+	{"age-recipient", func(g *gen) string { return "age1" + g.from(strings.ToLower(bech32Upper), 58) }},
+	{"sourcegraph-short", func(g *gen) string { return "sgp_" + g.hex(20) }},
+	{"newrelic-short", func(g *gen) string { return "NRAK-" + g.from(upperAlnum, 12) }},
 }
 
 // fixedLookalikes are placeholders, doc examples and prose, as they are.
@@ -396,6 +449,12 @@ var fixedLookalikes = []struct{ label, value string }{
 	{"prose-bearer", "Send the Bearer token-based-authentication header."},
 	{"prose-basic", "Send Basic base64(user:pass) in the Authorization header."},
 	{"azure-sas-docs", "Append a SAS such as ?sv=<version>&sig=<signature> to the URL."},
+	{"placeholder-digitalocean-zeros", "dop_v1_" + strings.Repeat("0", 64)},
+	{"placeholder-age-key", "AGE-SECRET-KEY-1" + strings.Repeat("Q", 58)},
+	{"prose-doppler", "Doppler personal tokens start with dp.pt. and service tokens with dp.st."},
+	{"prose-age", "An age identity starts with AGE-SECRET-KEY-1; keep it out of the repository."},
+	{"prose-ghs", "Installation tokens look like ghs_<app id>_<JWT> in the new format."},
+	{"prose-pulumi", "Set PULUMI_ACCESS_TOKEN to a token starting with pul-."},
 }
 
 // corpusLine encodes a value for the corpus files.

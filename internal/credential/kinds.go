@@ -1,6 +1,9 @@
 package credential
 
-import "regexp"
+import (
+	"regexp"
+	"slices"
+)
 
 // The rules below are written from each provider's published token
 // format; the comment above each names where the format is documented.
@@ -103,8 +106,14 @@ const assignment = `["']?[ \t]*(?:=|:=|=>|:)[ \t]*["']?`
 
 // kinds are tried in order: where two match the same text ("sk-ant-..."
 // is also an OpenAI-shaped key), the first names it. Several entries may
-// share a name (one kind written two ways).
-var kinds = []kind{
+// share a name (one kind written two ways). The providers' own formats
+// come first (those of [gitleaksKinds] after the ones written here), then
+// the shapes any credential may take.
+var kinds = slices.Concat(providerKinds, gitleaksKinds, genericKinds)
+
+// providerKinds are the formats of the providers the spec's connectors
+// reach, and of other common services.
+var providerKinds = []kind{
 	// Stripe: https://docs.stripe.com/keys ("sk_live_", "sk_test_",
 	// "rk_live_", "rk_test_"); webhook signing secrets "whsec_":
 	// https://docs.stripe.com/webhooks#verify-events. Stripe Financial
@@ -352,7 +361,11 @@ var kinds = []kind{
 		re:    regexp.MustCompile(keyStart + `([sb]\.([0-9A-Za-z]{24}))\b`),
 		token: 2, cred: 1,
 	},
+}
 
+// genericKinds are shapes any credential may take: key blocks, header
+// values, JSON Web Tokens, assignments to a name that says "secret".
+var genericKinds = []kind{
 	// PEM private keys: PKCS #1 (RSA), SEC 1 (EC), PKCS #8 (PRIVATE KEY,
 	// ENCRYPTED PRIVATE KEY), OpenSSH, DSA, and OpenPGP private key
 	// blocks: RFC 7468 section 10 and section 11; RFC 9580 section 6.2.

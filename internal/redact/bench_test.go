@@ -1,4 +1,4 @@
-package harness
+package redact
 
 import (
 	"strings"
@@ -22,7 +22,7 @@ func benchSecrets() []string {
 }
 
 func BenchmarkRedactClean(b *testing.B) {
-	r := Redactor(benchSecrets())
+	r := New(benchSecrets())
 	text := benchText()
 	b.SetBytes(int64(len(text)))
 	b.ResetTimer()
@@ -32,7 +32,7 @@ func BenchmarkRedactClean(b *testing.B) {
 }
 
 func BenchmarkRedactDirty(b *testing.B) {
-	r := Redactor(benchSecrets())
+	r := New(benchSecrets())
 	text := benchText()
 	secs := benchSecrets()
 	var sb strings.Builder
@@ -50,17 +50,17 @@ func BenchmarkRedactDirty(b *testing.B) {
 	}
 }
 
-func BenchmarkRedactorBuild(b *testing.B) {
+func BenchmarkNew(b *testing.B) {
 	secs := benchSecrets()
 	for range b.N {
-		Redactor(secs)
+		New(secs)
 	}
 }
 
 // BenchmarkRedactRepetitive is the worst case of a trie matcher that
 // restarts at each byte: a text that almost matches everywhere.
 func BenchmarkRedactRepetitive(b *testing.B) {
-	r := Redactor([]string{strings.Repeat("a", 200) + "b"})
+	r := New([]string{strings.Repeat("a", 200) + "b"})
 	text := strings.Repeat("a", 64<<10)
 	b.SetBytes(int64(len(text)))
 	b.ResetTimer()
