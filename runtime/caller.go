@@ -85,7 +85,69 @@ func (s *Session) NewCaller(ctx context.Context, runID, stepID string, attempt i
 	if si := s.im.steps[stepID]; si != nil {
 		c.agent = playbook.Str(si.step.Agent)
 	}
+	if err := c.recoverInterrupted(ctx); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// interruptedReason is the reason of a side-effecting call found started
+// when a step attempt is taken up again: the process that sent it
+// stopped (or its store failed) before its outcome was recorded.
+const interruptedReason = "the process stopped after the call started and before its outcome was recorded"
+
+// recoverInterrupted marks the attempt's side-effecting calls that are
+// still started as outcome-unknown, each with a pending decision, in one
+// transaction, before the agent makes any call. One process executes a
+// run (the run lock) and a new Caller has sent nothing yet, so a started
+// call was in flight when its process (or its store) stopped: exactly
+// those calls ask a person, whether or not the agent asks them again.
+// A started read call is left as it is: asked again, it runs again.
+func (c *Caller) recoverInterrupted(ctx context.Context) error {
+	var idx []int
+	for i, m := range c.memo {
+		if m.State == store.CallStarted && c.sideEffecting(m) {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	ids := make([]string, len(idx))
+	err := c.s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		for n, i := range idx {
+			m := c.memo[i]
+			ap, err := tx.MarkOutcomeUnknown(m.CallKey, interruptedReason)
+			if err != nil {
+				return err
+			}
+			ids[n] = ap.ID
+			if err := c.append(tx, m.Tool, CallOutcomeUnknown{Attempt: c.attempt, Index: m.Index, Approval: ap.ID}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("run %s: recording the interrupted calls of step %s as outcome-unknown: %w", c.run, c.step, err)
+	}
+	for n, i := range idx {
+		c.memo[i].State, c.memo[i].Reason = store.CallOutcomeUnknown, interruptedReason
+		c.s.progress("  outcome of %s unknown: waiting for a person (%s)", quote(c.memo[i].Tool), ids[n])
+	}
+	return nil
+}
+
+// sideEffecting reports whether a recorded call may have had an effect
+// when run: the row or the imported definition says so (a row edited to
+// say "read" does not make a side effect safe to run again), or its name
+// resolves to no tool of the document.
+func (c *Caller) sideEffecting(m store.Call) bool {
+	if m.SideEffecting {
+		return true
+	}
+	ti := c.s.im.tools[m.Tool]
+	return ti == nil || ti.sideEff
 }
 
 // Calls returns how many calls the agent made through c.
@@ -128,26 +190,31 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 	}
 	d := c.s.im.Decide(c.step, call.Name, call.Arguments)
 	if i := c.match(call.Name, d.ArgsDigest); i >= 0 {
-		waiting := c.memo[i].State == store.CallWaiting
+		was := c.memo[i].State
+		unanswered := was == store.CallWaiting || was == store.CallStarted || was == store.CallOutcomeUnknown
 		res, err := c.replay(ctx, &c.memo[i], d)
 		switch {
 		case errors.Is(err, driver.ErrSuspended):
 			// Still waiting: the same call asked again (an external
 			// agent polling its approval) matches it again.
 			c.used[i] = false
-		case err == nil && waiting && !c.replays:
-			// Decided and answered now. The agent may not have got this
-			// answer (it asked, went away, asked again): the next ask of
-			// the same call is given the same answer, from the record,
-			// once; it does not run again. A transcript asks each call
-			// it means, so it is exempt.
+		case err == nil && unanswered:
+			// Decided and answered now (approved or denied, run again or
+			// left): the record in memory follows the store, so the
+			// same call asked again is answered from it and never
+			// decided or run a second time. The agent may not have got
+			// this answer (it asked, went away, asked again): the next
+			// ask of the same call is given the same answer, once. A
+			// transcript asks each call it means, so it is exempt.
 			m := &c.memo[i]
 			if res.Error != "" {
 				m.State, m.Error = store.CallFailed, res.Error
 			} else {
 				m.State, m.Result = store.CallSucceeded, res.Content
 			}
-			c.used[i] = false
+			if !c.replays {
+				c.used[i] = false
+			}
 		}
 		return res, err
 	}
@@ -764,7 +831,7 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 		var ap store.Approval
 		err := c.tx(ctx, func(tx *store.Tx) error {
 			var err error
-			ap, err = tx.MarkOutcomeUnknown(m.CallKey, "the process stopped after the call started and before its outcome was recorded")
+			ap, err = tx.MarkOutcomeUnknown(m.CallKey, interruptedReason)
 			if err != nil {
 				return err
 			}
@@ -773,6 +840,9 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 		if err != nil {
 			return driver.Result{}, err
 		}
+		// The store says outcome_unknown now; so does the record in
+		// memory, which the same call asked again is answered from.
+		m.State, m.Reason = store.CallOutcomeUnknown, interruptedReason
 		c.s.progress("  outcome of %s unknown: waiting for a person (%s)", quote(m.Tool), ap.ID)
 		return driver.Result{}, &driver.PendingError{Approval: ap.ID}
 	case store.CallOutcomeUnknown:
