@@ -51,6 +51,11 @@ type Caller struct {
 	// replays is set when the step's driver is [driver.Deterministic]:
 	// a resumed step's new side-effecting calls are not held back.
 	replays bool
+	// continues is set when the step's driver is [driver.Continuing]
+	// (an external agent): a resumed step's new side-effecting calls are
+	// held back only while an in-flight call to the same tool has not
+	// been answered.
+	continues bool
 	// prior are the calls of the failed attempts this attempt retries
 	// ([Session.Retry]); priorUsed marks those answered in this run of
 	// the step.
@@ -496,12 +501,24 @@ const (
 // this run of the step (read from the store), or a failed attempt this
 // one retries made, ran, or may have: it succeeded, failed after it was
 // sent, started, or its outcome is unknown.
+//
+// For an agent that continues ([driver.Continuing]) it reports, of this
+// attempt's calls, only one to name that was in flight when the step
+// stopped (started or outcome-unknown) and has not been answered in this
+// run of the step: the agent got every other answer itself, so its later
+// calls are new ones, and exactly the interrupted calls ask a person.
 func (c *Caller) ranBefore(name string) bool {
 	mayHaveRun := func(m store.Call) bool {
 		return m.Tool == name && (ran(m) || m.State == store.CallStarted || m.State == store.CallOutcomeUnknown)
 	}
 	for _, m := range c.memo[:c.loaded] {
-		if mayHaveRun(m) {
+		if c.continues && m.Tool == name && (m.State == store.CallStarted || m.State == store.CallOutcomeUnknown) {
+			// Once answered in this run of the step, its record in
+			// memory is no longer started or outcome-unknown (see
+			// Call), and it no longer holds calls back.
+			return true
+		}
+		if !c.continues && mayHaveRun(m) {
 			return true
 		}
 	}

@@ -171,6 +171,9 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 	if dd, ok := drv.(driver.Deterministic); ok && dd.Deterministic() {
 		c.replays = true
 	}
+	if dc, ok := drv.(driver.Continuing); ok && dc.Continuing() {
+		c.continues = true
+	}
 	output, err := drv.RunStep(ctx, in, c)
 	// Every call record is durable before the step is suspended, failed
 	// or finished.

@@ -5,6 +5,7 @@ package serve_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	encjson "encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 )
@@ -35,47 +38,8 @@ func TestServeKilledMidCall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two programs and kills processes; skipped with -short")
 	}
-	root := mcptest.RepoRoot(t)
-	dir := t.TempDir()
-	server := filepath.Join(dir, "crashserver")
-	build := exec.Command("go", "build", "-o", server, "./runtime/testdata/crash/server")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the crash server: %v\n%s", err, out)
-	}
-	count, pids := filepath.Join(dir, "count.txt"), filepath.Join(dir, "pids")
-	if err := os.Mkdir(pids, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// Written after newProc, which would replace the "DIR" of PID_DIR.
-	p := newProc(t, "")
-	harness := fmt.Sprintf(`mcpServers:
-  crash:
-    command: %q
-    env: {COUNT_FILE: %q, PID_DIR: %q, APPEND_DELAY: 2ms}
-agents:
-  crasher: {driver: transcript, transcript: %q}
-store:
-  sqlite: store.db
-`, server, count, pids, filepath.Join(root, "runtime", "testdata", "crash", "slow.json"))
-	if err := os.WriteFile(p.harness, []byte(harness), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile(filepath.Join(root, "runtime", "testdata", "crash", "crash.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := filepath.Join(p.dir, "crash.json")
-	if err := os.WriteFile(doc, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, errs, code := p.cli("pin", "--write", doc); code != 0 {
-		t.Fatalf("pin: exit %d\n%s%s", code, out, errs)
-	}
-	if src, err = os.ReadFile(doc); err != nil {
-		t.Fatal(err)
-	}
-	k := &killable{t: t, p: p, pids: pids}
+	k, src, count := newCrashServe(t, "{driver: transcript, transcript: %q}")
+	p := k.p
 
 	base := k.start()
 	var created struct {
@@ -125,6 +89,61 @@ store:
 	if code != 0 || !strings.Contains(out, "chain verifies") {
 		t.Fatalf("audit --verify: exit %d\n%s%s", code, out, errs)
 	}
+}
+
+// newCrashServe builds the crash server of runtime/testdata/crash, writes
+// a harness that binds it and binds agent crasher as agent says (a %q
+// in it is the slow.json transcript's path), and pins a copy of
+// crash.json. It returns the
+// server to start, the pinned document and the count file.
+func newCrashServe(t *testing.T, agent string) (*killable, []byte, string) {
+	t.Helper()
+	root := mcptest.RepoRoot(t)
+	dir := t.TempDir()
+	server := filepath.Join(dir, "crashserver")
+	build := exec.Command("go", "build", "-o", server, "./runtime/testdata/crash/server")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the crash server: %v\n%s", err, out)
+	}
+	count, pids := filepath.Join(dir, "count.txt"), filepath.Join(dir, "pids")
+	if err := os.Mkdir(pids, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Written after newProc, which would replace the "DIR" of PID_DIR.
+	p := newProc(t, "")
+	if strings.Contains(agent, "%q") {
+		agent = fmt.Sprintf(agent, filepath.Join(root, "runtime", "testdata", "crash", "slow.json"))
+	}
+	harness := fmt.Sprintf(`mcpServers:
+  crash:
+    command: %q
+    env: {COUNT_FILE: %q, PID_DIR: %q, APPEND_DELAY: 2ms}
+agents:
+  crasher: `+agent+`
+store:
+  sqlite: store.db
+serve:
+  approvalWait: 1s
+`, server, count, pids)
+	if err := os.WriteFile(p.harness, []byte(harness), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(root, "runtime", "testdata", "crash", "crash.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := filepath.Join(p.dir, "crash.json")
+	if err := os.WriteFile(doc, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := p.cli("pin", "--write", doc); code != 0 {
+		t.Fatalf("pin: exit %d\n%s%s", code, out, errs)
+	}
+	if src, err = os.ReadFile(doc); err != nil {
+		t.Fatal(err)
+	}
+	return &killable{t: t, p: p, pids: pids}, src, count
 }
 
 // killable is `openplaybook serve` started and killed again and again on
@@ -340,4 +359,129 @@ func lines(t *testing.T, name string) map[string]int {
 		}
 	}
 	return n
+}
+
+// TestServeKilledExternalAgent kills `openplaybook serve` while its
+// external agent (an MCP client) has a side-effecting call in flight, and
+// starts it again. The run is taken up and asks a person about exactly
+// that call; the agent, reconnected, asks it again (as a client does
+// whose request was cut) and again, until a person decided: approved, it
+// runs once more, and asked once more after that it is answered from the
+// record. The agent's next write to the same tool runs without asking a
+// person: only the interrupted call does. The crash server's count file
+// says what ran.
+func TestServeKilledExternalAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two programs and kills processes; skipped with -short")
+	}
+	k, src, count := newCrashServe(t, "{driver: mcp}")
+	base := k.start()
+	var created struct {
+		Run string `json:"run"`
+	}
+	api(t, base, "POST", "/api/v1/runs", fmt.Sprintf(`{"document": %s}`, src), 201, &created)
+	run := created.Run
+	waitPending(t, base, run, "agent", run)
+	var tok struct {
+		Token string `json:"token"`
+	}
+	api(t, base, "POST", "/api/v1/runs/"+run+"/agent-token", `{}`, 201, &tok)
+
+	cs := connectAgent(t, base, run, tok.Token)
+	if text, isErr := callTool(t, cs, "mcp__crash__append", map[string]any{"id": "a1"}); isErr {
+		t.Fatalf("append a1: %s", text)
+	}
+	go func() { _, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "mcp__crash__append", Arguments: map[string]any{"id": "slow1"}}) }()
+	waitFile(t, count+".slow1.running")
+	k.kill()
+	_ = cs.Close()
+
+	base = k.start()
+	waitStatus(t, base, run, "waiting")
+	if err := os.WriteFile(count+".slow1.release", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs = connectAgent(t, base, run, tok.Token)
+	defer cs.Close()
+	// The agent asks slow1 again until it is answered; meanwhile a person
+	// approves the decision the run waits for (after checking it is the
+	// only one, on slow1).
+	deadline := time.Now().Add(60 * time.Second)
+	approved := false
+	for {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "mcp__crash__append", Arguments: map[string]any{"id": "slow1"}})
+		var rs crashRunStatus
+		api(t, base, "GET", "/api/v1/runs/"+run, "", 200, &rs)
+		if err != nil {
+			t.Fatalf("asking slow1 again: %v (the run is %s: %s)", err, rs.Status, rs.Reason)
+		}
+		text, isErr := fmt.Sprint(res.Content), res.IsError
+		if !isErr {
+			break
+		}
+		if rs.Status != "waiting" && rs.Status != "running" {
+			t.Fatalf("the run is %s (%s) after the agent asked slow1 again (%q)", rs.Status, rs.Reason, text)
+		}
+		for _, w := range rs.Waiting {
+			if w.Kind == "outcome_unknown" && !approved {
+				if len(rs.Waiting) != 1 || w.Tool != "mcp.crash.append" {
+					t.Fatalf("the run waits for %+v, want one outcome-unknown decision on the append", rs.Waiting)
+				}
+				if n := lines(t, count)["slow1"]; n != 1 {
+					t.Fatalf("before anyone decided, slow1 ran %d times", n)
+				}
+				api(t, base, "POST", "/api/v1/runs/"+run+"/decisions/"+w.ID, `{"approve": true, "reason": "it did not happen"}`, 200, nil)
+				approved = true
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slow1 was not answered within 60 s: %q (the run is %s, waiting for %+v)", text, rs.Status, rs.Waiting)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !approved {
+		t.Fatal("slow1 was answered although nobody decided whether it runs again")
+	}
+	// Asked once more (the agent lost the answer): from the record.
+	if text, isErr := callTool(t, cs, "mcp__crash__append", map[string]any{"id": "slow1"}); isErr {
+		t.Fatalf("slow1 asked after its re-run: %s", text)
+	}
+	// A later write runs without a person.
+	if text, isErr := callTool(t, cs, "mcp__crash__append", map[string]any{"id": "a2"}); isErr {
+		t.Fatalf("append a2 after the interrupted call was settled: %s", text)
+	}
+	k.stop()
+	want := map[string]int{"a1": 1, "slow1": 2, "a2": 1}
+	if got := lines(t, count); !maps.Equal(got, want) {
+		t.Fatalf("the crash server ran %v, want %v", got, want)
+	}
+}
+
+// connectAgent connects an MCP client to the run's gateway with the
+// agent token and waits until the step's tools are offered.
+func connectAgent(t *testing.T, base, run, token string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "crash-agent", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp/runs/" + run,
+		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatalf("connecting the agent: %v", err)
+	}
+	return cs
+}
+
+// callTool calls a tool and returns its text and whether it is an error.
+func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("calling %s: %v", name, err)
+	}
+	var text []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text = append(text, tc.Text)
+		}
+	}
+	return strings.Join(text, "\n"), res.IsError
 }
