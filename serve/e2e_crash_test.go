@@ -391,7 +391,9 @@ func TestServeKilledExternalAgent(t *testing.T) {
 	if text, isErr := callTool(t, cs, "mcp__crash__append", map[string]any{"id": "a1"}); isErr {
 		t.Fatalf("append a1: %s", text)
 	}
-	go func() { _, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "mcp__crash__append", Arguments: map[string]any{"id": "slow1"}}) }()
+	go func() {
+		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "mcp__crash__append", Arguments: map[string]any{"id": "slow1"}})
+	}()
 	waitFile(t, count+".slow1.running")
 	k.kill()
 	_ = cs.Close()
