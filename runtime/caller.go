@@ -223,6 +223,11 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 		}
 		return res, err
 	}
+	if i := c.matchPriorLost(call.Name, d.ArgsDigest); i >= 0 {
+		// A retried step asks a call of its failed attempt whose outcome
+		// is unknown: it runs only on a person's approval, once.
+		return c.rerunPrior(ctx, i, call.Name, d)
+	}
 	if i := c.matchPrior(call.Name, d.ArgsDigest); i >= 0 {
 		// A retried step asks a call its failed attempt made and ran:
 		// the recorded outcome answers it; it does not run again.
@@ -542,6 +547,128 @@ func (c *Caller) matchPrior(name, argsDigest string) int {
 		}
 	}
 	return -1
+}
+
+// matchPriorLost returns the index in prior of the first call of a
+// failed attempt this one retries whose outcome is unknown, not yet asked
+// in this run of the step, with the same tool bytes and arguments digest,
+// marking it asked; -1 when none is.
+func (c *Caller) matchPriorLost(name, argsDigest string) int {
+	for i, m := range c.prior {
+		if !c.priorUsed[i] && (m.State == store.CallOutcomeUnknown || m.State == store.CallStarted) && m.Tool == name && m.ArgsDigest == argsDigest {
+			c.priorUsed[i] = true
+			return i
+		}
+	}
+	return -1
+}
+
+// rerunPrior answers the ask of an outcome-unknown call of a failed
+// attempt this one retries (the retry marked it so, see
+// [Session.Retry]), following a person's decision on it. Approved, the
+// approval is used: the old call is recorded failed (it is replaced),
+// the call is recorded as a new call of this attempt, bound to the
+// approval, and runs once. Denied, the old call is recorded failed and
+// the agent is told; it does not run. Undecided, the step waits for the
+// person (asked again, the call is this one again).
+func (c *Caller) rerunPrior(ctx context.Context, i int, name string, d Decision) (driver.Result, error) {
+	m := &c.prior[i]
+	if reason := c.usable(ctx, d); reason != "" {
+		c.priorUsed[i] = false
+		c.s.progress("  not re-running %s: %s", quote(name), reason)
+		return driver.Result{Error: c.s.opt.Redact(c.inStep(reason))}, nil
+	}
+	var (
+		key    store.CallKey
+		rerun  bool
+		denied bool
+		asked  string
+	)
+	replaced := fmt.Sprintf("its outcome is unknown; a person had it run again in attempt %d", c.attempt)
+	err := c.tx(ctx, func(tx *store.Tx) error {
+		if m.State == store.CallStarted {
+			ap, err := tx.MarkOutcomeUnknown(m.CallKey, lostReason)
+			if err != nil {
+				return err
+			}
+			m.State, asked = store.CallOutcomeUnknown, ap.ID
+			return c.append(tx, m.Tool, CallOutcomeUnknown{Attempt: m.Attempt, Index: m.Index, Approval: ap.ID})
+		}
+		a, ok, err := tx.ConsumeApprovalFor(m.CallKey, m.DefDigest, m.ArgsDigest)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			all, err := c.s.opt.Store.Approvals(ctx, c.run)
+			if err != nil {
+				return err
+			}
+			for _, a := range all {
+				if a.Kind != store.KindOutcomeUnknown || a.Call == nil || *a.Call != m.CallKey {
+					continue
+				}
+				switch a.Status {
+				case store.ApprovalDenied:
+					denied = true
+					if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, deniedReason); err != nil {
+						return err
+					}
+					return c.append(tx, m.Tool, CallFailed{Attempt: m.Attempt, Index: m.Index, Approval: a.ID, Reason: deniedReason})
+				case store.ApprovalPending, store.ApprovalApproved:
+					asked = a.ID
+				}
+			}
+			if asked != "" {
+				return nil
+			}
+			// Every decision on it was used: its approved re-run was
+			// lost as well. A person decides again.
+			ap, err := tx.CreateApproval(store.Approval{
+				Kind: store.KindOutcomeUnknown, Run: c.run, Step: c.step, Tool: m.Tool, DefDigest: m.DefDigest, ArgsDigest: m.ArgsDigest,
+				Call: &m.CallKey, Reason: "the call was run again and its outcome was never recorded",
+			})
+			if err != nil {
+				return err
+			}
+			asked = ap.ID
+			return c.append(tx, m.Tool, CallOutcomeUnknown{Attempt: m.Attempt, Index: m.Index, Approval: ap.ID})
+		}
+		if err := approvalRecorded(ctx, c.s.opt.Store, a); err != nil {
+			return err
+		}
+		if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, replaced); err != nil {
+			return err
+		}
+		if err := c.append(tx, m.Tool, CallFailed{Attempt: m.Attempt, Index: m.Index, Approval: a.ID, Reason: replaced}); err != nil {
+			return err
+		}
+		why := fmt.Sprintf("call %d of attempt %d, whose outcome is unknown, run again on a person's approval (%s)", m.Index, m.Attempt, a.ID)
+		got, err := tx.StartCall(store.Call{
+			CallKey: store.CallKey{Run: c.run, Step: c.step, Attempt: c.attempt},
+			Tool:    c.s.opt.Redact(name), DefDigest: d.tool.defDigest, Args: c.redactJSON(d.Args), ArgsDigest: d.ArgsDigest,
+			Decision: store.DecisionAllowed, Reason: c.s.opt.Redact(why), SideEffecting: true,
+		})
+		if err != nil {
+			return err
+		}
+		key, rerun = got.CallKey, true
+		return c.append(tx, name, CallStarted{Index: key.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, DefDigest: d.tool.defDigest, Approval: a.ID, Reason: why})
+	})
+	switch {
+	case err != nil:
+		return driver.Result{}, err
+	case rerun:
+		m.State, m.Error = store.CallFailed, replaced
+		c.s.progress("  re-running %s (call %d of attempt %d) on a person's approval", quote(name), m.Index, m.Attempt)
+		return c.execute(ctx, &key, name, d)
+	case denied:
+		m.State, m.Error = store.CallFailed, deniedReason
+		c.s.progress("  not re-running %s: %s", quote(name), deniedReason)
+		return driver.Result{Error: deniedReason}, nil
+	}
+	c.priorUsed[i] = false // asked again, it is this call again
+	c.s.progress("  outcome of %s (call %d of attempt %d) unknown: waiting for a person (%s)", quote(name), m.Index, m.Attempt, asked)
+	return driver.Result{}, &driver.PendingError{Approval: asked}
 }
 
 // match returns the index in memo of the first recorded call of this
