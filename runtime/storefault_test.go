@@ -146,6 +146,36 @@ func TestStoreFailsAfterSend(t *testing.T) {
 		}
 	})
 
+	// The retried attempt's agent goes on without asking the call again:
+	// the step still does not end before a person decided it; approved,
+	// it runs once more.
+	t.Run("retry-not-asked-again", func(t *testing.T) {
+		t.Parallel()
+		f := newStoreFaultRig(t, 1)
+		out, err := f.session().Start(ctx, nil)
+		if out.Status != runtime.Failed || f.ctr.runs("hang") != 1 {
+			t.Fatalf("start: %+v %v, server %s; want failed after one run of hang", out, err, f.ctr)
+		}
+		other := map[string]string{"ops": transcriptOf(map[string][]tcall{"act": {{"note.add", map[string]any{"body": "went on"}}}})}
+		res, err := f.engine(0, other, nil, nil).Retry(ctx, out.Run, runtime.RetryOptions{By: "t", Force: true})
+		if n := f.ctr.runs("hang"); n != 1 {
+			t.Fatalf("hang ran %d times without a person's decision", n)
+		}
+		wantOutcome(t, "retry --force", res, err, runtime.Waiting)
+		if len(res.Waiting) != 1 || res.Waiting[0].Kind != string(store.KindOutcomeUnknown) {
+			t.Fatalf("the retried run waits for %+v, want one outcome-unknown decision", res.Waiting)
+		}
+		f.mustDecide(out.Run, res.Waiting[0].ID, true)
+		res, err = f.engine(0, other, nil, nil).Resume(ctx, out.Run)
+		wantOutcome(t, "resume after the approval", res, err, runtime.Completed)
+		if n := f.ctr.runs("hang"); n != 2 {
+			t.Fatalf("hang ran %d times, want 2 (once, and once more as approved)", n)
+		}
+		if probs, err := runtime.Reconcile(ctx, f.st, out.Run); err != nil || len(probs) > 0 {
+			t.Fatalf("reconcile: %v %v", probs, err)
+		}
+	})
+
 	// The disk stays full: not even the step's failure is recorded; the
 	// run is left running. Once space is freed, resume asks a person.
 	t.Run("full-until-freed", func(t *testing.T) {

@@ -26,6 +26,9 @@ var errUnresolved = fmt.Errorf("%w: a call of the step has no known outcome yet"
 //   - a started read call (one that needed approval and was interrupted)
 //     is recorded as failed: a read has no effect to ask about.
 //
+// The same holds for the outcome-unknown calls of the failed attempts a
+// retried attempt retries ([Caller.rerunPrior]).
+//
 // It returns an error wrapping [driver.ErrSuspended] when the step must
 // wait for a person, or a store error (the step then fails).
 func (c *Caller) resolve(ctx context.Context) error {
@@ -64,6 +67,22 @@ func (c *Caller) resolve(ctx context.Context) error {
 			}
 		}
 	}
+	// The failed attempts this one retries: a call of theirs whose
+	// outcome is unknown follows its decision too (see rerunPrior).
+	for i := range c.prior {
+		m := c.prior[i]
+		if m.State != store.CallOutcomeUnknown && m.State != store.CallStarted || !c.sideEffecting(m) {
+			continue
+		}
+		d := c.s.im.Decide(c.step, m.Tool, m.Args)
+		if d.ArgsDigest != m.ArgsDigest || !d.Allowed || d.tool == nil {
+			continue // only a decision can settle it; it stays in left below
+		}
+		c.priorUsed[i] = true
+		if _, err := c.rerunPrior(ctx, i, m.Tool, d); err != nil && !errors.Is(err, driver.ErrSuspended) {
+			return err
+		}
+	}
 	if err := c.settle(true); err != nil {
 		return c.failRecord(err)
 	}
@@ -71,10 +90,15 @@ func (c *Caller) resolve(ctx context.Context) error {
 	if err != nil {
 		return c.failRecord(err)
 	}
+	for _, m := range c.prior {
+		if (m.State == store.CallOutcomeUnknown || m.State == store.CallStarted) && c.sideEffecting(m) {
+			left = append(left, m)
+		}
+	}
 	if len(left) > 0 {
 		m := left[0]
-		c.s.progress("  step %s waits: call %d (%s) has no known outcome; a person decides whether it runs again", c.step, m.Index, quote(m.Tool))
-		return fmt.Errorf("%w (call %d, %s)", errUnresolved, m.Index, quote(m.Tool))
+		c.s.progress("  step %s waits: call %d of attempt %d (%s) has no known outcome; a person decides whether it runs again", c.step, m.Index, m.Attempt, quote(m.Tool))
+		return fmt.Errorf("%w (call %d of attempt %d, %s)", errUnresolved, m.Index, m.Attempt, quote(m.Tool))
 	}
 	return nil
 }
