@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -97,6 +98,12 @@ func TestServeKilledMidCall(t *testing.T) {
 // crash.json. It returns the
 // server to start, the pinned document and the count file.
 func newCrashServe(t *testing.T, agent string) (*killable, []byte, string) {
+	return newCrashServeWith(t, agent, "slow.json", "2ms")
+}
+
+// newCrashServeWith is newCrashServe with a transcript of
+// runtime/testdata/crash and the crash server's APPEND_DELAY.
+func newCrashServeWith(t *testing.T, agent, transcript, delay string) (*killable, []byte, string) {
 	t.Helper()
 	root := mcptest.RepoRoot(t)
 	dir := t.TempDir()
@@ -113,19 +120,19 @@ func newCrashServe(t *testing.T, agent string) (*killable, []byte, string) {
 	// Written after newProc, which would replace the "DIR" of PID_DIR.
 	p := newProc(t, "")
 	if strings.Contains(agent, "%q") {
-		agent = fmt.Sprintf(agent, filepath.Join(root, "runtime", "testdata", "crash", "slow.json"))
+		agent = fmt.Sprintf(agent, filepath.Join(root, "runtime", "testdata", "crash", transcript))
 	}
 	harness := fmt.Sprintf(`mcpServers:
   crash:
     command: %q
-    env: {COUNT_FILE: %q, PID_DIR: %q, APPEND_DELAY: 2ms}
+    env: {COUNT_FILE: %q, PID_DIR: %q, APPEND_DELAY: %s}
 agents:
   crasher: `+agent+`
 store:
   sqlite: store.db
 serve:
   approvalWait: 1s
-`, server, count, pids)
+`, server, count, pids, delay)
 	if err := os.WriteFile(p.harness, []byte(harness), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -498,5 +505,108 @@ func waitOffered(t *testing.T, cs *mcp.ClientSession, tool string) {
 			t.Fatalf("the agent is not offered %s within 30 s", tool)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestServeRandomKills kills `openplaybook serve` (SIGKILL) again and
+// again at random moments while it executes a run of many appends,
+// starts it again each time, and decides what the run waits for as a
+// person would: an outcome-unknown append whose line is in the crash
+// server's count file is denied, one whose line is not is approved; a
+// gate is approved. However the kills land, the run completes and every
+// append ran exactly once (the count file, kept by the server, says so).
+func TestServeRandomKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two programs and kills processes; skipped with -short")
+	}
+	k, src, count := newCrashServeWith(t, "{driver: transcript, transcript: %q}", "random.json", "30ms")
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	base := k.start()
+	var created struct {
+		Run string `json:"run"`
+	}
+	api(t, base, "POST", "/api/v1/runs", fmt.Sprintf(`{"document": %s}`, src), 201, &created)
+	run := created.Run
+
+	// decide decides what the run waits for now; it reports whether the
+	// run completed.
+	decide := func() bool {
+		var rs struct {
+			Status  string `json:"status"`
+			Reason  string `json:"reason"`
+			Waiting []struct {
+				Kind      string             `json:"kind"`
+				ID        string             `json:"id"`
+				Tool      string             `json:"tool"`
+				Arguments encjson.RawMessage `json:"arguments"`
+			} `json:"waiting"`
+		}
+		api(t, base, "GET", "/api/v1/runs/"+run, "", 200, &rs)
+		switch rs.Status {
+		case "completed":
+			return true
+		case "failed", "rejected":
+			t.Fatalf("the run ended %s: %s", rs.Status, rs.Reason)
+		}
+		for _, w := range rs.Waiting {
+			switch w.Kind {
+			case "gate":
+				api(t, base, "POST", "/api/v1/runs/"+run+"/decisions/"+w.ID, `{"approve": true}`, 200, nil)
+			case "outcome_unknown":
+				var a struct {
+					ID string `json:"id"`
+				}
+				if err := encjson.Unmarshal(w.Arguments, &a); err != nil || w.Tool != "mcp.crash.append" {
+					t.Fatalf("an outcome-unknown decision on %s %s (%v): only appends are side-effecting here", w.Tool, w.Arguments, err)
+				}
+				approve := lines(t, count)[a.ID] == 0
+				api(t, base, "POST", "/api/v1/runs/"+run+"/decisions/"+w.ID, fmt.Sprintf(`{"approve": %v}`, approve), 200, nil)
+			case "resume":
+				api(t, base, "POST", "/api/v1/runs/"+run+"/resume", `{}`, 202, nil)
+			default:
+				t.Fatalf("the run waits for %s %s; this playbook asks for nothing else", w.Kind, w.ID)
+			}
+		}
+		return false
+	}
+
+	const wantKills = 12
+	kills := 0
+	for budget := time.Now().Add(30 * time.Second); kills < wantKills && time.Now().Before(budget); kills++ {
+		time.Sleep(time.Duration(rng.Int64N(int64(300 * time.Millisecond))))
+		k.kill()
+		for id, n := range lines(t, count) {
+			if n > 1 {
+				t.Fatalf("after kill %d, append %s ran %d times", kills+1, id, n)
+			}
+		}
+		base = k.start()
+		if decide() {
+			break
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !decide() {
+		if time.Now().After(deadline) {
+			t.Fatal("the run did not complete within 60 s of the last kill")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	k.stop()
+	t.Logf("%d kills", kills)
+	if kills < 3 {
+		t.Errorf("only %d kills landed before the run completed; the test proves little", kills)
+	}
+	want := map[string]int{}
+	for _, id := range []string{"a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "b1", "b2", "b3", "b4", "b5", "b6"} {
+		want[id] = 1
+	}
+	if got := lines(t, count); !maps.Equal(got, want) {
+		t.Fatalf("the crash server ran %v, want each append once", got)
+	}
+	if out, errs, code := k.p.cli("audit", "--verify", run); code != 0 || !strings.Contains(out, "chain verifies") {
+		t.Fatalf("audit --verify: exit %d\n%s%s", code, out, errs)
 	}
 }
