@@ -90,7 +90,11 @@ func failureOf(recs []audit.Record) failure {
 // arguments is answered from the failed attempt's record, and a new
 // side-effecting call to a tool that already ran (or may have) waits for
 // a person, as in a resumed step (docs/runtime.md, "Retrying a failed
-// step").
+// step"). A side-effecting call of the failed attempt that was sent and
+// whose outcome was never recorded is marked outcome-unknown in the
+// retry's transaction and is never sent again, forced or not, without a
+// person's decision: the new attempt waits for it when its agent asks the
+// call again, or before the step ends when it does not.
 func (s *Session) Retry(ctx context.Context, runID string, opt RetryOptions) (Outcome, error) {
 	unlock, err := s.opt.Store.LockRun(runID)
 	if err != nil {
