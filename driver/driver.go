@@ -127,6 +127,18 @@ type Deterministic interface {
 	Deterministic() bool
 }
 
+// Continuing is implemented by a driver whose agent keeps its own state
+// across a resume of its step (an external agent, an MCP client): the
+// runtime does not run it again from the start, so a call it makes after
+// a resume is a new call, not one it made before reworded. The runtime
+// then holds back a resumed step's new side-effecting call only while a
+// call to the same tool that was in flight when the step stopped
+// (outcome-unknown) has not been answered to the agent (see
+// docs/drivers.md, "Resumed steps").
+type Continuing interface {
+	Continuing() bool
+}
+
 // Driver runs one agent step and returns its output: the agent's final
 // answer as JSON (a string for a model's text, or any JSON value).
 type Driver interface {

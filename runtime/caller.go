@@ -51,6 +51,11 @@ type Caller struct {
 	// replays is set when the step's driver is [driver.Deterministic]:
 	// a resumed step's new side-effecting calls are not held back.
 	replays bool
+	// continues is set when the step's driver is [driver.Continuing]
+	// (an external agent): a resumed step's new side-effecting calls are
+	// held back only while an in-flight call to the same tool has not
+	// been answered.
+	continues bool
 	// prior are the calls of the failed attempts this attempt retries
 	// ([Session.Retry]); priorUsed marks those answered in this run of
 	// the step.
@@ -85,7 +90,69 @@ func (s *Session) NewCaller(ctx context.Context, runID, stepID string, attempt i
 	if si := s.im.steps[stepID]; si != nil {
 		c.agent = playbook.Str(si.step.Agent)
 	}
+	if err := c.recoverInterrupted(ctx); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// interruptedReason is the reason of a side-effecting call found started
+// when a step attempt is taken up again: the process that sent it
+// stopped (or its store failed) before its outcome was recorded.
+const interruptedReason = "the process stopped after the call started and before its outcome was recorded"
+
+// recoverInterrupted marks the attempt's side-effecting calls that are
+// still started as outcome-unknown, each with a pending decision, in one
+// transaction, before the agent makes any call. One process executes a
+// run (the run lock) and a new Caller has sent nothing yet, so a started
+// call was in flight when its process (or its store) stopped: exactly
+// those calls ask a person, whether or not the agent asks them again.
+// A started read call is left as it is: asked again, it runs again.
+func (c *Caller) recoverInterrupted(ctx context.Context) error {
+	var idx []int
+	for i, m := range c.memo {
+		if m.State == store.CallStarted && c.sideEffecting(m) {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	ids := make([]string, len(idx))
+	err := c.s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		for n, i := range idx {
+			m := c.memo[i]
+			ap, err := tx.MarkOutcomeUnknown(m.CallKey, interruptedReason)
+			if err != nil {
+				return err
+			}
+			ids[n] = ap.ID
+			if err := c.append(tx, m.Tool, CallOutcomeUnknown{Attempt: c.attempt, Index: m.Index, Approval: ap.ID}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("run %s: recording the interrupted calls of step %s as outcome-unknown: %w", c.run, c.step, err)
+	}
+	for n, i := range idx {
+		c.memo[i].State, c.memo[i].Reason = store.CallOutcomeUnknown, interruptedReason
+		c.s.progress("  outcome of %s unknown: waiting for a person (%s)", quote(c.memo[i].Tool), ids[n])
+	}
+	return nil
+}
+
+// sideEffecting reports whether a recorded call may have had an effect
+// when run: the row or the imported definition says so (a row edited to
+// say "read" does not make a side effect safe to run again), or its name
+// resolves to no tool of the document.
+func (c *Caller) sideEffecting(m store.Call) bool {
+	if m.SideEffecting {
+		return true
+	}
+	ti := c.s.im.tools[m.Tool]
+	return ti == nil || ti.sideEff
 }
 
 // Calls returns how many calls the agent made through c.
@@ -128,28 +195,38 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 	}
 	d := c.s.im.Decide(c.step, call.Name, call.Arguments)
 	if i := c.match(call.Name, d.ArgsDigest); i >= 0 {
-		waiting := c.memo[i].State == store.CallWaiting
+		was := c.memo[i].State
+		unanswered := was == store.CallWaiting || was == store.CallStarted || was == store.CallOutcomeUnknown
 		res, err := c.replay(ctx, &c.memo[i], d)
 		switch {
 		case errors.Is(err, driver.ErrSuspended):
 			// Still waiting: the same call asked again (an external
 			// agent polling its approval) matches it again.
 			c.used[i] = false
-		case err == nil && waiting && !c.replays:
-			// Decided and answered now. The agent may not have got this
-			// answer (it asked, went away, asked again): the next ask of
-			// the same call is given the same answer, from the record,
-			// once; it does not run again. A transcript asks each call
-			// it means, so it is exempt.
+		case err == nil && unanswered:
+			// Decided and answered now (approved or denied, run again or
+			// left): the record in memory follows the store, so the
+			// same call asked again is answered from it and never
+			// decided or run a second time. The agent may not have got
+			// this answer (it asked, went away, asked again): the next
+			// ask of the same call is given the same answer, once. A
+			// transcript asks each call it means, so it is exempt.
 			m := &c.memo[i]
 			if res.Error != "" {
 				m.State, m.Error = store.CallFailed, res.Error
 			} else {
 				m.State, m.Result = store.CallSucceeded, res.Content
 			}
-			c.used[i] = false
+			if !c.replays {
+				c.used[i] = false
+			}
 		}
 		return res, err
+	}
+	if i := c.matchPriorLost(call.Name, d.ArgsDigest); i >= 0 {
+		// A retried step asks a call of its failed attempt whose outcome
+		// is unknown: it runs only on a person's approval, once.
+		return c.rerunPrior(ctx, i, call.Name, d)
 	}
 	if i := c.matchPrior(call.Name, d.ArgsDigest); i >= 0 {
 		// A retried step asks a call its failed attempt made and ran:
@@ -429,12 +506,24 @@ const (
 // this run of the step (read from the store), or a failed attempt this
 // one retries made, ran, or may have: it succeeded, failed after it was
 // sent, started, or its outcome is unknown.
+//
+// For an agent that continues ([driver.Continuing]) it reports, of this
+// attempt's calls, only one to name that was in flight when the step
+// stopped (started or outcome-unknown) and has not been answered in this
+// run of the step: the agent got every other answer itself, so its later
+// calls are new ones, and exactly the interrupted calls ask a person.
 func (c *Caller) ranBefore(name string) bool {
 	mayHaveRun := func(m store.Call) bool {
 		return m.Tool == name && (ran(m) || m.State == store.CallStarted || m.State == store.CallOutcomeUnknown)
 	}
 	for _, m := range c.memo[:c.loaded] {
-		if mayHaveRun(m) {
+		if c.continues && m.Tool == name && (m.State == store.CallStarted || m.State == store.CallOutcomeUnknown) {
+			// Once answered in this run of the step, its record in
+			// memory is no longer started or outcome-unknown (see
+			// Call), and it no longer holds calls back.
+			return true
+		}
+		if !c.continues && mayHaveRun(m) {
 			return true
 		}
 	}
@@ -458,6 +547,128 @@ func (c *Caller) matchPrior(name, argsDigest string) int {
 		}
 	}
 	return -1
+}
+
+// matchPriorLost returns the index in prior of the first call of a
+// failed attempt this one retries whose outcome is unknown, not yet asked
+// in this run of the step, with the same tool bytes and arguments digest,
+// marking it asked; -1 when none is.
+func (c *Caller) matchPriorLost(name, argsDigest string) int {
+	for i, m := range c.prior {
+		if !c.priorUsed[i] && (m.State == store.CallOutcomeUnknown || m.State == store.CallStarted) && m.Tool == name && m.ArgsDigest == argsDigest {
+			c.priorUsed[i] = true
+			return i
+		}
+	}
+	return -1
+}
+
+// rerunPrior answers the ask of an outcome-unknown call of a failed
+// attempt this one retries (the retry marked it so, see
+// [Session.Retry]), following a person's decision on it. Approved, the
+// approval is used: the old call is recorded failed (it is replaced),
+// the call is recorded as a new call of this attempt, bound to the
+// approval, and runs once. Denied, the old call is recorded failed and
+// the agent is told; it does not run. Undecided, the step waits for the
+// person (asked again, the call is this one again).
+func (c *Caller) rerunPrior(ctx context.Context, i int, name string, d Decision) (driver.Result, error) {
+	m := &c.prior[i]
+	if reason := c.usable(ctx, d); reason != "" {
+		c.priorUsed[i] = false
+		c.s.progress("  not re-running %s: %s", quote(name), reason)
+		return driver.Result{Error: c.s.opt.Redact(c.inStep(reason))}, nil
+	}
+	var (
+		key    store.CallKey
+		rerun  bool
+		denied bool
+		asked  string
+	)
+	replaced := fmt.Sprintf("its outcome is unknown; a person had it run again in attempt %d", c.attempt)
+	err := c.tx(ctx, func(tx *store.Tx) error {
+		if m.State == store.CallStarted {
+			ap, err := tx.MarkOutcomeUnknown(m.CallKey, lostReason)
+			if err != nil {
+				return err
+			}
+			m.State, asked = store.CallOutcomeUnknown, ap.ID
+			return c.append(tx, m.Tool, CallOutcomeUnknown{Attempt: m.Attempt, Index: m.Index, Approval: ap.ID})
+		}
+		a, ok, err := tx.ConsumeApprovalFor(m.CallKey, m.DefDigest, m.ArgsDigest)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			all, err := c.s.opt.Store.Approvals(ctx, c.run)
+			if err != nil {
+				return err
+			}
+			for _, a := range all {
+				if a.Kind != store.KindOutcomeUnknown || a.Call == nil || *a.Call != m.CallKey {
+					continue
+				}
+				switch a.Status {
+				case store.ApprovalDenied:
+					denied = true
+					if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, deniedReason); err != nil {
+						return err
+					}
+					return c.append(tx, m.Tool, CallFailed{Attempt: m.Attempt, Index: m.Index, Approval: a.ID, Reason: deniedReason})
+				case store.ApprovalPending, store.ApprovalApproved:
+					asked = a.ID
+				}
+			}
+			if asked != "" {
+				return nil
+			}
+			// Every decision on it was used: its approved re-run was
+			// lost as well. A person decides again.
+			ap, err := tx.CreateApproval(store.Approval{
+				Kind: store.KindOutcomeUnknown, Run: c.run, Step: c.step, Tool: m.Tool, DefDigest: m.DefDigest, ArgsDigest: m.ArgsDigest,
+				Call: &m.CallKey, Reason: "the call was run again and its outcome was never recorded",
+			})
+			if err != nil {
+				return err
+			}
+			asked = ap.ID
+			return c.append(tx, m.Tool, CallOutcomeUnknown{Attempt: m.Attempt, Index: m.Index, Approval: ap.ID})
+		}
+		if err := approvalRecorded(ctx, c.s.opt.Store, a); err != nil {
+			return err
+		}
+		if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, replaced); err != nil {
+			return err
+		}
+		if err := c.append(tx, m.Tool, CallFailed{Attempt: m.Attempt, Index: m.Index, Approval: a.ID, Reason: replaced}); err != nil {
+			return err
+		}
+		why := fmt.Sprintf("call %d of attempt %d, whose outcome is unknown, run again on a person's approval (%s)", m.Index, m.Attempt, a.ID)
+		got, err := tx.StartCall(store.Call{
+			CallKey: store.CallKey{Run: c.run, Step: c.step, Attempt: c.attempt},
+			Tool:    c.s.opt.Redact(name), DefDigest: d.tool.defDigest, Args: c.redactJSON(d.Args), ArgsDigest: d.ArgsDigest,
+			Decision: store.DecisionAllowed, Reason: c.s.opt.Redact(why), SideEffecting: true,
+		})
+		if err != nil {
+			return err
+		}
+		key, rerun = got.CallKey, true
+		return c.append(tx, name, CallStarted{Index: key.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, DefDigest: d.tool.defDigest, Approval: a.ID, Reason: why})
+	})
+	switch {
+	case err != nil:
+		return driver.Result{}, err
+	case rerun:
+		m.State, m.Error = store.CallFailed, replaced
+		c.s.progress("  re-running %s (call %d of attempt %d) on a person's approval", quote(name), m.Index, m.Attempt)
+		return c.execute(ctx, &key, name, d)
+	case denied:
+		m.State, m.Error = store.CallFailed, deniedReason
+		c.s.progress("  not re-running %s: %s", quote(name), deniedReason)
+		return driver.Result{Error: deniedReason}, nil
+	}
+	c.priorUsed[i] = false // asked again, it is this call again
+	c.s.progress("  outcome of %s (call %d of attempt %d) unknown: waiting for a person (%s)", quote(name), m.Index, m.Attempt, asked)
+	return driver.Result{}, &driver.PendingError{Approval: asked}
 }
 
 // match returns the index in memo of the first recorded call of this
@@ -771,7 +982,7 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 		var ap store.Approval
 		err := c.tx(ctx, func(tx *store.Tx) error {
 			var err error
-			ap, err = tx.MarkOutcomeUnknown(m.CallKey, "the process stopped after the call started and before its outcome was recorded")
+			ap, err = tx.MarkOutcomeUnknown(m.CallKey, interruptedReason)
 			if err != nil {
 				return err
 			}
@@ -780,6 +991,9 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 		if err != nil {
 			return driver.Result{}, err
 		}
+		// The store says outcome_unknown now; so does the record in
+		// memory, which the same call asked again is answered from.
+		m.State, m.Reason = store.CallOutcomeUnknown, interruptedReason
 		c.s.progress("  outcome of %s unknown: waiting for a person (%s)", quote(m.Tool), ap.ID)
 		return driver.Result{}, &driver.PendingError{Approval: ap.ID}
 	case store.CallOutcomeUnknown:

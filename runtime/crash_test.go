@@ -58,6 +58,16 @@ func TestCrash(t *testing.T) {
 	t.Run("random-kills", rig.randomKills)
 	t.Run("outcome-unknown", rig.outcomeUnknown)
 	t.Run("gate-decided", rig.gateDecided)
+	t.Run("not-asked-again", rig.notAskedAgain)
+}
+
+// transcriptPath is a transcript of testdata/crash by name, or the file
+// an absolute path names.
+func transcriptPath(root, name string) string {
+	if filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(root, "runtime", "testdata", "crash", name)
 }
 
 const (
@@ -158,7 +168,7 @@ agents:
   crasher: {driver: transcript, transcript: %q}
 store:
   sqlite: %q
-`, r.server, c.countFile, c.pidDir, filepath.Join(r.root, "runtime", "testdata", "crash", transcript), c.db)
+`, r.server, c.countFile, c.pidDir, transcriptPath(r.root, transcript), c.db)
 	if err := os.WriteFile(c.harness, []byte(harness), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -1084,4 +1094,81 @@ func (c *crashCase) resume0() crashOutcome {
 		c.t.Fatal("the run exists")
 	}
 	return c.resume(3)
+}
+
+// notAskedAgain kills the runtime inside a side-effecting call, then
+// resumes the run with an agent that does not ask that call again (the
+// transcript is rewritten without it, as a model may go on without
+// it): the step must not end with the call unresolved. It waits for a
+// person; approved, the call runs once more; denied, never. The count
+// file says what ran.
+func (r *crashRig) notAskedAgain(t *testing.T) {
+	transcript := filepath.Join(t.TempDir(), "transcript.json")
+	full, err := os.ReadFile(filepath.Join(r.root, "runtime", "testdata", "crash", "slow.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeRigFile(t, transcript, full)
+	without := func(id string) {
+		t.Helper()
+		var tr struct {
+			Steps map[string][]map[string]any `json:"steps"`
+		}
+		if err := json.Unmarshal(full, &tr); err != nil {
+			t.Fatal(err)
+		}
+		for step, calls := range tr.Steps {
+			tr.Steps[step] = slices.DeleteFunc(calls, func(c map[string]any) bool {
+				a, _ := c["arguments"].(map[string]any)
+				return a["id"] == id
+			})
+		}
+		b, err := json.Marshal(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeRigFile(t, transcript, b)
+	}
+	c := r.newCase(t, transcript)
+
+	// Killed inside slow1; the agent resumed never asks it again.
+	c.killWhenHeld(c.start(), "slow1")
+	if p := c.inspect(); p != killAppendAfter {
+		t.Fatalf("the kill left the run %s, want %s", p, killAppendAfter)
+	}
+	without("slow1")
+	apr := c.waitsFor(c.resume(3), "outcome_unknown", crashAppend)
+	if call := c.appendCall("slow1"); call.State != store.CallOutcomeUnknown {
+		t.Fatalf("slow1 is %s, want outcome_unknown", call.State)
+	}
+	// Approved: it runs once more (and answers this time), and the step
+	// ends.
+	if err := os.WriteFile(c.countFile+".slow1.release", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.mustCLI(0, "approve", "--harness", c.harness, "--reason", "it did not happen", c.run, apr)
+	if gate := c.waitsFor(c.resume(3), "gate", ""); gate != "check" {
+		t.Fatalf("the run waits for gate %s, want check", gate)
+	}
+	if n := c.lines()["slow1"]; n != 2 {
+		t.Fatalf("slow1 ran %d times, want 2 (once, and once more as approved)", n)
+	}
+
+	// Killed inside slow2; not asked again; denied: never run again.
+	writeRigFile(t, transcript, full)
+	c.mustCLI(0, "approve", "--harness", c.harness, c.run, "check")
+	c.killWhenHeld(c.start(), "slow2")
+	if p := c.inspect(); p != killAppendAfter {
+		t.Fatalf("the kill left the run %s, want %s", p, killAppendAfter)
+	}
+	without("slow2")
+	apr = c.waitsFor(c.resume(3), "outcome_unknown", crashAppend)
+	if err := os.WriteFile(c.countFile+".slow2.release", nil, 0o644); err != nil {
+		t.Fatal(err) // were it run again, it would answer and show
+	}
+	c.mustCLI(0, "deny", "--harness", c.harness, "--reason", "it happened", c.run, apr)
+	if o := c.resume(0); o.Status != "completed" {
+		t.Fatalf("the run is %s, want completed", o.Status)
+	}
+	c.checkDone(map[string]int{"a1": 1, "slow1": 2, "a2": 1, "b1": 1, "slow2": 1, "b2": 1}, []string{"first: done", "second: done"})
 }

@@ -171,6 +171,9 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 	if dd, ok := drv.(driver.Deterministic); ok && dd.Deterministic() {
 		c.replays = true
 	}
+	if dc, ok := drv.(driver.Continuing); ok && dc.Continuing() {
+		c.continues = true
+	}
 	output, err := drv.RunStep(ctx, in, c)
 	// Every call record is durable before the step is suspended, failed
 	// or finished.
@@ -203,6 +206,16 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 	if serr := c.Err(); serr != nil {
 		o, ferr := s.failStep(ctx, runID, stepID, attempt, serr.Error(), false)
 		return "", o, true, errors.Join(serr, ferr)
+	}
+	// A step does not end while one of its calls has no known outcome
+	// (the agent went on without asking it again): a person decides it
+	// first, and the step waits.
+	if rerr := c.resolve(ctx); errors.Is(rerr, driver.ErrSuspended) {
+		o, err := s.suspend(ctx, runID, stepID, attempt)
+		return "", o, true, err
+	} else if rerr != nil {
+		o, ferr := s.failStep(ctx, runID, stepID, attempt, rerr.Error(), false)
+		return "", o, true, errors.Join(rerr, ferr)
 	}
 	output = jsontext.Value(s.opt.Redact(string(output)))
 	if !output.IsValid() {

@@ -90,7 +90,11 @@ func failureOf(recs []audit.Record) failure {
 // arguments is answered from the failed attempt's record, and a new
 // side-effecting call to a tool that already ran (or may have) waits for
 // a person, as in a resumed step (docs/runtime.md, "Retrying a failed
-// step").
+// step"). A side-effecting call of the failed attempt that was sent and
+// whose outcome was never recorded is marked outcome-unknown in the
+// retry's transaction and is never sent again, forced or not, without a
+// person's decision: the new attempt waits for it when its agent asks the
+// call again, or before the step ends when it does not.
 func (s *Session) Retry(ctx context.Context, runID string, opt RetryOptions) (Outcome, error) {
 	unlock, err := s.opt.Store.LockRun(runID)
 	if err != nil {
@@ -139,6 +143,15 @@ func (s *Session) Retry(ctx context.Context, runID string, opt RetryOptions) (Ou
 	if last.Attempt != f.attempt || last.Status != store.StepFailed {
 		return Outcome{Run: runID}, fmt.Errorf("run %s: %w: its audit log says attempt %d of step %s failed, but the store's last attempt of it is %d (%s)", runID, ErrStoreAltered, f.attempt, f.step, last.Attempt, last.Status)
 	}
+	// A side-effecting call of the failed attempts that was sent and
+	// whose outcome was never recorded is not sent again, forced or not,
+	// without a person's decision: it becomes outcome-unknown with the
+	// retry, and the retried attempt waits for that decision when its
+	// agent asks the call again (see Caller.rerunPrior).
+	lost, err := s.lostCalls(ctx, runID, f.step, last.Attempt+1)
+	if err != nil {
+		return Outcome{Run: runID}, err
+	}
 	reason, by := s.opt.Redact(opt.Reason), s.opt.Redact(opt.By)
 	var attempt int
 	err = s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
@@ -158,7 +171,19 @@ func (s *Session) Retry(ctx context.Context, runID string, opt RetryOptions) (Ou
 		if err := s.append(tx, runID, f.step, "", RunRetried{By: by, Reason: reason, Force: !f.transient}); err != nil {
 			return err
 		}
-		return s.append(tx, runID, f.step, "", StepRetried{Attempt: a, Retries: f.attempt, Failure: f.reason, Transient: f.transient})
+		if err := s.append(tx, runID, f.step, "", StepRetried{Attempt: a, Retries: f.attempt, Failure: f.reason, Transient: f.transient}); err != nil {
+			return err
+		}
+		for _, c := range lost {
+			ap, err := tx.MarkOutcomeUnknown(c.CallKey, lostReason)
+			if err != nil {
+				return err
+			}
+			if err := s.append(tx, runID, f.step, c.Tool, CallOutcomeUnknown{Attempt: c.Attempt, Index: c.Index, Approval: ap.ID}); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return Outcome{Run: runID}, err
@@ -212,4 +237,34 @@ func (s *Session) retriedCalls(ctx context.Context, runID, stepID string, attemp
 // succeeded, or failed after it was let run.
 func ran(c store.Call) bool {
 	return c.State == store.CallSucceeded || c.State == store.CallFailed && c.Decision == store.DecisionAllowed
+}
+
+// deniedReason is the error of an outcome-unknown call a person decided
+// not to run again.
+const deniedReason = "the outcome of this call is unknown and a person decided not to run it again"
+
+// lostReason is why a started call of a failed attempt is outcome-unknown
+// when its step is retried.
+const lostReason = "the call was sent and its outcome was never recorded before its step failed"
+
+// lostCalls returns the side-effecting calls of the failed attempts that
+// attempt retries which are still started: sent, and never recorded (the
+// process or its store failed in between). The retry marks them
+// outcome-unknown.
+func (s *Session) lostCalls(ctx context.Context, runID, stepID string, attempt int) ([]store.Call, error) {
+	prior, err := s.retriedCalls(ctx, runID, stepID, attempt)
+	if err != nil {
+		return nil, err
+	}
+	var lost []store.Call
+	for _, c := range prior {
+		side := c.SideEffecting
+		if ti := s.im.tools[c.Tool]; ti == nil || ti.sideEff {
+			side = true
+		}
+		if side && c.State == store.CallStarted {
+			lost = append(lost, c)
+		}
+	}
+	return lost, nil
 }

@@ -194,18 +194,48 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // ResumeWaiting resumes, at start-up, the runs that wait for nothing but
-// a resume; runs waiting for their agent resume when one connects.
+// a resume, and the runs left running by a process that is gone (a
+// server or CLI killed mid-run: no process holds their run lock); runs
+// waiting for their agent resume when one connects. A resumed run's
+// side-effecting calls that were in flight become outcome-unknown and
+// wait for a person ([runtime.Session.Resume]); a step bound to driver
+// "mcp" then waits for its agent again. A run another process executes
+// (its lock is held) is left to it.
 func (s *Server) ResumeWaiting(ctx context.Context) {
-	runs, err := s.st.ListRuns(ctx, store.RunWaiting)
+	runs, err := s.st.ListRuns(ctx, store.RunWaiting, store.RunRunning)
 	if err != nil {
 		return
 	}
 	for _, r := range runs {
-		pend, err := runtime.Pendings(ctx, s.st, r.ID)
-		if err == nil && len(pend) == 1 && pend[0].Kind == "resume" {
-			_, _ = s.runner.Resume(ctx, r.ID)
+		switch r.Status {
+		case store.RunRunning:
+			if !s.orphaned(r.ID) {
+				continue
+			}
+		default:
+			pend, err := runtime.Pendings(ctx, s.st, r.ID)
+			if err != nil || len(pend) != 1 || pend[0].Kind != "resume" {
+				continue
+			}
+		}
+		if _, err := s.runner.Resume(ctx, r.ID); err != nil && !errors.Is(err, ErrExecuting) {
+			s.events.Publish(r.ID, Event{Type: "progress", Text: "resume: " + s.runner.redact(err.Error())})
 		}
 	}
+}
+
+// orphaned reports whether no process executes the run: its run lock is
+// free (the kernel released it when its process ended).
+func (s *Server) orphaned(run string) bool {
+	if s.runner.Executing(run) {
+		return false
+	}
+	unlock, err := s.st.LockRun(run)
+	if err != nil {
+		return false
+	}
+	unlock()
+	return true
 }
 
 // checkOrigin is the DNS rebinding protection: a request whose Host is

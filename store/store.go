@@ -107,6 +107,8 @@ type Store struct {
 
 	reads readStmts // the read pool's prepared statements
 
+	commitFault atomic.Pointer[func() error] // see SetCommitFault
+
 	mu     sync.Mutex
 	queue  []*request // waiting for the writer, in order (FIFO)
 	closed bool
@@ -524,6 +526,13 @@ func (s *Store) commit(batch []*request) {
 		answer()
 		return
 	}
+	if f := s.commitFault.Load(); f != nil {
+		if err := (*f)(); err != nil {
+			sqltx.Rollback()
+			failAll(fmt.Errorf("store: commit: %w", err))
+			return
+		}
+	}
 	if err := sqltx.Commit(); err != nil {
 		failAll(fmt.Errorf("store: commit: %w", err))
 		return
@@ -536,6 +545,21 @@ func (s *Store) commit(batch []*request) {
 	}
 	clear(s.bheads)
 	answer()
+}
+
+// SetCommitFault is fault injection for tests: from now on the writer
+// calls f just before each commit, and an error from it fails that
+// commit as a full disk or an I/O error would (the transaction is rolled
+// back, nothing of it is kept, and every Tx and Queued of it gets the
+// error, wrapped). f runs on the writer goroutine and must not call the
+// store. Nil removes it. It may be called at any time, from any
+// goroutine.
+func (s *Store) SetCommitFault(f func() error) {
+	if f == nil {
+		s.commitFault.Store(nil)
+		return
+	}
+	s.commitFault.Store(&f)
 }
 
 func run(fn func(*Tx) error, t *Tx) (err error) {

@@ -159,6 +159,11 @@ func (d exchangeDriver) RunStep(ctx context.Context, in driver.StepInput, caller
 	return out, err
 }
 
+// Continuing reports that an external agent keeps its own state across
+// a resume of its step ([driver.Continuing]): it is not run again from
+// the start.
+func (exchangeDriver) Continuing() bool { return true }
+
 // Absent is the driver of agents bound to driver "mcp" in a process that
 // serves none: every step returns [driver.ErrAwaitAgent], so the run waits
 // for its agent until a server resumes it.

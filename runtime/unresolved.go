@@ -1,0 +1,137 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/openplaybook/openplaybook/driver"
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// errUnresolved is wrapped by the error of [Caller.resolve] when a call of
+// the attempt still waits for a person: the step waits instead of ending.
+var errUnresolved = fmt.Errorf("%w: a call of the step has no known outcome yet", driver.ErrSuspended)
+
+// resolve is what runs before a step attempt may end: no call of it may
+// be left without an outcome (started, or outcome-unknown without a
+// person's decision followed). The agent may never ask such a call again
+// (it went on without its answer); then:
+//
+//   - a started side-effecting call is outcome-unknown (it was sent, and
+//     nothing says what happened): a person is asked, and the step waits;
+//   - an outcome-unknown call follows its decision as when it is asked
+//     again: approved, it runs once more and its outcome is recorded;
+//     denied, it is recorded as failed; undecided, the step waits;
+//   - a started read call (one that needed approval and was interrupted)
+//     is recorded as failed: a read has no effect to ask about.
+//
+// The same holds for the outcome-unknown calls of the failed attempts a
+// retried attempt retries ([Caller.rerunPrior]).
+//
+// It returns an error wrapping [driver.ErrSuspended] when the step must
+// wait for a person, or a store error (the step then fails).
+func (c *Caller) resolve(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.settle(true); err != nil {
+		return c.failRecord(err)
+	}
+	open := []store.CallState{store.CallStarted, store.CallOutcomeUnknown}
+	calls, err := c.s.opt.Store.Calls(ctx, c.run, store.CallFilter{Step: c.step, Attempt: c.attempt, States: open})
+	if err != nil {
+		return c.failRecord(err)
+	}
+	for i := range calls {
+		m := &calls[i]
+		d := c.s.im.Decide(c.step, m.Tool, m.Args)
+		switch {
+		case m.State == store.CallStarted && !c.sideEffecting(*m):
+			if _, err := c.failStarted(ctx, m, "the read call was interrupted before its outcome was recorded and the agent did not ask it again; it was not run again"); err != nil {
+				return err
+			}
+		case m.State == store.CallStarted:
+			if _, err := c.lost(ctx, m.CallKey, m.Tool, errors.New("the step's agent ended the step without its answer")); err != nil && !errors.Is(err, driver.ErrSuspended) {
+				return err
+			}
+		case d.ArgsDigest != m.ArgsDigest:
+			// The recorded arguments are not what the agent sent (a
+			// secret in them was redacted): only the agent asking it
+			// again can run it again; a person's denial still settles it.
+			if _, err := c.outcomeUnknownDenied(ctx, m); err != nil {
+				return err
+			}
+		default:
+			if _, err := c.outcomeUnknown(ctx, m, d); err != nil && !errors.Is(err, driver.ErrSuspended) {
+				return err
+			}
+		}
+	}
+	// The failed attempts this one retries: a call of theirs whose
+	// outcome is unknown follows its decision too (see rerunPrior).
+	for i := range c.prior {
+		m := c.prior[i]
+		if m.State != store.CallOutcomeUnknown && m.State != store.CallStarted || !c.sideEffecting(m) {
+			continue
+		}
+		d := c.s.im.Decide(c.step, m.Tool, m.Args)
+		if d.ArgsDigest != m.ArgsDigest || !d.Allowed || d.tool == nil {
+			continue // only a decision can settle it; it stays in left below
+		}
+		c.priorUsed[i] = true
+		if _, err := c.rerunPrior(ctx, i, m.Tool, d); err != nil && !errors.Is(err, driver.ErrSuspended) {
+			return err
+		}
+	}
+	if err := c.settle(true); err != nil {
+		return c.failRecord(err)
+	}
+	left, err := c.s.opt.Store.Calls(ctx, c.run, store.CallFilter{Step: c.step, Attempt: c.attempt, States: open})
+	if err != nil {
+		return c.failRecord(err)
+	}
+	for _, m := range c.prior {
+		if (m.State == store.CallOutcomeUnknown || m.State == store.CallStarted) && c.sideEffecting(m) {
+			left = append(left, m)
+		}
+	}
+	if len(left) > 0 {
+		m := left[0]
+		c.s.progress("  step %s waits: call %d of attempt %d (%s) has no known outcome; a person decides whether it runs again", c.step, m.Index, m.Attempt, quote(m.Tool))
+		return fmt.Errorf("%w (call %d of attempt %d, %s)", errUnresolved, m.Index, m.Attempt, quote(m.Tool))
+	}
+	return nil
+}
+
+// failRecord remembers a store failure met while resolving the step's
+// calls, so the step fails closed.
+func (c *Caller) failRecord(err error) error {
+	if c.storeErr == nil {
+		c.storeErr = fmt.Errorf("the runtime could not record a tool call: %w", err)
+	}
+	return c.storeErr
+}
+
+// outcomeUnknownDenied settles an outcome-unknown call a person denied
+// (recorded as failed, as [Caller.outcomeUnknown] does), and reports
+// whether it did; any other decision is left for the agent to ask.
+func (c *Caller) outcomeUnknownDenied(ctx context.Context, m *store.Call) (bool, error) {
+	all, err := c.s.opt.Store.Approvals(ctx, c.run)
+	if err != nil {
+		return false, c.failRecord(err)
+	}
+	for _, a := range all {
+		if a.Kind != store.KindOutcomeUnknown || a.Call == nil || *a.Call != m.CallKey || a.Status != store.ApprovalDenied {
+			continue
+		}
+		const denied = "the outcome of this call is unknown and a person decided not to run it again"
+		err := c.tx(ctx, func(tx *store.Tx) error {
+			if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, denied); err != nil {
+				return err
+			}
+			return c.append(tx, m.Tool, CallFailed{Attempt: c.attempt, Index: m.Index, Approval: a.ID, Reason: denied})
+		})
+		return err == nil, err
+	}
+	return false, nil
+}
