@@ -651,6 +651,7 @@ func (d *decoder) connection(m member) *Connection {
 		}
 	}
 	if v := f["scopes"]; v != nil && d.want(v, kList, `"scopes"`) {
+		c.ScopesPos = pos(v)
 		seen := map[string]bool{}
 		for _, e := range v.elems {
 			s, ok := d.nonEmpty(e, "each scope")
