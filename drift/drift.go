@@ -7,7 +7,7 @@
 // in docs/drift.md:
 //
 //   - [diag.Error]: the registry's tool is riskier than the document says
-//     (a higher riskClass, a side effect, approval no longer required, more
+//     (a higher riskClass, a side effect, an approval the document leaves out, more
 //     permissions or dataScopeWrites, an input schema that accepts less, an
 //     output schema that may return what the document's does not accept),
 //     or it is a different tool (source, connectorType, scope).
@@ -247,16 +247,20 @@ func showAt(v any, ptr string) string {
 	return show(t, true)
 }
 
-// requiresApproval: for MCP tools approval is the document's and the
-// harness's policy, not the server's, so a registry that does not say
-// (nil) is not drift.
+// requiresApproval: a document that leaves out an approval the registry
+// requires understates what the tool does (error); a document that asks
+// for approval the registry does not require is stricter, and a run asks
+// for it (the runtime asks when either says true), so it only overstates
+// (warning). For MCP tools approval is the document's and the harness's
+// policy, not the server's, so a registry that does not say (nil) is not
+// drift.
 func (c *comparer) requiresApproval(doc, reg *bool) {
 	switch {
 	case reg == nil:
 	case !*reg && doc != nil && *doc:
-		c.add("drift-requires-approval", diag.Error, "requiresApproval", "requiresApproval is false in the registry, true in the document: approval is no longer required; the document understates what the tool does")
+		c.add("drift-requires-approval", diag.Warning, "requiresApproval", "requiresApproval is false in the registry, true in the document: the document overstates, and a run asks for approval as the document says")
 	case *reg && (doc == nil || !*doc):
-		c.add("drift-requires-approval", diag.Warning, "requiresApproval", "requiresApproval is true in the registry, %s in the document: the registry requires approval the document does not plan for", boolOrAbsent(doc))
+		c.add("drift-requires-approval", diag.Error, "requiresApproval", "requiresApproval is true in the registry, %s in the document: the registry requires approval the document does not plan for; the document understates what the tool does", boolOrAbsent(doc))
 	}
 }
 

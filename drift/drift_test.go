@@ -167,10 +167,10 @@ func TestCompare(t *testing.T) {
 
 		// requiresApproval.
 		{
-			name: "approval no longer required",
+			name: "document asks for approval the registry does not require",
 			base: refund,
 			edit: func(doc, reg *playbook.Definition) { reg.RequiresApproval = ptr(false) },
-			want: []fwant{{"drift-requires-approval", E, "requiresApproval", []string{"requiresApproval is false in the registry, true in the document", "no longer required"}}},
+			want: []fwant{{"drift-requires-approval", W, "requiresApproval", []string{"requiresApproval is false in the registry, true in the document", "overstates"}}},
 		},
 		{
 			name: "approval policy not stated by the registry",
@@ -181,13 +181,13 @@ func TestCompare(t *testing.T) {
 			name: "approval newly required",
 			base: refund,
 			edit: func(doc, reg *playbook.Definition) { doc.RequiresApproval = ptr(false) },
-			want: []fwant{{"drift-requires-approval", W, "requiresApproval", []string{"requiresApproval is true in the registry, false in the document"}}},
+			want: []fwant{{"drift-requires-approval", E, "requiresApproval", []string{"requiresApproval is true in the registry, false in the document", "understates"}}},
 		},
 		{
 			name: "approval required, document silent",
 			base: refund,
 			edit: func(doc, reg *playbook.Definition) { doc.RequiresApproval = nil },
-			want: []fwant{{"drift-requires-approval", W, "requiresApproval", []string{"requiresApproval is true in the registry, absent in the document"}}},
+			want: []fwant{{"drift-requires-approval", E, "requiresApproval", []string{"requiresApproval is true in the registry, absent in the document", "understates"}}},
 		},
 
 		// Lists.

@@ -32,11 +32,15 @@ op() { echo "+ openplaybook $*" >&2; "$tmp/openplaybook" "$@"; }
 # json EXPR: evaluates EXPR over the JSON object on standard input (d).
 json() { node -e 'const d = JSON.parse(require("fs").readFileSync(0, "utf8")); const v = ('"$1"'); if (v !== undefined) console.log(Array.isArray(v) ? v.join("\n") : v)'; }
 
-# The demo's harness: examples/harness.yaml with every relative path made
-# absolute, the store and the memory graph in $tmp, and the acme server
-# the binary built above.
+# The mocks, each on a free port of this run's own.
+scripts/mocks.sh start "$tmp/mocks"
+
+# The demo's harness: examples/harness.yaml with every connection's baseURL
+# on this run's mock, every relative path made absolute, the store and the
+# memory graph in $tmp, and the acme server the binary built above.
 H="$tmp/harness.yaml"
-sed -e "s|^\(  *cwd: \)\.\.\( .*\)\{0,1\}$|\1$root|" \
+scripts/mocks.sh harness "$tmp/mocks" examples/harness.yaml | sed \
+  -e "s|^\(  *cwd: \)\.\.\( .*\)\{0,1\}$|\1$root|" \
   -e "s|\(transcript: \"\{0,1\}\)transcripts/|\1$root/examples/transcripts/|" \
   -e "s|^\(  sqlite: \).*|\1$tmp/store/openplaybook.db|" \
   -e "s|^\(  seed: \)\([^ ]*\)|\1$root/examples/\2|" \
@@ -44,11 +48,14 @@ sed -e "s|^\(  *cwd: \)\.\.\( .*\)\{0,1\}$|\1$root|" \
   -e "s|^\(  *command: \)go$|\1$tmp/acme-mcp|" \
   -e "s|^\(  *args: \)\[run, \./examples/acme-mcp, -orders, |\1[-orders, $root/|" \
   -e "s|^\(    - {path: \)\.env,|\1$tmp/.env,|" \
-  examples/harness.yaml >"$H"
+  >"$H"
 if grep -nE 'cwd: \.\.|openplaybook-example-memory|\.openplaybook/|command: go$|path: \.env' "$H" >&2; then
   echo "demo: the harness copy still names shared or relative paths (above): examples/harness.yaml changed; update the sed lines in $0" >&2
   exit 1
 fi
+while read -r p port; do
+  grep -q "^    baseURL: http://127.0.0.1:$port\b" "$H" || { echo "demo: the harness copy has no baseURL on $p's mock (port $port)" >&2; exit 1; }
+done <"$tmp/mocks/ports"
 
 # Fake credentials for every secret the harness names: the mocks accept any.
 for s in $(sed -n 's/.*secrets: {\(.*\)}.*/\1/p; s/.*\${secret:\([A-Z0-9_]*\)}.*/x: \1/p' examples/harness.yaml | tr ',' '\n' | sed 's/.*: *//' | sort -u); do
@@ -59,8 +66,6 @@ export STRIPE_API_KEY=sk_test_123 # stripe-mock wants a test key's shape
 # The memory graph knows Ada, so refund-review's add_observations has an
 # entity to add to.
 echo '{"type":"entity","name":"Ada Lovelace","entityType":"customer","observations":["Asked about a duplicate charge."]}' >"$tmp/memory.jsonl"
-
-scripts/mocks.sh start "$tmp/mocks"
 
 summary=()
 op validate examples/

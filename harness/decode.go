@@ -323,13 +323,13 @@ func (d *decoder) credentials(n *node, label string, parent *node) {
 			if label != "" {
 				subject = "the value of " + label
 			}
-			d.errN(n, RuleCredential, "%s looks like %s; %s", subject, kind, credentialFix)
+			d.errN(n, RuleCredential, "%s looks like %s; %s", subject, kind, credentialFix(n.ptr))
 			d.flagged[n.ptr] = true
 		}
 	case kMap:
 		for _, m := range n.members {
 			if kind := credentialIn(m.key); kind != "" {
-				d.errKey(m, RuleCredential, "a key looks like %s; %s", kind, credentialFix)
+				d.errKey(m, RuleCredential, "a key looks like %s; %s", kind, keyFix)
 				d.flagged[m.val.ptr] = true
 				d.credentials(m.val, "", n)
 				continue
@@ -344,7 +344,7 @@ func (d *decoder) credentials(n *node, label string, parent *node) {
 			}
 			if e.kind == kString {
 				if kind := credentialIn(blankRefs(e.text)); kind != "" {
-					d.errN(e, RuleCredential, "%s looks like %s; %s", sub, kind, credentialFix)
+					d.errN(e, RuleCredential, "%s looks like %s; %s", sub, kind, credentialFix(e.ptr))
 					d.flagged[e.ptr] = true
 				}
 				continue
@@ -354,17 +354,14 @@ func (d *decoder) credentials(n *node, label string, parent *node) {
 	}
 }
 
-// credentialFix ends every credential message.
-const credentialFix = "the harness file never holds credentials: put the value in the environment or a dotenv file and write ${secret:NAME} here"
-
 // sensitive reports a literal in a slot whose name says it is a credential
 // (unless the shape check already did).
-func (d *decoder) sensitive(n *node, what, suggestName string) {
+func (d *decoder) sensitive(n *node, what string) {
 	if d.flagged[n.ptr] || !literalInSensitiveSlot(n.text) {
 		return
 	}
 	d.flagged[n.ptr] = true
-	d.errN(n, RuleCredential, "%s holds literal text, and its name says it is a credential; the harness file never holds credentials: write \"${secret:%s}\" and supply %s from the environment or a dotenv file", what, suggestName, suggestName)
+	d.errN(n, RuleCredential, "%s holds literal text, and its name says it is a credential; %s", what, credentialFix(n.ptr))
 }
 
 func (d *decoder) mcpServers(n *node) {
@@ -442,7 +439,7 @@ func (d *decoder) mcpServer(m member) *MCPServer {
 			}
 			d.refs(em.val)
 			if sensitiveEnvName.MatchString(em.key) {
-				d.sensitive(em.val, fmt.Sprintf("environment variable %q", em.key), strings.ToUpper(em.key))
+				d.sensitive(em.val, fmt.Sprintf("environment variable %q", em.key))
 			}
 			s.Env[em.key] = val
 		}
@@ -498,7 +495,7 @@ func (d *decoder) mcpServer(m member) *MCPServer {
 				continue
 			}
 			if sensitiveHeaders[low] {
-				d.sensitive(hm.val, fmt.Sprintf("header %q", hm.key), strings.ToUpper(m.key)+"_TOKEN")
+				d.sensitive(hm.val, fmt.Sprintf("header %q", hm.key))
 			}
 			s.Headers[hm.key] = val
 		}
@@ -550,13 +547,21 @@ func (d *decoder) httpURL(n *node, u, label string) bool {
 	if p.User != nil {
 		if !d.flagged[n.ptr] {
 			d.flagged[n.ptr] = true
-			d.errN(n, RuleCredential, "%s has user info (user@ or user:password@); the harness file never holds credentials: send them in a header with ${secret:NAME}", label)
+			fix := credentialFix(n.ptr)
+			if p, name := placeOf(n.ptr); p == placeRef {
+				fix = headerFix(name, "Basic")
+			}
+			d.errN(n, RuleCredential, "%s has user info (user@ or user:password@); %s", label, fix)
 		}
 		return false
 	}
 	if name, ok := sensitiveQueryParam(blankRefs(u)); ok && !d.flagged[n.ptr] {
 		d.flagged[n.ptr] = true
-		d.errN(n, RuleCredential, "query parameter %q of %s holds literal text, and its name says it is a credential; the harness file never holds credentials: write ${secret:NAME} there", name, label)
+		fix := credentialFix(n.ptr)
+		if p, sn := placeOf(n.ptr); p == placeRef {
+			fix = fmt.Sprintf("the harness file never holds credentials: put the value in the environment or a dotenv file as %s and write %s=${secret:%s} in the URL", sn, name, sn)
+		}
+		d.errN(n, RuleCredential, "query parameter %q of %s holds literal text, and its name says it is a credential; %s", name, label, fix)
 		return false
 	}
 	return true
@@ -638,12 +643,7 @@ func (d *decoder) connection(m member) *Connection {
 				continue
 			}
 			if !secretName.MatchString(name) {
-				hint := ""
-				if strings.Contains(name, "${") {
-					hint = ": write the name alone, without ${secret:...}"
-				}
-				d.errN(sm.val, RuleName, "the secret of role %q must be a secret's name (^[A-Za-z_][A-Za-z0-9_]*$, such as %s_%s), never the credential itself%s",
-					sm.key, strings.ToUpper(m.key), strings.ToUpper(snake(sm.key)), hint)
+				d.errN(sm.val, RuleName, "the secret of role %q must be a secret's name (^[A-Za-z_][A-Za-z0-9_]*$), %s", sm.key, roleFix(name, sm.val.ptr))
 				continue
 			}
 			c.Secrets[sm.key] = name
@@ -651,6 +651,7 @@ func (d *decoder) connection(m member) *Connection {
 		}
 	}
 	if v := f["scopes"]; v != nil && d.want(v, kList, `"scopes"`) {
+		c.ScopesPos = pos(v)
 		seen := map[string]bool{}
 		for _, e := range v.elems {
 			s, ok := d.nonEmpty(e, "each scope")
@@ -796,7 +797,7 @@ func (d *decoder) agents(n *node) {
 			a.Settings[sm.key] = sm.val.value()
 			d.agentRefs(sm.val)
 			if sensitiveSetting.MatchString(sm.key) && sm.val.kind == kString {
-				d.sensitive(sm.val, fmt.Sprintf("setting %q of %s", sm.key, where), strings.ToUpper(m.key)+"_API_KEY")
+				d.sensitive(sm.val, fmt.Sprintf("setting %q of %s", sm.key, where))
 			}
 			if sm.key == "apiKeySecret" && sm.val.kind == kString && !d.flagged[sm.val.ptr] {
 				if secretName.MatchString(sm.val.text) {

@@ -179,6 +179,8 @@ type Connection struct {
 	Secrets map[string]string
 	// Scopes are the scopes the credential was granted (never nil).
 	Scopes []string
+	// ScopesPos is where "scopes" is written; the zero Pos when it is not.
+	ScopesPos Pos
 	// CallTimeout bounds one call to the provider; zero means the
 	// connector's default. A write it cuts short is outcome-unknown.
 	CallTimeout time.Duration

@@ -63,6 +63,7 @@ func Check(ctx context.Context, h *host.Host, doc *playbook.Document) []diag.Dia
 	c.drift()
 	c.secrets()
 	c.connections(ctx)
+	c.scopes()
 	c.mcpServers()
 	c.agents(ctx)
 	diag.Sort(c.diags)

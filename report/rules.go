@@ -32,6 +32,7 @@ var checkRules = []Rule{
 	{"preflight-secret", "every secret in requires.secrets resolves to a non-empty value"},
 	{"preflight-connection", "every connection in requires.connections is bound in the harness and usable"},
 	{"preflight-connection-unused", "a harness connection binds nothing its connector never uses"},
+	{"preflight-connection-scope", "a harness connection's scopes cover the permissions of the connector tools the document embeds"},
 	{"preflight-mcp-server", "every server in requires.mcpServers is bound in the harness and answers"},
 	{"preflight-mcp-tool", "every name in a server's toolNames is a tool the live server lists"},
 	{"preflight-mcp-tool-name", "every tool a server lists can be named mcp.<server>.<tool>"},

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,8 +84,29 @@ func freePort(t *testing.T) int {
 }
 
 // startMock starts the provider's mock on a free port and returns its
-// root URL; it is stopped when the test ends.
+// root URL; it is stopped when the test ends. The mock counts as listening
+// only when the socket listening on its port is its own (listenerOwned):
+// a port another process took between freePort and the mock's start (the
+// machine is shared) is given up, and the mock started again on another
+// one, at most 3 times; what answers there is never used.
 func startMock(t *testing.T, spec httpconn.Spec, description string) string {
+	t.Helper()
+	for try := 1; ; try++ {
+		base, err := startMockOnce(t, spec, description)
+		if err == nil {
+			return base
+		}
+		if errors.Is(err, errCannotTell) {
+			t.Skip(err)
+		}
+		if try == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("%v; starting the mock on another port", err)
+	}
+}
+
+func startMockOnce(t *testing.T, spec httpconn.Spec, description string) (string, error) {
 	t.Helper()
 	port := freePort(t)
 	var cmd *exec.Cmd
@@ -93,31 +116,48 @@ func startMock(t *testing.T, spec httpconn.Spec, description string) string {
 		cmd = exec.Command(nodeBinary(t), filepath.Join(repoRoot, "node_modules", "@stoplight", "prism-cli", "dist", "index.js"),
 			"mock", "-h", "127.0.0.1", "-p", fmt.Sprint(port), description)
 	}
+	// A process group of its own: the listening socket may be a child's.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop := func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ok, err := listenerOwned(port, cmd.Process.Pid)
+		if err != nil {
+			stop()
+			return "", err
+		}
+		if ok {
+			break
+		}
+		select {
+		case <-exited:
+			return "", fmt.Errorf("the mock exited before listening on %s:\n%s", addr, tail(logs.String(), 4000))
+		default:
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatalf("the mock did not listen on %s within 90 s:\n%s", addr, tail(logs.String(), 4000))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		stop()
 		if t.Failed() {
 			t.Logf("mock output:\n%s", tail(logs.String(), 4000))
 		}
 	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return "http://" + addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the mock did not listen on %s within 90 s", addr)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return "http://" + addr, nil
 }
 
 func tail(s string, n int) string {

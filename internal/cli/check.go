@@ -31,11 +31,13 @@ func (c *CLI) checkCommand() *cobra.Command {
 what the harness provides, as a run would before executing anything:
 
   resolution  every allowedTools name is a tool this runtime can call
-              (built-ins, the Stripe connector, the harness's MCP servers)
+              (the built-ins, the tools of every connector, one per
+              provider, and the harness's MCP servers)
   drift       each embedded tool definition compared with the registry's,
               field by field (rules drift-*; see docs/drift.md)
-  preflight   every connection bound with the declared authKind and scopes
-              and its credential resolving (Stripe is asked once); every MCP
+  preflight   every connection bound with the declared authKind and scopes,
+              its credential resolving and its scopes covering the embedded
+              tools' permissions (each provider is asked once); every MCP
               server starts or answers and lists the declared toolNames;
               every named secret resolves to a non-empty value; every
               model agent's API answers, accepts the key and knows the
@@ -46,7 +48,7 @@ MCP servers are contacted concurrently, each within its harness timeout
 (default 10 s). Secret values are never printed.
 
 With no DOC, check checks the harness alone: the file itself, every secret
-it uses, every connection (Stripe is asked once), every MCP server it binds
+it uses, every connection (each provider is asked once), every MCP server it binds
 (each is started or contacted and lists its tools) and every agent's
 driver.
 

@@ -23,10 +23,10 @@ func (c *CLI) pinCommand() *cobra.Command {
 		DisableFlagsInUseLine: true,
 		Short:                 "Bring a document's embedded tool definitions in line with the registry",
 		Long: `Pin brings the embedded definitions of DOC in line with what the harness's
-registry says (the built-ins, the Stripe connector and the live MCP servers),
-as 'go mod tidy' does for imports: each embedded tool the registry knows takes
-the registry's values; each allowedTools name the registry knows but DOC does
-not embed gets a definition (and is listed in its MCP server's toolNames or
+registry says (the built-ins, the tools of every connector, one per provider,
+and the live MCP servers), as 'go mod tidy' does for imports: each embedded tool the
+registry knows takes the registry's values; each allowedTools name the
+registry knows but DOC does not embed gets a definition (and is listed in its MCP server's toolNames or
 its connection's capabilities). What the registry does not say (an MCP
 server's riskClass, permissions or data scopes) keeps the document's value.
 Pin never lowers a risk the document states: a lower riskClass, or
