@@ -652,7 +652,8 @@ func (c *Caller) rerunPrior(ctx context.Context, i int, name string, d Decision)
 			return err
 		}
 		key, rerun = got.CallKey, true
-		return c.append(tx, name, CallStarted{Index: key.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, DefDigest: d.tool.defDigest, Approval: a.ID, Reason: why})
+		return c.append(tx, name, CallStarted{Index: key.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, StoredArgsDigest: storedArgsDigest(got.Args, d.ArgsDigest),
+			DefDigest: d.tool.defDigest, SideEffecting: true, Approval: a.ID, Reason: why})
 	})
 	switch {
 	case err != nil:

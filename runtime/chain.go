@@ -223,7 +223,8 @@ func (c *chain) gateFollowed(here at) {
 func (c *chain) callRecord(r *audit.Record, d recordData, here at) {
 	key := callKey{r.Step, *d.Attempt, *d.Index}
 	cc := c.calls[key]
-	if cc == nil {
+	first := cc == nil
+	if first {
 		cc = &chainCall{first: here, tool: r.Tool, firstD: d}
 		c.calls[key] = cc
 		c.callOrder = append(c.callOrder, key)
@@ -235,7 +236,10 @@ func (c *chain) callRecord(r *audit.Record, d recordData, here at) {
 	switch here.kind {
 	case KindCallStarted, KindCallWaiting:
 		cc.decided, cc.code = here, ""
-		if here.kind == KindCallWaiting || d.Approval == "" {
+		// A call started on an approval keeps the reason it waited
+		// with, unless this record starts it (an outcome-unknown call
+		// run again as a new call on a person's approval).
+		if here.kind == KindCallWaiting || d.Approval == "" || first {
 			cc.reason, cc.reasonAt = d.Reason, here
 		}
 	case KindCallRefused:
