@@ -1,0 +1,374 @@
+package pgtest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func TestMain(m *testing.M) { Main(m) }
+
+// connect opens a connection to url, closed when the test ends (before
+// the schema is dropped: cleanups run last-registered first).
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func queryString(t *testing.T, conn *pgx.Conn, sql string, args ...any) string {
+	t.Helper()
+	var s string
+	if err := conn.QueryRow(context.Background(), sql, args...).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return s
+}
+
+func TestSchemaConnectsWithPgx(t *testing.T) {
+	url := Schema(t)
+	conn := connect(t, url)
+	ctx := context.Background()
+	schema := queryString(t, conn, "SELECT current_schema()")
+	if !strings.HasPrefix(schema, "t_testschemaconnectswithpgx_") {
+		t.Errorf("current_schema() = %q, want t_testschemaconnectswithpgx_...", schema)
+	}
+	if sp := queryString(t, conn, "SHOW search_path"); sp != schema {
+		t.Errorf("search_path = %q, want only %q", sp, schema)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE runs (id text PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "INSERT INTO runs VALUES ($1), ($2)", "r1", "r2"); err != nil {
+		t.Fatal(err)
+	}
+	// The table is in the test's schema, not in public.
+	if got := queryString(t, conn, "SELECT table_schema::text FROM information_schema.tables WHERE table_name = 'runs'"); got != schema {
+		t.Errorf("table runs is in schema %q, want %q", got, schema)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM runs").Scan(&n); err != nil || n != 2 {
+		t.Errorf("count = %d, %v; want 2", n, err)
+	}
+	t.Logf("server: %s", queryString(t, conn, "SELECT version()"))
+	if os.Getenv(EnvURL) == "" {
+		if addr := queryString(t, conn, "SELECT host(inet_server_addr())"); addr != "127.0.0.1" {
+			t.Errorf("the throwaway cluster answered on %q, want 127.0.0.1 only", addr)
+		}
+	}
+}
+
+// TestSchemasIsolated: two tests running at the same time each create a
+// table of the same name and see only their own.
+func TestSchemasIsolated(t *testing.T) {
+	var ready sync.WaitGroup
+	ready.Add(2)
+	allReady := make(chan struct{})
+	go func() { ready.Wait(); close(allReady) }()
+	schemas := make(chan string, 2)
+	for _, v := range []string{"a", "b"} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			conn := connect(t, Schema(t))
+			ctx := context.Background()
+			schemas <- queryString(t, conn, "SELECT current_schema()")
+			if _, err := conn.Exec(ctx, "CREATE TABLE notes (v text)"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Exec(ctx, "INSERT INTO notes VALUES ($1)", v); err != nil {
+				t.Fatal(err)
+			}
+			ready.Done()
+			select {
+			case <-allReady:
+			case <-time.After(2 * time.Minute):
+				t.Fatal("the other subtest never made its table")
+			}
+			rows, err := conn.Query(ctx, "SELECT v FROM notes")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0] != v {
+				t.Errorf("notes = %q, want only [%q]", got, v)
+			}
+		})
+	}
+	t.Cleanup(func() {
+		close(schemas)
+		var names []string
+		for s := range schemas {
+			names = append(names, s)
+		}
+		if len(names) == 2 && names[0] == names[1] {
+			t.Errorf("both tests got schema %q", names[0])
+		}
+	})
+}
+
+func TestCleanupDropsSchema(t *testing.T) {
+	var schema string
+	t.Run("inner", func(t *testing.T) {
+		conn := connect(t, Schema(t))
+		schema = queryString(t, conn, "SELECT current_schema()")
+		if _, err := conn.Exec(context.Background(), "CREATE TABLE audit (seq bigint)"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if t.Failed() || schema == "" {
+		t.Fatal("inner test failed")
+	}
+	base, err := server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := connect(t, base)
+	var n int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_namespace WHERE nspname = $1", schema).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("schema %q still there after its test", schema)
+	}
+}
+
+func TestSearchPathURL(t *testing.T) {
+	for _, tc := range []struct{ base, want string }{
+		{"postgres://u@127.0.0.1:5432/db?sslmode=disable", "-c search_path=t_x_1"},
+		{"postgresql://u@h/db?options=-c%20statement_timeout%3D5s", "-c statement_timeout=5s -c search_path=t_x_1"},
+	} {
+		u, err := withSearchPath(tc.base, "t_x_1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := pgx.ParseConfig(u)
+		if err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+		if got := cfg.RuntimeParams["options"]; got != tc.want {
+			t.Errorf("%s: options = %q, want %q", u, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"host=localhost dbname=x", "mysql://u@h/db", "http://x"} {
+		if err := checkURL(bad); err == nil {
+			t.Errorf("checkURL(%q) = nil, want an error", bad)
+		}
+	}
+}
+
+func TestSchemaName(t *testing.T) {
+	seen := map[string]bool{}
+	valid := regexp.MustCompile(`^t_[a-z0-9_]+$`)
+	for _, name := range []string{"TestX", "TestX", strings.Repeat("TestVeryLong/sub test #01/", 10), "Test/ü/\"; DROP"} {
+		s := schemaName(name)
+		if len(s) > 63 || !valid.MatchString(s) || seen[s] {
+			t.Errorf("schemaName(%q) = %q: want a new name of at most 63 bytes of [a-z0-9_]", name, s)
+		}
+		seen[s] = true
+	}
+}
+
+// The child tests below run only in a child process (the test binary run
+// again by the tests after them), with childEnv saying what to do.
+const childEnv = "PGTEST_CHILD"
+
+// TestChild starts the cluster, prints its postmaster's pid and its
+// directory, then returns, panics or hangs as childEnv says; "nobin" hides
+// the binaries instead.
+func TestChild(t *testing.T) {
+	mode := os.Getenv(childEnv)
+	if mode == "" {
+		t.Skip("run by the tests of Main")
+	}
+	if mode == "nobin" {
+		fixedDirs = nil
+		t.Setenv("PATH", t.TempDir())
+		Schema(t)
+		t.Fatal("Schema returned without binaries")
+	}
+	Schema(t)
+	mu.Lock()
+	pid, dir := local.pid, local.dir
+	mu.Unlock()
+	fmt.Printf("pgtest-child pid=%d dir=%s\n", pid, dir)
+	switch mode {
+	case "panic":
+		panic("pgtest child: panic on purpose")
+	case "hang":
+		time.Sleep(5 * time.Minute)
+	}
+}
+
+// needLocal skips (or, under CI, fails) when no local cluster can be made.
+func needLocal(t *testing.T) {
+	if _, err := binDir(); err != nil {
+		if inCI() {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	if _, err := serverUser(); err != nil {
+		if inCI() {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
+// child runs TestChild in a child process with the given mode and
+// environment and returns it with the pid and directory it printed.
+func child(t *testing.T, mode string, env ...string) (cmd *exec.Cmd, pid int, dir string, done <-chan string) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], "-test.run=^TestChild$", "-test.count=1", "-test.v", "-test.timeout=10m")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, EnvURL+"=") && !strings.HasPrefix(kv, "CI=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, childEnv+"="+mode)
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	line := make(chan string, 1)
+	all := make(chan string, 1)
+	go func() {
+		var b strings.Builder
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			b.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), "pgtest-child ") {
+				line <- sc.Text()
+			}
+		}
+		close(line)
+		all <- b.String()
+	}()
+	if mode == "nobin" {
+		return cmd, 0, "", all
+	}
+	select {
+	case l, ok := <-line:
+		if !ok {
+			t.Fatalf("the child printed no pid:\n%s", <-all)
+		}
+		if _, err := fmt.Sscanf(l, "pgtest-child pid=%d dir=%s", &pid, &dir); err != nil {
+			t.Fatalf("child line %q: %v", l, err)
+		}
+	case <-time.After(5 * time.Minute):
+		t.Fatal("the child did not start its cluster in 5 minutes")
+	}
+	if !alive(pid) {
+		t.Fatalf("postmaster %d is not running while the child runs", pid)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "PG_VERSION")); err != nil {
+		t.Fatalf("cluster directory: %v", err)
+	}
+	return cmd, pid, dir, all
+}
+
+// waitGone waits (up to a minute: the watcher works after the child died)
+// for the postmaster to exit and the directory to go.
+func waitGone(t *testing.T, pid int, dir string, immediate bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, statErr := os.Stat(dir)
+		gone := !alive(pid) && errors.Is(statErr, os.ErrNotExist)
+		if gone {
+			return
+		}
+		if immediate || time.Now().After(deadline) {
+			t.Fatalf("after the child: postmaster %d alive=%v, directory %s: %v (want no process, no directory)", pid, alive(pid), dir, statErr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestMainStopsCluster(t *testing.T) {
+	needLocal(t)
+	cmd, pid, dir, all := child(t, "exit")
+	out := <-all
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	// Main returned only after the postmaster exited and the directory
+	// went: no waiting here.
+	waitGone(t, pid, dir, true)
+}
+
+func TestPanicStopsCluster(t *testing.T) {
+	needLocal(t)
+	cmd, pid, dir, all := child(t, "panic")
+	out := <-all
+	if err := cmd.Wait(); err == nil {
+		t.Fatalf("child passed, want its panic:\n%s", out)
+	}
+	waitGone(t, pid, dir, false)
+}
+
+func TestKillStopsCluster(t *testing.T) {
+	needLocal(t)
+	cmd, pid, dir, all := child(t, "hang")
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-all
+	_ = cmd.Wait()
+	waitGone(t, pid, dir, false)
+}
+
+// TestNoServer: with no binaries and no URL a test is skipped, except
+// under CI, where it fails.
+func TestNoServer(t *testing.T) {
+	for _, tc := range []struct {
+		ci, want string
+	}{
+		{"", "--- SKIP: TestChild"},
+		{"false", "--- SKIP: TestChild"},
+		{"true", "--- FAIL: TestChild"},
+		{"1", "--- FAIL: TestChild"},
+	} {
+		t.Run("CI="+tc.ci, func(t *testing.T) {
+			cmd, _, _, all := child(t, "nobin", "CI="+tc.ci)
+			out := <-all
+			err := cmd.Wait()
+			if !strings.Contains(out, tc.want) || !strings.Contains(out, "no initdb, pg_ctl and postgres") {
+				t.Fatalf("want %q about the missing binaries, got:\n%s", tc.want, out)
+			}
+			if failed := err != nil; failed != strings.Contains(tc.want, "FAIL") {
+				t.Errorf("child exit: %v, want failure=%v", err, !failed)
+			}
+			if strings.Contains(out, "Schema returned") {
+				t.Errorf("Schema returned without a server:\n%s", out)
+			}
+		})
+	}
+}
+
