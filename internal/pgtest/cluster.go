@@ -71,7 +71,11 @@ func binDir() (string, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("%w: no initdb, pg_ctl and postgres together in `pg_config --bindir`, /usr/lib/postgresql/15/bin or on PATH (looked in %s)", errUnavailable, strings.Join(dirs, ", "))
+	looked := "found none of them"
+	if len(dirs) > 0 {
+		looked = "looked in " + strings.Join(dirs, ", ")
+	}
+	return "", fmt.Errorf("%w: no initdb, pg_ctl and postgres together in `pg_config --bindir`, /usr/lib/postgresql/15/bin or on PATH (%s)", errUnavailable, looked)
 }
 
 func isExec(p string) bool {
@@ -272,9 +276,9 @@ func (c *cluster) stop() error {
 // stopped; end of file means the test binary died, so it sends the
 // postmaster SIGQUIT (immediate shutdown), waits up to 30 s for it to go
 // and removes the directory. ($1: data directory, $2: the directory.) A
-// postmaster that outlives that (its pid file gone with the directory)
-// shuts itself down when it next rechecks its pid file, within about a
-// minute.
+// postmaster slower than that (its pid file gone with the directory) shuts
+// itself down when it next rechecks its pid file, within about a minute.
+// Only a watcher killed as well leaves the cluster behind.
 const watchScript = `read -r line
 [ "$line" = done ] && exit 0
 pid=$(head -n 1 "$1/postmaster.pid" 2>/dev/null)

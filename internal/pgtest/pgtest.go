@@ -82,7 +82,9 @@ var (
 // When the test binary dies without returning from m.Run (a panic in a
 // test, -timeout, kill -9), a watcher process started with the cluster
 // sees its pipe from the test binary close, shuts the postmaster down
-// (SIGQUIT: immediate shutdown) and removes the directory.
+// (SIGQUIT: immediate shutdown) and removes the directory. Only when the
+// watcher is killed as well is the cluster left: a pgtest-* directory in
+// the temporary directory, whose server `pg_ctl -D DIR/data stop` ends.
 func Main(m *testing.M) {
 	os.Exit(run(m))
 }

@@ -86,6 +86,10 @@ func TestSchemasIsolated(t *testing.T) {
 	for _, v := range []string{"a", "b"} {
 		t.Run(v, func(t *testing.T) {
 			t.Parallel()
+			// Released however the subtest ends, so a failing one does
+			// not keep the other waiting.
+			var once sync.Once
+			defer once.Do(ready.Done)
 			conn := connect(t, Schema(t))
 			ctx := context.Background()
 			schemas <- queryString(t, conn, "SELECT current_schema()")
@@ -95,7 +99,7 @@ func TestSchemasIsolated(t *testing.T) {
 			if _, err := conn.Exec(ctx, "INSERT INTO notes VALUES ($1)", v); err != nil {
 				t.Fatal(err)
 			}
-			ready.Done()
+			once.Do(ready.Done)
 			select {
 			case <-allReady:
 			case <-time.After(2 * time.Minute):
