@@ -187,7 +187,7 @@ func (c *cluster) configure() error {
 // start runs pg_ctl -w start on a free port. retry reports that the port
 // was taken and another one may do.
 func (c *cluster) start() (retry bool, err error) {
-	port, err := freePort()
+	port, err := pickPort()
 	if err != nil {
 		return false, err
 	}
@@ -328,6 +328,9 @@ func (c *cluster) run(prog string, args ...string) ([]byte, error) {
 	cmd.WaitDelay = 10 * time.Second
 	return cmd.CombinedOutput()
 }
+
+// pickPort is freePort; a variable so a test can hand out a taken port.
+var pickPort = freePort
 
 // freePort asks the kernel for a free port on 127.0.0.1. Another process
 // may bind it before the server does; [cluster.start] then reports retry.

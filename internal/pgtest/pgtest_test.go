@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -198,7 +200,8 @@ const childEnv = "PGTEST_CHILD"
 
 // TestChild starts the cluster, prints its postmaster's pid and its
 // directory, then returns, panics or hangs as childEnv says; "nobin" hides
-// the binaries instead.
+// the binaries instead; "url" makes a table in its schema (EnvURL set) and
+// prints the schema and whether a cluster was started.
 func TestChild(t *testing.T) {
 	mode := os.Getenv(childEnv)
 	if mode == "" {
@@ -210,7 +213,18 @@ func TestChild(t *testing.T) {
 		Schema(t)
 		t.Fatal("Schema returned without binaries")
 	}
-	Schema(t)
+	url := Schema(t)
+	if mode == "url" {
+		conn := connect(t, url)
+		if _, err := conn.Exec(context.Background(), "CREATE TABLE calls (id text)"); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		started := local != nil
+		mu.Unlock()
+		fmt.Printf("pgtest-child-url local=%v schema=%s\n", started, queryString(t, conn, "SELECT current_schema()"))
+		return
+	}
 	mu.Lock()
 	pid, dir := local.pid, local.dir
 	mu.Unlock()
@@ -274,7 +288,7 @@ func child(t *testing.T, mode string, env ...string) (cmd *exec.Cmd, pid int, di
 		close(line)
 		all <- b.String()
 	}()
-	if mode == "nobin" {
+	if mode == "nobin" || mode == "url" {
 		return cmd, 0, "", all
 	}
 	select {
@@ -376,3 +390,83 @@ func TestNoServer(t *testing.T) {
 	}
 }
 
+// TestEnvURL: with OPENPLAYBOOK_TEST_POSTGRES set, a test gets a schema on
+// that server, no cluster is started, and the schema is dropped after.
+func TestEnvURL(t *testing.T) {
+	Schema(t) // this package's server (a cluster, or EnvURL) for the child
+	base, err := server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, _, _, all := child(t, "url", EnvURL+"="+base)
+	out := <-all
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	var started bool
+	var schema string
+	i := strings.Index(out, "pgtest-child-url ")
+	if i < 0 {
+		t.Fatalf("the child printed no schema:\n%s", out)
+	}
+	if _, err := fmt.Sscanf(out[i:], "pgtest-child-url local=%t schema=%s", &started, &schema); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if started {
+		t.Errorf("the child started a cluster although %s was set", EnvURL)
+	}
+	if !strings.HasPrefix(schema, "t_testchild_") {
+		t.Errorf("child's schema %q, want t_testchild_...", schema)
+	}
+	conn := connect(t, base)
+	var n int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_namespace WHERE nspname = $1", schema).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("the child's schema %q is still on the server", schema)
+	}
+}
+
+// TestPortTakenRetries: when the port picked is taken before the server
+// binds it, the cluster starts on another one.
+func TestPortTakenRetries(t *testing.T) {
+	needLocal(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	takenPort := taken.Addr().(*net.TCPAddr).Port
+	var picks []int
+	pickPort = func() (int, error) {
+		if len(picks) == 0 {
+			picks = append(picks, takenPort)
+			return takenPort, nil
+		}
+		p, err := freePort()
+		picks = append(picks, p)
+		return p, err
+	}
+	defer func() { pickPort = freePort }()
+	c, err := startCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.stop(); err != nil {
+			t.Error(err)
+		}
+		if alive(c.pid) {
+			t.Errorf("postmaster %d alive after stop", c.pid)
+		}
+	}()
+	if len(picks) != 2 || c.port != picks[1] || c.port == takenPort {
+		t.Fatalf("picked %v, started on %d; want a second port after the taken %d", picks, c.port, takenPort)
+	}
+	conn := connect(t, c.url())
+	if got := queryString(t, conn, "SELECT setting FROM pg_settings WHERE name = 'port'"); got != strconv.Itoa(c.port) {
+		t.Errorf("server port %s, want %d", got, c.port)
+	}
+	conn.Close(context.Background())
+}
