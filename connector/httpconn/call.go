@@ -279,8 +279,8 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 	keyed := writes && t.retryWrite && key != ""
 	// mayHaveApplied is set once an attempt of a write may have been
 	// applied (its answer was lost, was a 5xx, or said the key's request
-	// is in progress): a later answer that says only "not now" (429,
-	// 425, in progress) then leaves the outcome unknown.
+	// is in progress): a later error answer then leaves the outcome
+	// unknown (refused).
 	mayHaveApplied := false
 	// refused is a definite error answer to this attempt: definite for
 	// the call unless an earlier attempt may have been applied (this
