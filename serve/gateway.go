@@ -280,6 +280,22 @@ func (g *gateway) current(run, agent string) (*external.Step, <-chan struct{}) {
 	return mine(cur, agent), changed
 }
 
+// live is the run's executing external step unless it has ended (its
+// agent finished it and the run is moving on, so the next step may be
+// another agent's), and a channel closed when the executing step
+// changes.
+func (g *gateway) live(run string) (*external.Step, <-chan struct{}) {
+	cur, changed := g.s.x.Current(run)
+	if cur != nil {
+		select {
+		case <-cur.Done():
+			return nil, changed
+		default:
+		}
+	}
+	return cur, changed
+}
+
 // mine is cur if it is agent's step (any agent's, for ""), else nil.
 func mine(cur *external.Step, agent string) *external.Step {
 	if cur != nil && agent != "" && cur.In.Agent != agent {
@@ -290,15 +306,23 @@ func mine(cur *external.Step, agent string) *external.Step {
 
 // SettleWait bounds how long an agent's tools/list or tools/call waits
 // for a run that is executing here but has no step for the agent yet
-// (the session's attach has just resumed it, or it is between steps).
+// while the run is at a step no external agent of it serves (an LLM or
+// builtin step before the agent's, or between steps). While the run is
+// at the agent's own step (being opened, resumed or reaching it), the
+// wait is bounded only by the request.
 const SettleWait = 5 * time.Second
 
 // settle returns the run's step for its agent. When there is none but
 // the run is executing here, it first waits until there is one or the
-// run stops executing (a gate, the end), at most [SettleWait] or until
-// ctx ends.
+// run stops executing (a gate, the end), or until ctx ends; a step that
+// has ended counts as none (the run is moving to its next step). Every
+// wake-up (a step published or ended, an event of the run) reads the
+// state again after subscribing, so none is missed. The wait is not bounded by time
+// while the run is at a step of this agent ([Runner.AtExternalStep]): the
+// step is published once the run reaches it, however long opening the
+// run takes under load; otherwise it is bounded by [SettleWait].
 func (g *gateway) settle(ctx context.Context, run, agent string) *external.Step {
-	cur, changed := g.s.x.Current(run)
+	cur, changed := g.live(run)
 	if cur != nil || !g.s.runner.Executing(run) {
 		// A step is published (for this agent, or for another: then
 		// none is this agent's now), or nothing will be soon.
@@ -306,20 +330,36 @@ func (g *gateway) settle(ctx context.Context, run, agent string) *external.Step 
 	}
 	ch, cancel := g.s.events.Subscribe(run)
 	defer cancel()
-	t := time.NewTimer(SettleWait)
-	defer t.Stop()
+	deadline := time.Now().Add(SettleWait)
 	for {
-		cur, changed = g.s.x.Current(run)
+		cur, changed = g.live(run)
 		if cur != nil || !g.s.runner.Executing(run) {
 			return mine(cur, agent)
 		}
+		var t *time.Timer
+		var bound <-chan time.Time
+		if !g.s.runner.AtExternalStep(ctx, run, agent) {
+			d := time.Until(deadline)
+			if d <= 0 {
+				return nil
+			}
+			t = time.NewTimer(d)
+			bound = t.C
+		}
+		woke := true
 		select {
 		case <-changed:
 		case <-ch:
-		case <-t.C:
-			return mine(cur, agent)
+		case <-bound:
+			woke = false
 		case <-ctx.Done():
-			return mine(cur, agent)
+			woke = false
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if !woke {
+			return nil
 		}
 	}
 }

@@ -42,6 +42,7 @@ type Runner struct {
 type execution struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	doc    *playbook.Document // the run's document, as opened
 }
 
 // NewRunner returns a Runner over the harness and its open store.
@@ -154,6 +155,38 @@ func (r *Runner) Executing(runID string) bool {
 	return r.active[runID] != nil
 }
 
+// AtExternalStep reports whether the run is executing here and is at a
+// step an external agent serves: its current step (in the store: the
+// step last started, or the entry step before the first) is an agent
+// step bound to driver "mcp" whose agent is agent ("" for any agent).
+// Such a step is published to the run's attached agents once the run
+// reaches it, or the run stops executing here.
+func (r *Runner) AtExternalStep(ctx context.Context, runID, agent string) bool {
+	r.mu.Lock()
+	e := r.active[runID]
+	r.mu.Unlock()
+	if e == nil || e.doc == nil || len(e.doc.Steps) == 0 {
+		return false
+	}
+	run, err := r.st.GetRun(ctx, runID)
+	if err != nil {
+		return false
+	}
+	st := e.doc.StepWithID(run.CurrentStep)
+	if run.CurrentStep == "" {
+		st = e.doc.Steps[0]
+	}
+	if st == nil || playbook.Str(st.Kind) != "agent" {
+		return false
+	}
+	name := playbook.Str(st.Agent)
+	if agent != "" && name != agent {
+		return false
+	}
+	b := r.h.H.Agents[name]
+	return b != nil && b.Driver == external.Name
+}
+
 // Cancel stops executing the run here (if it is) and cancels it
 // ([runtime.Cancel]).
 func (r *Runner) Cancel(ctx context.Context, runID, by, reason string) error {
@@ -205,7 +238,7 @@ func (r *Runner) start(runID string, o *launch.Opened) bool {
 		return false
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
-	e := &execution{cancel: cancel, done: make(chan struct{})}
+	e := &execution{cancel: cancel, done: make(chan struct{}), doc: o.Doc}
 	r.active[runID] = e
 	r.wg.Add(1)
 	r.mu.Unlock()
@@ -215,10 +248,28 @@ func (r *Runner) start(runID string, o *launch.Opened) bool {
 		defer close(e.done)
 		defer cancel()
 		defer o.Close()
-		out, err := o.Session.Resume(ctx, runID)
-		r.mu.Lock()
-		delete(r.active, runID)
-		r.mu.Unlock()
+		var out runtime.Outcome
+		var err error
+		for {
+			out, err = o.Session.Resume(ctx, runID)
+			// The run stops executing here unless an agent attached
+			// after its step found none. That check and the end are one
+			// step under r.mu, and an attach counts its session before
+			// Kick reads r.active under r.mu: so either Kick sees the
+			// run not executing (and the store already says it waits)
+			// and resumes it, or this sees the session and goes on. No
+			// attach falls between the two (a lost wake-up), and the run
+			// never looks stopped to a session waiting for its step.
+			r.mu.Lock()
+			again := err == nil && ctx.Err() == nil && waitsForAgentOnly(out) && r.x.Attached(runID) > 0
+			if !again {
+				delete(r.active, runID)
+			}
+			r.mu.Unlock()
+			if !again {
+				break
+			}
+		}
 		if err != nil && ctx.Err() == nil {
 			r.events.Publish(runID, Event{Type: "progress", Text: "run " + runID + ": " + o.Host.Secrets.Redact(err.Error())})
 		}
@@ -234,6 +285,20 @@ type harnessChanged string
 
 func (e harnessChanged) Error() string { return string(e) }
 func (harnessChanged) Unwrap() error   { return runtime.ErrHarnessChanged }
+
+// waitsForAgentOnly reports whether out is a run waiting for its
+// external agent and for nothing a person decides.
+func waitsForAgentOnly(out runtime.Outcome) bool {
+	if out.Status != runtime.Waiting || len(out.Waiting) == 0 {
+		return false
+	}
+	for _, p := range out.Waiting {
+		if p.Kind != "agent" {
+			return false
+		}
+	}
+	return true
+}
 
 // progressWriter publishes a run's progress lines. Lines written before
 // the run's id is known (what the runtime prints while it creates the run:

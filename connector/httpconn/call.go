@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -275,17 +276,37 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 	// the request carries the key (a call with no recorded place in a
 	// run has none).
 	retryable := !writes || (t.retryWrite && key != "")
+	keyed := writes && t.retryWrite && key != ""
+	// mayHaveApplied is set once an attempt of a write may have been
+	// applied (its answer was lost, was a 5xx, or said the key's request
+	// is in progress): a later error answer then leaves the outcome
+	// unknown (refused).
+	mayHaveApplied := false
+	// refused is a definite error answer to this attempt: definite for
+	// the call unless an earlier attempt may have been applied (this
+	// answer may come before the provider looks the key up: a 401, a
+	// 429, a validation error), then outcome-unknown.
+	refused := func(err error) error {
+		if mayHaveApplied {
+			return fmt.Errorf("%w; an earlier attempt may have been applied, so the outcome is unknown", err)
+		}
+		return registry.Definite(err)
+	}
 	refreshed := false
 	var last error
 	for attempt := 1; ; attempt++ {
 		ans, err := c.send(ctx, req)
 		var ns *notSent
 		if errors.As(err, &ns) {
+			if mayHaveApplied {
+				return nil, fmt.Errorf("%s: %s (this attempt was not sent, an earlier one may have been applied); the outcome is unknown", t.def.Name, c.redactor(ns.err.Error()))
+			}
 			return nil, registry.Definite(fmt.Errorf("%s: %s (nothing was sent)", t.def.Name, c.redactor(ns.err.Error())))
 		}
 		if err != nil {
 			// The request may have reached the provider.
 			last = fmt.Errorf("%s: %s %s: %s", t.def.Name, req.method, c.redactURL(req.url), c.redactor(netError(ctx, err, c.timeout)))
+			mayHaveApplied = writes
 			if retryable && attempt < MaxAttempts && ctx.Err() == nil && wait(ctx, backoff(attempt)) {
 				continue
 			}
@@ -298,26 +319,34 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 		case ans.status == http.StatusUnauthorized && c.refresh != nil && !refreshed:
 			refreshed = true
 			if err := c.refresh.force(ctx); err != nil {
-				return nil, registry.Definite(fmt.Errorf("%s: the provider refused the access token (401) and refreshing it failed: %s", t.def.Name, c.redactor(err.Error())))
+				return nil, refused(fmt.Errorf("%s: the provider refused the access token (401) and refreshing it failed: %s", t.def.Name, c.redactor(err.Error())))
 			}
 			attempt--
 			continue
-		case ans.status == http.StatusTooManyRequests:
-			last = registry.Definite(c.providerError(t, req, ans))
-			if retryable && attempt < MaxAttempts {
-				d, ok := retryAfter(ans.header, time.Now())
-				if !ok || d < backoff(attempt) {
-					d = backoff(attempt)
-				}
-				if dl, has := ctx.Deadline(); !has || time.Until(dl) > d {
-					if wait(ctx, d) {
-						continue
-					}
-				}
+		case keyed && c.inProgress(t, ans):
+			// Another request with this key is being processed: it is
+			// this call's (the key is its place in the run), so it may
+			// be applied. Same request, same key, after a backoff; never
+			// a definite failure, or the call would be asked again under
+			// a new key.
+			mayHaveApplied = true
+			last = fmt.Errorf("%s; a request with the same idempotency key is still in progress at the provider, so the outcome is unknown: it may be applied", c.providerError(t, req, ans))
+			if attempt < MaxAttempts && c.waitRetry(ctx, ans, attempt) {
+				continue
+			}
+			return nil, last
+		case ans.status == http.StatusTooManyRequests || ans.status == http.StatusTooEarly:
+			// Not processed now (RFC 6585 section 4, RFC 8470 section
+			// 5.2): definite unless an earlier attempt may have been
+			// applied.
+			last = refused(c.providerError(t, req, ans))
+			if retryable && attempt < MaxAttempts && c.waitRetry(ctx, ans, attempt) {
+				continue
 			}
 			return nil, last
 		case ans.status >= 500:
 			perr := c.providerError(t, req, ans)
+			mayHaveApplied = writes
 			if retryable && attempt < MaxAttempts && (ans.status == 500 || ans.status == 502 || ans.status == 503 || ans.status == 504) && wait(ctx, backoff(attempt)) {
 				continue
 			}
@@ -336,9 +365,9 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 			if writes && ans.status == http.StatusSeeOther {
 				return nil, fmt.Errorf("%w; the outcome is unknown: the provider may have applied the request", err)
 			}
-			return nil, registry.Definite(err)
+			return nil, refused(err)
 		case ans.status >= 400 || ans.status < 200 || ans.status >= 300:
-			return nil, registry.Definite(c.providerError(t, req, ans))
+			return nil, refused(c.providerError(t, req, ans))
 		}
 		v, err := c.answer(t, ans)
 		if err != nil {
@@ -346,12 +375,50 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 			stated := errors.As(err, &de)
 			err = fmt.Errorf("%s: %s %s answered %d: %s", t.def.Name, req.method, c.redactURL(req.url), ans.status, c.redactor(err.Error()))
 			if !writes || stated {
-				return nil, registry.Definite(err)
+				return nil, refused(err)
 			}
 			return nil, fmt.Errorf("%w; the provider accepted the request, so it was probably applied", err)
 		}
 		return v, nil
 	}
+}
+
+// inProgress reports whether ans, the answer to a write sent with an
+// idempotency key, says a request with the same key is still being
+// processed: a 409, or an error code the spec lists as in progress, and
+// not a code it lists as a mismatch (see [Idempotency]).
+func (c *Connection) inProgress(t *tool, ans *answer) bool {
+	if ans.status < 400 || ans.status >= 500 {
+		return false
+	}
+	var code string
+	if v, err := decode(ans.body); err == nil {
+		code = c.rawCode(v)
+	}
+	if t.idem != nil && code != "" {
+		if slices.Contains(t.idem.Mismatch, code) {
+			return false
+		}
+		if slices.Contains(t.idem.InProgress, code) {
+			return true
+		}
+	}
+	return ans.status == http.StatusConflict
+}
+
+// waitRetry waits before attempt+1 after an answer that says "not now":
+// the backoff, or the answer's Retry-After when longer. It reports false
+// (no retry) when that wait would not fit the call's time bound or ctx
+// ended.
+func (c *Connection) waitRetry(ctx context.Context, ans *answer, attempt int) bool {
+	d, ok := retryAfter(ans.header, time.Now())
+	if !ok || d < backoff(attempt) {
+		d = backoff(attempt)
+	}
+	if dl, has := ctx.Deadline(); has && time.Until(dl) <= d {
+		return false
+	}
+	return wait(ctx, d)
 }
 
 // notSent is a failure before the request left (getting its credential).
@@ -554,17 +621,26 @@ func (c *Connection) providerError(t *tool, b *built, ans *answer) error {
 	return errors.New(c.redactor(text))
 }
 
-func (c *Connection) errorText(v any) (code, msg string) {
+// rawCode is the provider's error code in an error body as the spec's
+// error shape finds it, unredacted and unclipped ("" when none): for
+// comparing with the codes a spec lists, never for showing.
+func (c *Connection) rawCode(v any) string {
 	for _, p := range c.p.spec.Errors.Code {
 		toks, _ := splitPointer(p)
 		if x, ok := pointer(v, toks); ok {
 			if s, ok := scalarString(x); ok && s != "" {
-				// Redacted before it is clipped: a secret cut by the
-				// clip would no longer match.
-				code = clip(c.redactor(s), 100)
-				break
+				return s
 			}
 		}
+	}
+	return ""
+}
+
+func (c *Connection) errorText(v any) (code, msg string) {
+	if s := c.rawCode(v); s != "" {
+		// Redacted before it is clipped: a secret cut by the clip would
+		// no longer match.
+		code = clip(c.redactor(s), 100)
 	}
 	for _, p := range c.p.spec.Errors.Message {
 		toks, _ := splitPointer(p)

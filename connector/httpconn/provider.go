@@ -59,6 +59,7 @@ type tool struct {
 	retryWrite bool // a write the provider makes idempotent
 	idemHeader string
 	idemBody   string
+	idem       *Idempotency // the provider's, for a write it makes idempotent
 	example    jsontext.Value
 }
 
@@ -198,6 +199,7 @@ func compileTool(spec Spec, st Tool, hooks map[string]Hook, where string) (*tool
 	if writes && spec.Idempotency != nil && (st.Idempotent == nil || *st.Idempotent) {
 		t.retryWrite = true
 		t.idemHeader, t.idemBody = spec.Idempotency.Header, spec.Idempotency.Body
+		t.idem = spec.Idempotency
 	}
 	return t, nil
 }

@@ -134,9 +134,30 @@ type ErrorShape struct {
 // Idempotency is how a provider takes an idempotency key: in a header
 // ("Idempotency-Key", "PayPal-Request-Id") or as a member of the JSON body
 // ("idempotency_key" for Square).
+//
+// A write sent with the key may be answered that a request with the same
+// key is still being processed (the call's own earlier attempt, or its
+// run before a crash). Such an answer is "in progress": the executor
+// sends the same request, same key, again after a backoff, and when the
+// attempts run out the call's outcome is unknown (a person decides),
+// never a definite failure, so that nobody asks again under a new key.
+// An answer is in progress when it is a 409 Conflict (the status
+// draft-ietf-httpapi-idempotency-key-header gives a request whose key's
+// first request has not finished) or its error code is in InProgress,
+// unless its code is in Mismatch.
 type Idempotency struct {
 	Header string `json:"header,omitempty"`
 	Body   string `json:"body,omitempty"`
+	// InProgress lists provider error codes (as read by [ErrorShape]
+	// Code) that say the key's first request is still being processed,
+	// at whatever 4xx status ("idempotency_key_in_use" for Stripe,
+	// "concurrent_idempotent_requests" for Resend).
+	InProgress []string `json:"inProgress,omitempty"`
+	// Mismatch lists provider error codes that say the key was used
+	// before for a request with other parameters: a definite refusal of
+	// this request, even with status 409 ("invalid_idempotent_request"
+	// for Resend, "idempotency_error" for Stripe).
+	Mismatch []string `json:"mismatch,omitempty"`
 }
 
 // Check is the preflight request: a read tool of the catalog and the

@@ -11,6 +11,7 @@ import (
 	"github.com/openplaybook/openplaybook/connector"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/registry"
+	stripeapi "github.com/stripe/stripe-go/v82"
 )
 
 // NewProvider returns the Stripe connector as a [connector.Provider]. Its
@@ -78,14 +79,21 @@ func (t stripeTool) Call(ctx context.Context, args jsontext.Value) (registry.Res
 
 // outcome marks the errors whose outcome is known as definite: arguments
 // refused before any request, no API key, and Stripe's answers with a
-// 4xx status (the request was not applied; with 409 and 429 Stripe did
-// not run it either). A 5xx answer, a timeout or a network error leaves
-// the outcome unknown.
+// 4xx status when no attempt of the call may have been applied (a 429
+// is a request Stripe did not run; an idempotency_error says the key was
+// used with other parameters). A 5xx answer, a timeout, a network error,
+// a 409 that says a request with the same key is in progress, and any
+// answer after an attempt that may have been applied
+// ([ErrOutcomeUnknown]) leave the outcome unknown.
 func outcome(err error) error {
 	var se *Error
 	switch {
+	case errors.Is(err, ErrOutcomeUnknown):
+		return err
 	case errors.Is(err, ErrInvalidArguments), errors.Is(err, ErrUnknownTool), errors.Is(err, ErrNoAPIKey):
 		return registry.Definite(err)
+	case errors.As(err, &se) && (se.Code == string(stripeapi.ErrorCodeIdempotencyKeyInUse) || (se.HTTPStatus == 409 && se.Type != string(stripeapi.ErrorTypeIdempotency))):
+		return err
 	case errors.As(err, &se) && se.HTTPStatus >= 400 && se.HTTPStatus < 500:
 		return registry.Definite(err)
 	}

@@ -27,7 +27,11 @@
 // with encoding/json or go-json-experiment/json, is the tool's
 // outputSchema. stripe-go retries a request that failed on the network, or
 // that Stripe marks retryable, up to twice; a refund's retries carry the
-// same Idempotency-Key.
+// same Idempotency-Key. A refund Stripe answers is in progress under its
+// key (HTTP 409, idempotency_key_in_use) is sent again with that key, up
+// to [InProgressAttempts] times; a refund that still fails after an
+// attempt that may have been applied returns an error wrapping
+// [ErrOutcomeUnknown], never a definite failure.
 //
 // The API key is a secret: no error this package returns contains it, nor
 // anything Stripe quotes that looks like a key or an Authorization value.
@@ -90,7 +94,10 @@ func New(cfg Config) (*Connector, error) {
 		}
 	}
 	bc := &stripeapi.BackendConfig{
-		HTTPClient: cfg.HTTPClient,
+		// Every attempt stripe-go makes is seen, so that a call whose
+		// earlier attempt may have been applied is not reported as
+		// definitely failed ([ErrOutcomeUnknown]).
+		HTTPClient: trackingClient(cfg.HTTPClient),
 		// Errors are returned to the caller; stripe-go must not also
 		// write them to stderr.
 		LeveledLogger: &stripeapi.LeveledLogger{Level: stripeapi.LevelNull},
@@ -173,7 +180,9 @@ var tools = map[string]tool{
 // The runtime validates args against the tool's inputSchema first; Call
 // checks them again and reports a mismatch as [ErrInvalidArguments]
 // without calling Stripe. An unknown tool is [ErrUnknownTool], naming it.
-// Stripe's own errors are [*Error]. Call is bounded by [Config].Timeout.
+// Stripe's own errors are [*Error]; when a request that changes
+// something may have been applied although the call failed, the error
+// also wraps [ErrOutcomeUnknown]. Call is bounded by [Config].Timeout.
 func (c *Connector) Call(ctx context.Context, tool string, args []byte) (result any, err error) {
 	impl, ok := tools[tool]
 	if !ok {
@@ -184,7 +193,12 @@ func (c *Connector) Call(ctx context.Context, tool string, args []byte) (result 
 	}
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
-	return impl(c, ctx, args)
+	ctx, log := withAttemptLog(ctx)
+	result, err = impl(c, ctx, args)
+	if err != nil && log.mayHaveApplied() {
+		return nil, fmt.Errorf("%w; %w", err, ErrOutcomeUnknown)
+	}
+	return result, err
 }
 
 // Check is a preflight: it makes one cheap authenticated request (listing

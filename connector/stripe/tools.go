@@ -469,7 +469,7 @@ func (c *Connector) chargeRefund(ctx context.Context, raw []byte) (any, error) {
 	if key != "" {
 		params.SetIdempotencyKey(key)
 	}
-	re, err := c.client.V1Refunds.Create(ctx, params)
+	re, err := c.createKeyed(ctx, key, func() (*stripeapi.Refund, error) { return c.client.V1Refunds.Create(ctx, params) })
 	if err != nil {
 		return nil, c.apiError(tool, err)
 	}
