@@ -18,7 +18,6 @@ import (
 
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/external"
-	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
 )
 
@@ -59,6 +58,9 @@ type gateway struct {
 	sessions map[*mcp.ServerSession]string // -> run
 	owners   map[string]sessionOwner       // by MCP session id
 	opening  map[string]int                // by run: requests that may open a session, in flight
+	budgets  map[string]*rejectBudget      // by run
+	attached map[string]*attachLog         // by token id
+	stop     chan struct{}                 // closed by close
 }
 
 // sessionOwner is the run and agent token a session was opened with: a
@@ -73,7 +75,8 @@ const (
 )
 
 func newGateway(s *Server) *gateway {
-	g := &gateway{s: s, sessions: map[*mcp.ServerSession]string{}, owners: map[string]sessionOwner{}, opening: map[string]int{}}
+	g := &gateway{s: s, sessions: map[*mcp.ServerSession]string{}, owners: map[string]sessionOwner{}, opening: map[string]int{},
+		budgets: map[string]*rejectBudget{}, attached: map[string]*attachLog{}, stop: make(chan struct{})}
 	g.http = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		run, _ := r.Context().Value(runKey).(string)
 		tok, _ := r.Context().Value(tokenKey).(store.AgentToken)
@@ -85,11 +88,17 @@ func newGateway(s *Server) *gateway {
 		// against its own listen address and serve.allowedOrigins.
 		DisableLocalhostProtection: true,
 	})
+	go g.watchEnds()
 	return g
 }
 
 func (g *gateway) close() {
 	g.mu.Lock()
+	select {
+	case <-g.stop:
+	default:
+		close(g.stop)
+	}
 	ss := make([]*mcp.ServerSession, 0, len(g.sessions))
 	for s := range g.sessions {
 		ss = append(ss, s)
@@ -123,6 +132,19 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	rec, err := AgentToken(ctx, g.s.st, run, tok)
 	if err != nil {
+		if status, ended := endedRun(ctx, g.s, rec, run); ended {
+			// The holder of a token of this run, which has ended: its
+			// sessions ended with it (MCP, "Session Management": a
+			// request naming an ended session is answered 404, also a
+			// DELETE), and its token with it.
+			if r.Header.Get("Mcp-Session-Id") != "" {
+				http.Error(w, fmt.Sprintf("run %s has ended (%s): its MCP sessions ended with it, and there is nothing for an agent to do", run, status), http.StatusNotFound)
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook", error="invalid_token"`)
+			http.Error(w, fmt.Sprintf("unauthorized: run %s has ended (%s), and its agent tokens ended with it", run, status), http.StatusUnauthorized)
+			return
+		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook", error="invalid_token"`)
 		http.Error(w, "unauthorized: "+ErrBadAgentToken.Error()+"; the operator issues one with POST /api/v1/runs/"+run+"/agent-token", http.StatusUnauthorized)
 		return
@@ -171,8 +193,8 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.reject(w, run, rec.ID, nil, http.StatusRequestEntityTooLarge, -32600, fmt.Sprintf("the message is over %d bytes", MaxAgentMessageBytes))
 			return
 		}
-		if msg := checkAgentMessage(body); msg != "" {
-			status, code := http.StatusBadRequest, codeOf(msg)
+		if code, msg := checkAgentMessage(body); msg != "" {
+			status := http.StatusBadRequest
 			if code == -32601 {
 				status = http.StatusOK
 			}
@@ -187,22 +209,16 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // note audits a call refused before the decision path (no step of the
-// agent was executing): agent.rejected.
-func (g *gateway) note(run, tokenID, msg string) {
-	_ = runtime.Note(context.Background(), g.s.st, run, runtime.AgentRejected{Token: tokenID, Reason: msg}, g.s.redact)
-}
+// agent was executing): agent.rejected, within the run's budget.
+func (g *gateway) note(run, tokenID, msg string) { g.noteRejected(run, tokenID, msg) }
 
 // reject answers a message refused before MCP handling with a JSON-RPC
 // error, and audits it.
 func (g *gateway) reject(w http.ResponseWriter, run, tokenID string, id jsontext.Value, status, code int, msg string) {
-	_ = runtime.Note(context.Background(), g.s.st, run, runtime.AgentRejected{Token: tokenID, Reason: msg}, g.s.redact)
-	if len(id) == 0 {
-		id = jsontext.Value("null")
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "error": map[string]any{"code": code, "message": msg}})
+	g.noteRejected(run, tokenID, msg)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	_, _ = w.Write(rejection(id, code, clipText(g.s.redact(msg), MaxReasonBytes)))
 }
 
 // newServer is the MCP server of one agent session on run, opened with
@@ -341,8 +357,9 @@ func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSe
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
 		client = p.ClientInfo.Name + " " + p.ClientInfo.Version
 	}
-	_ = runtime.Note(context.Background(), g.s.st, run, runtime.AgentAttached{Token: tokenID, Client: strings.TrimSpace(client)}, g.s.redact)
-	g.s.events.Publish(run, Event{Type: "progress", Text: "agent attached: " + strings.TrimSpace(client)})
+	if g.noteAttached(run, tokenID, client) {
+		g.s.events.Publish(run, Event{Type: "progress", Text: "agent attached: " + showClient(g.s.redact(client))})
+	}
 	go func() {
 		done := make(chan struct{})
 		go func() {
@@ -422,7 +439,7 @@ func listed(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) 
 func (g *gateway) dispatch(ctx context.Context, run string, as *agentServer, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	step, _ := g.current(run, as.agent)
 	if step == nil {
-		msg := fmt.Sprintf("no step of the run is waiting for this agent now (the run waits for a person, or has moved on or ended), so the call to %q was not run; read %s", req.Params.Name, stepURI(run))
+		msg := fmt.Sprintf("no step of the run is waiting for this agent now (the run waits for a person, or has moved on or ended), so the call to %s was not run; read %s", clipQuote(req.Params.Name, maxShownName), stepURI(run))
 		g.note(run, as.token, msg)
 		return errorResult(msg), nil
 	}
@@ -471,7 +488,7 @@ func (g *gateway) dispatch(ctx context.Context, run string, as *agentServer, req
 				return errorResult(msg), nil
 			}
 		case errors.Is(err, external.ErrStepEnded):
-			msg := fmt.Sprintf("the step has ended, so the call to %q was not run; its tools are no longer offered", req.Params.Name)
+			msg := fmt.Sprintf("the step has ended, so the call to %s was not run; its tools are no longer offered", clipQuote(req.Params.Name, maxShownName))
 			g.note(run, as.token, msg)
 			return errorResult(msg), nil
 		case errors.Is(err, driver.ErrCallLimit):

@@ -13,9 +13,6 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/openplaybook/openplaybook/mcphost"
-	"github.com/openplaybook/openplaybook/runtime"
 )
 
 // ServeStdio serves run's MCP endpoint over stdio (newline-delimited
@@ -23,7 +20,8 @@ import (
 // (Claude Desktop): `openplaybook mcp --run RUN`. The agent token, from
 // the environment, is checked as the HTTP endpoint checks it; every
 // message is checked strictly, as there. It returns when in ends or ctx
-// does; the run stays resumable.
+// does, or when the run ends (its session ends with it); the run stays
+// resumable.
 func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader, out io.Writer) error {
 	r, err := s.st.GetRun(ctx, run)
 	if err != nil {
@@ -46,8 +44,11 @@ func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader
 		return fmt.Errorf("run %s is executing in another process (an openplaybook serve?): connect the agent there, at its /mcp/runs/%s, or stop it first (%v)", run, run, err)
 	}
 	unlock()
+	ctx, cancel := s.untilEnded(ctx, run)
+	defer cancel()
 	w := &lockedWriter{w: out}
 	pr, pw := io.Pipe()
+	defer pr.Close() // the reader below stops at its next line
 	go func() {
 		sc := bufio.NewScanner(in)
 		sc.Buffer(make([]byte, 64<<10), MaxAgentMessageBytes+1)
@@ -61,13 +62,13 @@ func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader
 			// token, or an ended run, ends the session.
 			if err := stillUsable(ctx, s.st, rec.ID, run); err != nil {
 				msg := fmt.Sprintf("%v: the session ends", err)
-				_ = runtime.Note(context.Background(), s.st, run, runtime.AgentRejected{Token: rec.ID, Reason: msg}, s.redact)
+				s.gateway.noteRejected(run, rec.ID, msg)
 				w.writeLine(rejection(idOf(line), -32001, msg))
 				break
 			}
-			if msg := checkAgentMessage(line); msg != "" {
-				_ = runtime.Note(context.Background(), s.st, run, runtime.AgentRejected{Token: rec.ID, Reason: msg}, s.redact)
-				w.writeLine(rejection(idOf(line), codeOf(msg), msg))
+			if code, msg := checkAgentMessage(line); msg != "" {
+				s.gateway.noteRejected(run, rec.ID, msg)
+				w.writeLine(rejection(idOf(line), code, clipText(s.redact(msg), MaxReasonBytes)))
 				continue
 			}
 			if _, err := pw.Write(append(slices.Clip(line), '\n')); err != nil {
@@ -76,7 +77,7 @@ func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader
 		}
 		if err := sc.Err(); err != nil {
 			msg := fmt.Sprintf("the client sent a line over %d bytes", MaxAgentMessageBytes)
-			_ = runtime.Note(context.Background(), s.st, run, runtime.AgentRejected{Token: rec.ID, Reason: msg}, s.redact)
+			s.gateway.noteRejected(run, rec.ID, msg)
 			w.writeLine(rejection(nil, -32600, msg))
 		}
 		pw.Close()
@@ -89,40 +90,9 @@ func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader
 	return err
 }
 
-// checkAgentMessage says why the gateway refuses msg, or "".
-func checkAgentMessage(msg []byte) string {
-	if m := mcphost.CheckMessage(msg); m != "" {
-		return "the client sent" + m[len("it sent"):]
-	}
-	var head struct {
-		Method *string `json:"method"`
-	}
-	if err := json.Unmarshal(msg, &head); err != nil {
-		return "the message is not a JSON-RPC request, notification or response"
-	}
-	if head.Method != nil && !slices.Contains(agentMethods, *head.Method) {
-		return fmt.Sprintf("method %q is not served here", *head.Method)
-	}
-	return ""
-}
-
-func codeOf(msg string) int {
-	if bytes.HasPrefix([]byte(msg), []byte("method ")) {
-		return -32601
-	}
-	return -32600
-}
-
-func idOf(msg []byte) jsontext.Value {
-	var head struct {
-		ID jsontext.Value `json:"id"`
-	}
-	if json.Unmarshal(msg, &head) == nil && len(head.ID) > 0 {
-		return head.ID
-	}
-	return nil
-}
-
+// rejection is the JSON-RPC error answering a refused message: id as
+// the message had it (null when it had none, or one that is not
+// echoed; see [idOf]).
 func rejection(id jsontext.Value, code int, msg string) []byte {
 	if len(id) == 0 {
 		id = jsontext.Value("null")
