@@ -60,6 +60,8 @@ type gateway struct {
 	opening  map[string]int                // by run: requests that may open a session, in flight
 	budgets  map[string]*rejectBudget      // by run
 	attached map[string]*attachLog         // by token id
+	inflight map[string]int                // by MCP session id: POSTs being answered
+	ending   map[string]bool               // by MCP session id: closed once inflight is 0
 	stop     chan struct{}                 // closed by close
 }
 
@@ -76,7 +78,8 @@ const (
 
 func newGateway(s *Server) *gateway {
 	g := &gateway{s: s, sessions: map[*mcp.ServerSession]string{}, owners: map[string]sessionOwner{}, opening: map[string]int{},
-		budgets: map[string]*rejectBudget{}, attached: map[string]*attachLog{}, stop: make(chan struct{})}
+		budgets: map[string]*rejectBudget{}, attached: map[string]*attachLog{}, inflight: map[string]int{}, ending: map[string]bool{},
+		stop: make(chan struct{})}
 	g.http = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		run, _ := r.Context().Value(runKey).(string)
 		tok, _ := r.Context().Value(tokenKey).(store.AgentToken)
@@ -202,6 +205,15 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && r.Method == http.MethodPost {
+		// A session whose run has ended is closed once the POSTs it is
+		// answering are answered (go-sdk sends nothing once a session
+		// is closing).
+		g.mu.Lock()
+		g.inflight[sid]++
+		g.mu.Unlock()
+		defer g.answered(sid)
 	}
 	ctx = context.WithValue(ctx, runKey, run)
 	ctx = context.WithValue(ctx, tokenKey, rec)
@@ -379,6 +391,7 @@ func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSe
 				g.mu.Lock()
 				delete(g.sessions, ss)
 				delete(g.owners, ss.ID())
+				delete(g.ending, ss.ID())
 				g.mu.Unlock()
 				detach()
 				return

@@ -13,7 +13,9 @@ import (
 // A run's agent sessions end with the run: the gateway watches the
 // runs' status events (and, for a run ended by another process, looks
 // again every [endCheckEvery]) and closes the sessions of a run that has
-// ended. A request that names such a session afterwards, with the run's
+// ended, each once it has no request being answered (go-sdk writes no
+// answer once a session is closing). A request that names such a
+// session afterwards, with the run's
 // token, is answered 404 (MCP, "Session Management": the session has
 // ended), a DELETE included; one without a session is answered 401
 // saying that the run has ended.
@@ -22,6 +24,11 @@ import (
 // sessions that ended without a status event here (another process
 // ended them).
 const endCheckEvery = 5 * time.Second
+
+// quietWait bounds how long the stdio session of an ended run waits for
+// its requests to be answered before it ends (a request the client
+// cancelled may never be).
+const quietWait = 30 * time.Second
 
 // watchEnds closes the sessions of runs that end, until the gateway
 // closes.
@@ -59,16 +66,49 @@ func (g *gateway) closeEnded() {
 		if err != nil || !r.Status.Ended() {
 			continue
 		}
+		var now []*mcp.ServerSession
 		g.mu.Lock()
 		for tok, l := range g.attached {
 			if l.run == run {
 				delete(g.attached, tok)
 			}
 		}
-		g.mu.Unlock()
 		for _, s := range ss {
-			go s.Close() // waits for its requests in flight: the last answer is sent first
+			if g.inflight[s.ID()] > 0 {
+				g.ending[s.ID()] = true // closed by answered
+			} else {
+				now = append(now, s)
+			}
 		}
+		g.mu.Unlock()
+		for _, s := range now {
+			go s.Close()
+		}
+	}
+}
+
+// answered ends a POST of session sid: its answers are written. A
+// session of an ended run is closed when it has none left.
+func (g *gateway) answered(sid string) {
+	g.mu.Lock()
+	g.inflight[sid]--
+	if g.inflight[sid] > 0 {
+		g.mu.Unlock()
+		return
+	}
+	delete(g.inflight, sid)
+	var end *mcp.ServerSession
+	if g.ending[sid] {
+		delete(g.ending, sid)
+		for s := range g.sessions {
+			if s.ID() == sid {
+				end = s
+			}
+		}
+	}
+	g.mu.Unlock()
+	if end != nil {
+		go end.Close()
 	}
 }
 
@@ -86,9 +126,10 @@ func endedRun(ctx context.Context, s *Server, rec store.AgentToken, run string) 
 	return r.Status, true
 }
 
-// untilEnded returns a context that ends with ctx or when run has
-// ended, for the session of `openplaybook mcp`.
-func (s *Server) untilEnded(ctx context.Context, run string) (context.Context, context.CancelFunc) {
+// untilEnded returns a context that ends with ctx or, once run has
+// ended, when quiet returns (it waits until the session's requests are
+// answered, or its context ends), for the session of `openplaybook mcp`.
+func (s *Server) untilEnded(ctx context.Context, run string, quiet func(context.Context)) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	ch, unsubscribe := s.events.Subscribe(run)
 	go func() {
@@ -106,6 +147,9 @@ func (s *Server) untilEnded(ctx context.Context, run string) (context.Context, c
 			case <-t.C:
 			}
 			if r, err := s.st.GetRun(ctx, run); err == nil && r.Status.Ended() {
+				qctx, qcancel := context.WithTimeout(ctx, quietWait)
+				quiet(qctx)
+				qcancel()
 				cancel()
 				return
 			}

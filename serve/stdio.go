@@ -44,9 +44,11 @@ func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader
 		return fmt.Errorf("run %s is executing in another process (an openplaybook serve?): connect the agent there, at its /mcp/runs/%s, or stop it first (%v)", run, run, err)
 	}
 	unlock()
-	ctx, cancel := s.untilEnded(ctx, run)
+	w := &lockedWriter{w: out, pending: newPending()}
+	// When the run ends, the session ends once every request passed on
+	// is answered (go-sdk writes no answer once a session is closing).
+	ctx, cancel := s.untilEnded(ctx, run, w.pending.wait)
 	defer cancel()
-	w := &lockedWriter{w: out}
 	pr, pw := io.Pipe()
 	defer pr.Close() // the reader below stops at its next line
 	go func() {
@@ -70,6 +72,9 @@ func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader
 				s.gateway.noteRejected(run, rec.ID, msg)
 				w.writeLine(rejection(idOf(line), code, clipText(s.redact(msg), MaxReasonBytes)))
 				continue
+			}
+			if isRequest(line) {
+				w.pending.add(1)
 			}
 			if _, err := pw.Write(append(slices.Clip(line), '\n')); err != nil {
 				return
@@ -102,16 +107,76 @@ func rejection(id jsontext.Value, code int, msg string) []byte {
 }
 
 // lockedWriter serialises whole lines from the transport and from the
-// gateway's own rejections.
+// gateway's own rejections, and counts the answers the transport wrote.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu      sync.Mutex
+	w       io.Writer
+	pending *pending // requests passed to the transport, not yet answered
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	l.mu.Unlock()
+	if isResponse(p) {
+		l.pending.add(-1)
+	}
+	return n, err
+}
+
+// pending counts the requests of a stdio session not yet answered.
+type pending struct {
+	mu      sync.Mutex
+	n       int
+	changed chan struct{} // has a value after a change
+}
+
+func newPending() *pending { return &pending{changed: make(chan struct{}, 1)} }
+
+func (p *pending) add(d int) {
+	p.mu.Lock()
+	p.n += d
+	p.mu.Unlock()
+	select {
+	case p.changed <- struct{}{}:
+	default:
+	}
+}
+
+// wait returns when no request is unanswered, or ctx ends.
+func (p *pending) wait(ctx context.Context) {
+	for {
+		p.mu.Lock()
+		n := p.n
+		p.mu.Unlock()
+		if n <= 0 {
+			return
+		}
+		select {
+		case <-p.changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// isRequest reports whether msg, a message that passed
+// checkAgentMessage, is a request (it has an id, so it is answered).
+func isRequest(msg []byte) bool {
+	var head struct {
+		ID jsontext.Value `json:"id"`
+	}
+	return json.Unmarshal(msg, &head) == nil && head.ID != nil && head.ID.Kind() != 'n'
+}
+
+// isResponse reports whether msg, a line go-sdk wrote, is an answer (an
+// id, no method).
+func isResponse(msg []byte) bool {
+	var head struct {
+		ID     jsontext.Value `json:"id"`
+		Method jsontext.Value `json:"method"`
+	}
+	return json.Unmarshal(msg, &head) == nil && head.ID != nil && head.Method == nil
 }
 
 func (l *lockedWriter) writeLine(b []byte) {
