@@ -56,7 +56,7 @@ func TestCheckMessage(t *testing.T) {
 	} {
 		got := checkMessage([]byte(c.msg), redactor{})
 		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
-			t.Errorf("%q: %q, want %q", c.msg, got, c.want)
+			t.Errorf("%.120q: %q, want %q", c.msg, got, c.want)
 		}
 	}
 }
