@@ -393,7 +393,7 @@ type AgentAttached struct {
 	// Step is the step executing when the session attached ("" when none
 	// was: the run was resuming, between steps or at a gate).
 	Step   string `json:"step,omitempty"`
-	Folded int    `json:"folded,omitempty"`
+	Folded int    `json:"folded,omitzero"`
 }
 
 // AgentRejected: a message of the run's external agent was rejected

@@ -33,6 +33,11 @@ func TestAttackAttachFolded(t *testing.T) {
 		return out
 	}
 	before := len(attached())
+	// The client is named, from its initialize (the session's first
+	// message, which it attaches with).
+	if c := attached()[0]["client"]; c != "test-agent 1" {
+		t.Errorf("the first agent.attached names client %v, want \"test-agent 1\"", c)
+	}
 	const n = 40
 	for range n {
 		s := r.connect(tok.MCPURL, tok.Token)
@@ -93,6 +98,19 @@ func TestAttackGateFloodClipped(t *testing.T) {
 	post(t, tok.MCPURL, tok.Token, "", []byte(client), nil)
 	if grown := size() - before; grown > 64<<10 {
 		t.Errorf("BROKEN: four 1 MiB tool names, a 1 MiB method and a 1 MiB client name added %d bytes to the audit log", grown)
+	}
+	au, err := r.srv.Audit(context.Background(), run, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, rec := range au.Records {
+		all.Write(rec.Data)
+	}
+	for _, want := range []string{"(a name of 1048577 bytes)", "(a name of 1048576 bytes)", fmt.Sprintf("a client name of %d bytes", len(huge)+2)} {
+		if !strings.Contains(all.String(), want) {
+			t.Errorf("no record says %q", want)
+		}
 	}
 	b := r.browser()
 	b.login()

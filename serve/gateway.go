@@ -269,7 +269,7 @@ func (g *gateway) newServer(run, tokenID, agent string) *mcp.Server {
 			// server/discover is the client asking what the server speaks,
 			// in a session of its own, before it opens the real one.
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && method != "server/discover" {
-				as.once.Do(func() { g.attach(run, tokenID, as, ss) })
+				as.once.Do(func() { g.attach(run, tokenID, as, ss, clientOf(req, ss)) })
 			}
 			if method == "tools/list" || method == "tools/call" {
 				// A session that has just attached resumed the run: let
@@ -357,7 +357,7 @@ func stepURI(run string) string { return "openplaybook://runs/" + run + "/step" 
 // attach records an initialized agent session: the run is served by an
 // agent now, so a run waiting for it resumes, and the session's tools
 // follow the run's executing step until the session ends.
-func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSession) {
+func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSession, client string) {
 	detach := g.s.x.Attach(run)
 	g.mu.Lock()
 	g.sessions[ss] = run
@@ -365,10 +365,6 @@ func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSe
 		g.owners[id] = sessionOwner{run: run, token: tokenID}
 	}
 	g.mu.Unlock()
-	client := ""
-	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-		client = p.ClientInfo.Name + " " + p.ClientInfo.Version
-	}
 	if g.noteAttached(run, tokenID, client) {
 		g.s.events.Publish(run, Event{Type: "progress", Text: "agent attached: " + showClient(g.s.redact(client))})
 	}
@@ -399,6 +395,22 @@ func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSe
 		}
 	}()
 	g.s.runner.Kick(run)
+}
+
+// clientOf is the "name version" of the client of session ss, from req
+// when it is the initialize request (the session has not stored it
+// yet), else from the session; "" when unknown.
+func clientOf(req mcp.Request, ss *mcp.ServerSession) string {
+	var info *mcp.Implementation
+	if p, ok := req.GetParams().(*mcp.InitializeParams); ok && p != nil {
+		info = p.ClientInfo
+	} else if p := ss.InitializeParams(); p != nil {
+		info = p.ClientInfo
+	}
+	if info == nil {
+		return ""
+	}
+	return strings.TrimSpace(info.Name + " " + info.Version)
 }
 
 // syncTools offers the executing step's allowed tools (wire names) and

@@ -28,17 +28,17 @@ const MaxReasonBytes = 1024
 
 // maxShownName bounds a name of the agent's (a tool, a method, a client)
 // that a record or an answer shows; a longer one is shown as its size
-// only ("a name of 1048576 bytes"), so that a secret in it is not shown
+// only ("(a name of 1048576 bytes)"), so that a secret in it is not shown
 // in part.
 const maxShownName = 128
 
 // clipQuote is s quoted (%q) when it is at most n bytes, else only its
-// size.
+// size, "(a name of 1048576 bytes)".
 func clipQuote(s string, n int) string {
 	if len(s) <= n {
 		return fmt.Sprintf("%q", s)
 	}
-	return fmt.Sprintf("a name of %d bytes", len(s))
+	return fmt.Sprintf("(a name of %d bytes)", len(s))
 }
 
 // clipText cuts s to at most n bytes at a character boundary, ending it
