@@ -78,11 +78,18 @@ func (g *wireGuard) check(msg []byte) error {
 	return nil
 }
 
+// MaxDepth is the deepest nesting of objects and arrays a message may
+// have: 10000, the limit of the JSON decoders that read messages here and
+// in go-sdk (jsontext and encoding/json refuse 10001). A deeper message
+// is refused as such, "nested deeper than 10000 levels", before a decoder
+// reports it as invalid JSON.
+const MaxDepth = 10000
+
 // checkMessage says what makes msg (one stdio line, one HTTP response
 // body, one SSE event's data) other than one strictly readable JSON
 // object, or "": a batch, not JSON, not one value, invalid UTF-8, a lone
-// surrogate escape, a member name twice in an object, or two names in an
-// object that differ only by case. Member names in the answer are
+// surrogate escape, a member name twice in an object, two names in an
+// object that differ only by case, or nesting deeper than [MaxDepth]. Member names in the answer are
 // redacted with red and cut short. It is one pass over msg.
 func checkMessage(msg []byte, red redactor) string {
 	msg = bytes.TrimLeft(msg, " \t\r\n")
@@ -156,6 +163,11 @@ func (c *checker) check(msg []byte, red redactor) string {
 					quoteBytes([]byte(red.redact(other))), quoteBytes([]byte(red.redact(string(c.arena[start:])))))
 			}
 			continue
+		}
+		if depth >= MaxDepth {
+			if k := d.PeekKind(); k == '{' || k == '[' {
+				return fmt.Sprintf("it sent JSON nested deeper than %d levels, the most a message may have (at byte %d)", MaxDepth, d.InputOffset())
+			}
 		}
 		tok, err := d.ReadToken()
 		if err != nil {
@@ -292,8 +304,8 @@ func foldEqual(a, b []byte) bool {
 // it: a stdio line, an HTTP request or response body) other than one
 // strictly readable JSON object, or "" when it is one: a batch, not JSON,
 // more than one value, invalid UTF-8, a lone surrogate escape, a member
-// name given twice in an object, or two names in an object that differ
-// only by case. The answer begins "it sent" and names the peer's member
+// name given twice in an object, two names in an object that differ
+// only by case, or nesting deeper than [MaxDepth]. The answer begins "it sent" and names the peer's member
 // names cut short. The MCP gateway (package serve) applies the same
 // rules to what an agent sends as the client applies to servers.
 func CheckMessage(msg []byte) string { return checkMessage(msg, redactor{}) }

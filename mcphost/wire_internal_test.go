@@ -48,10 +48,15 @@ func TestCheckMessage(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"result":{}} x`, "more than one JSON value"},
 		{`{"jsonrpc":"2.0","id":1,"result":{`, "incomplete"},
 		{`{"jsonrpc":"2.0",'id':1}`, "invalid JSON"},
+		// The message's object is level 1: 9999 arrays in it are 10000.
+		{`{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat("[", MaxDepth-1) + strings.Repeat("]", MaxDepth-1) + `}`, ""},
+		{`{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth) + `}`, "nested deeper than 10000 levels"},
+		{`{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat(`{"a":`, MaxDepth) + "1" + strings.Repeat("}", MaxDepth) + `}`, "nested deeper than 10000 levels"},
+		{`{"jsonrpc":"2.0","id":1,"result":"` + strings.Repeat("[", 2*MaxDepth) + `"}`, ""},
 	} {
 		got := checkMessage([]byte(c.msg), redactor{})
 		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
-			t.Errorf("%q: %q, want %q", c.msg, got, c.want)
+			t.Errorf("%.120q: %q, want %q", c.msg, got, c.want)
 		}
 	}
 }

@@ -433,10 +433,18 @@ type AgentTokenRevoked struct {
 }
 
 // AgentAttached: an external agent (an MCP client) opened a session on
-// the run with a valid token.
+// the run with a valid token. A server records a token's first session
+// in each step attempt, and in each time between two steps, only
+// (docs/serve.md, "Agent tokens"): Folded counts the token's sessions
+// that attached after its previous agent.attached record without a
+// record of their own.
 type AgentAttached struct {
 	Token  string `json:"token"`
 	Client string `json:"client,omitempty"`
+	// Step is the step executing when the session attached ("" when none
+	// was: the run was resuming, between steps or at a gate).
+	Step   string `json:"step,omitempty"`
+	Folded int    `json:"folded,omitzero"`
 }
 
 // AgentRejected: a message of the run's external agent was rejected

@@ -30,7 +30,8 @@ type member struct{ name, want string }
 // with a field per member of shape. An empty body leaves v as it is,
 // unless required. It answers (as an [*apiError]) 415 for a
 // Content-Type other than application/json, 413 for a body over
-// [MaxAPIBodyBytes], and 400 for a body that is not JSON or not the
+// [MaxAPIBodyBytes], and 400 for a body that is not JSON (nested deeper
+// than [MaxAPIBodyDepth] is said so) or not the
 // shape, saying where (line, byte column and JSON Pointer) and what
 // would be valid. Unknown and repeated members are refused.
 func readBody(w http.ResponseWriter, r *http.Request, v any, shape bodyShape, required bool) error {
@@ -59,6 +60,40 @@ func readBody(w http.ResponseWriter, r *http.Request, v any, shape bodyShape, re
 	return nil
 }
 
+// MaxAPIBodyDepth is the deepest nesting of objects and arrays an API
+// request body may have: the limit of the JSON decoder (jsontext), which
+// refuses a body nested deeper with a 400 that names it.
+const MaxAPIBodyDepth = 10000
+
+// nestedPast reports where in b (the offset of the '{' or '[') the
+// nesting of objects and arrays first goes past max, reading strings as
+// strings; b need not be valid JSON.
+func nestedPast(b []byte, max int) (int, bool) {
+	depth, inString, escaped := 0, false, false
+	for i, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > max {
+				return i, true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return 0, false
+}
+
 // bodyError turns an error decoding body into a 400 that says where
 // ("line 3, column 14 (at /approve)") and what belongs there.
 func bodyError(body []byte, err error, shape bodyShape) error {
@@ -84,7 +119,12 @@ func bodyError(body []byte, err error, shape bodyShape) error {
 		}
 	case errors.As(err, &syn):
 		off, ptr = syn.ByteOffset, syn.JSONPointer
-		if errors.Is(syn.Err, jsontext.ErrDuplicateName) {
+		if at, deep := nestedPast(body, MaxAPIBodyDepth); deep && int64(at) <= off {
+			// The decoder's limit, named: it reports it as any syntax
+			// error, at the bracket past the limit.
+			off, ptr = int64(at), ""
+			what = fmt.Sprintf("the JSON is nested deeper than %d levels, the most the API reads", MaxAPIBodyDepth)
+		} else if errors.Is(syn.Err, jsontext.ErrDuplicateName) {
 			what = fmt.Sprintf("member %q is given twice; give it once", ptr.LastToken())
 		} else {
 			what = "not valid JSON: " + strings.TrimPrefix(syn.Err.Error(), "jsontext: ")

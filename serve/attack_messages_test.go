@@ -68,8 +68,8 @@ func TestAttackMoreHostileMessages(t *testing.T) {
 	if rejected != len(cases) {
 		t.Errorf("BROKEN: %d agent.rejected records for %d refused messages", rejected, len(cases))
 	}
-	// A response-shaped message (no method) names nothing to run; the
-	// session still works.
+	// A response-shaped message (no method) names nothing to run: it is
+	// refused (TestAttackMessagesWithoutMethod); the session still works.
 	post(t, tok.MCPURL, tok.Token, sid, []byte(`{"jsonrpc":"2.0","id":99,"result":{"content":[]}}`), nil)
 	if _, isErr := a.call(t, "customer__get", map[string]any{"customerId": "cus_ada"}); isErr {
 		t.Fatal("the session broke")

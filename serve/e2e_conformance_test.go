@@ -91,6 +91,12 @@ func TestConformance(t *testing.T) {
 	if len(calls) < 8 || count["call.refused"] != len(calls) || count["call.started"] != 0 {
 		t.Fatalf("%d calls in the store; audit records %v", len(calls), count)
 	}
+	// The suite opens a session per scenario, all with the one token and
+	// while one step executes: they are recorded once per step attempt
+	// (and once before the step), not once each.
+	if count["agent.attached"] > 2 {
+		t.Errorf("%d agent.attached records for one token in one step attempt, want at most 2", count["agent.attached"])
+	}
 }
 
 // confOut is where the suite writes its results: $OPENPLAYBOOK_CONFORMANCE_OUT

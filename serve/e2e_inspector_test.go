@@ -195,7 +195,10 @@ func TestInspectorIsTheAgent(t *testing.T) {
 	for _, r := range au.Records {
 		count[r.Kind]++
 	}
-	if count["call.succeeded"] != 2 || count["call.refused"] != 1 || count["run.completed"] != 1 || count["agent.attached"] < 6 {
+	// Each inspector invocation is a session of the one token: they are
+	// recorded once per step attempt and once per time between steps
+	// (before the first, the gate), so at most 4 times.
+	if count["call.succeeded"] != 2 || count["call.refused"] != 1 || count["run.completed"] != 1 || count["agent.attached"] < 1 || count["agent.attached"] > 4 {
 		t.Fatalf("audit record kinds: %v", count)
 	}
 }

@@ -196,8 +196,10 @@ func TestLoad(t *testing.T) {
 	if int64(len(calls)) != n || int64(states[store.CallSucceeded]) != n || int64(kinds["call.succeeded"]) != n {
 		t.Fatalf("%d calls answered; the store has %d calls of the step (%v), the audit %v", n, len(calls), states, kinds)
 	}
-	if attached := countKind(au, "agent.attached"); attached != loadSessions {
-		t.Errorf("%d agent.attached records, want %d", attached, loadSessions)
+	// One token's sessions are recorded once per step attempt (and once
+	// before the step, while the first sessions resume the run).
+	if attached := countKind(au, "agent.attached"); attached < 1 || attached > 2 {
+		t.Errorf("%d agent.attached records for %d sessions of one token, want 1 or 2", attached, loadSessions)
 	}
 }
 

@@ -18,7 +18,6 @@ import (
 
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/external"
-	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
 )
 
@@ -59,6 +58,11 @@ type gateway struct {
 	sessions map[*mcp.ServerSession]string // -> run
 	owners   map[string]sessionOwner       // by MCP session id
 	opening  map[string]int                // by run: requests that may open a session, in flight
+	budgets  map[string]*rejectBudget      // by run
+	attached map[string]*attachLog         // by token id
+	inflight map[string]int                // by MCP session id: POSTs being answered
+	ending   map[string]bool               // by MCP session id: closed once inflight is 0
+	stop     chan struct{}                 // closed by close
 }
 
 // sessionOwner is the run and agent token a session was opened with: a
@@ -73,7 +77,9 @@ const (
 )
 
 func newGateway(s *Server) *gateway {
-	g := &gateway{s: s, sessions: map[*mcp.ServerSession]string{}, owners: map[string]sessionOwner{}, opening: map[string]int{}}
+	g := &gateway{s: s, sessions: map[*mcp.ServerSession]string{}, owners: map[string]sessionOwner{}, opening: map[string]int{},
+		budgets: map[string]*rejectBudget{}, attached: map[string]*attachLog{}, inflight: map[string]int{}, ending: map[string]bool{},
+		stop: make(chan struct{})}
 	g.http = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		run, _ := r.Context().Value(runKey).(string)
 		tok, _ := r.Context().Value(tokenKey).(store.AgentToken)
@@ -85,11 +91,17 @@ func newGateway(s *Server) *gateway {
 		// against its own listen address and serve.allowedOrigins.
 		DisableLocalhostProtection: true,
 	})
+	go g.watchEnds()
 	return g
 }
 
 func (g *gateway) close() {
 	g.mu.Lock()
+	select {
+	case <-g.stop:
+	default:
+		close(g.stop)
+	}
 	ss := make([]*mcp.ServerSession, 0, len(g.sessions))
 	for s := range g.sessions {
 		ss = append(ss, s)
@@ -123,6 +135,19 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	rec, err := AgentToken(ctx, g.s.st, run, tok)
 	if err != nil {
+		if status, ended := endedRun(ctx, g.s, rec, run); ended {
+			// The holder of a token of this run, which has ended: its
+			// sessions ended with it (MCP, "Session Management": a
+			// request naming an ended session is answered 404, also a
+			// DELETE), and its token with it.
+			if r.Header.Get("Mcp-Session-Id") != "" {
+				http.Error(w, fmt.Sprintf("run %s has ended (%s): its MCP sessions ended with it, and there is nothing for an agent to do", run, status), http.StatusNotFound)
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook", error="invalid_token"`)
+			http.Error(w, fmt.Sprintf("unauthorized: run %s has ended (%s), and its agent tokens ended with it", run, status), http.StatusUnauthorized)
+			return
+		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook", error="invalid_token"`)
 		http.Error(w, "unauthorized: "+ErrBadAgentToken.Error()+"; the operator issues one with POST /api/v1/runs/"+run+"/agent-token", http.StatusUnauthorized)
 		return
@@ -171,8 +196,8 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.reject(w, run, rec.ID, nil, http.StatusRequestEntityTooLarge, -32600, fmt.Sprintf("the message is over %d bytes", MaxAgentMessageBytes))
 			return
 		}
-		if msg := checkAgentMessage(body); msg != "" {
-			status, code := http.StatusBadRequest, codeOf(msg)
+		if code, msg := checkAgentMessage(body); msg != "" {
+			status := http.StatusBadRequest
 			if code == -32601 {
 				status = http.StatusOK
 			}
@@ -181,28 +206,31 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
+	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && r.Method == http.MethodPost {
+		// A session whose run has ended is closed once the POSTs it is
+		// answering are answered (go-sdk sends nothing once a session
+		// is closing).
+		g.mu.Lock()
+		g.inflight[sid]++
+		g.mu.Unlock()
+		defer g.answered(sid)
+	}
 	ctx = context.WithValue(ctx, runKey, run)
 	ctx = context.WithValue(ctx, tokenKey, rec)
 	g.http.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // note audits a call refused before the decision path (no step of the
-// agent was executing): agent.rejected.
-func (g *gateway) note(run, tokenID, msg string) {
-	_ = runtime.Note(context.Background(), g.s.st, run, runtime.AgentRejected{Token: tokenID, Reason: msg}, g.s.redact)
-}
+// agent was executing): agent.rejected, within the run's budget.
+func (g *gateway) note(run, tokenID, msg string) { g.noteRejected(run, tokenID, msg) }
 
 // reject answers a message refused before MCP handling with a JSON-RPC
 // error, and audits it.
 func (g *gateway) reject(w http.ResponseWriter, run, tokenID string, id jsontext.Value, status, code int, msg string) {
-	_ = runtime.Note(context.Background(), g.s.st, run, runtime.AgentRejected{Token: tokenID, Reason: msg}, g.s.redact)
-	if len(id) == 0 {
-		id = jsontext.Value("null")
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "error": map[string]any{"code": code, "message": msg}})
+	g.noteRejected(run, tokenID, msg)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	_, _ = w.Write(rejection(id, code, clipText(g.s.redact(msg), MaxReasonBytes)))
 }
 
 // newServer is the MCP server of one agent session on run, opened with
@@ -241,7 +269,7 @@ func (g *gateway) newServer(run, tokenID, agent string) *mcp.Server {
 			// server/discover is the client asking what the server speaks,
 			// in a session of its own, before it opens the real one.
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && method != "server/discover" {
-				as.once.Do(func() { g.attach(run, tokenID, as, ss) })
+				as.once.Do(func() { g.attach(run, tokenID, as, ss, clientOf(req, ss)) })
 			}
 			if method == "tools/list" || method == "tools/call" {
 				// A session that has just attached resumed the run: let
@@ -369,7 +397,7 @@ func stepURI(run string) string { return "openplaybook://runs/" + run + "/step" 
 // attach records an initialized agent session: the run is served by an
 // agent now, so a run waiting for it resumes, and the session's tools
 // follow the run's executing step until the session ends.
-func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSession) {
+func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSession, client string) {
 	detach := g.s.x.Attach(run)
 	g.mu.Lock()
 	g.sessions[ss] = run
@@ -377,12 +405,9 @@ func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSe
 		g.owners[id] = sessionOwner{run: run, token: tokenID}
 	}
 	g.mu.Unlock()
-	client := ""
-	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-		client = p.ClientInfo.Name + " " + p.ClientInfo.Version
+	if g.noteAttached(run, tokenID, client) {
+		g.s.events.Publish(run, Event{Type: "progress", Text: "agent attached: " + showClient(g.s.redact(client))})
 	}
-	_ = runtime.Note(context.Background(), g.s.st, run, runtime.AgentAttached{Token: tokenID, Client: strings.TrimSpace(client)}, g.s.redact)
-	g.s.events.Publish(run, Event{Type: "progress", Text: "agent attached: " + strings.TrimSpace(client)})
 	go func() {
 		done := make(chan struct{})
 		go func() {
@@ -402,6 +427,7 @@ func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSe
 				g.mu.Lock()
 				delete(g.sessions, ss)
 				delete(g.owners, ss.ID())
+				delete(g.ending, ss.ID())
 				g.mu.Unlock()
 				detach()
 				return
@@ -409,6 +435,22 @@ func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSe
 		}
 	}()
 	g.s.runner.Kick(run)
+}
+
+// clientOf is the "name version" of the client of session ss, from req
+// when it is the initialize request (the session has not stored it
+// yet), else from the session; "" when unknown.
+func clientOf(req mcp.Request, ss *mcp.ServerSession) string {
+	var info *mcp.Implementation
+	if p, ok := req.GetParams().(*mcp.InitializeParams); ok && p != nil {
+		info = p.ClientInfo
+	} else if p := ss.InitializeParams(); p != nil {
+		info = p.ClientInfo
+	}
+	if info == nil {
+		return ""
+	}
+	return strings.TrimSpace(info.Name + " " + info.Version)
 }
 
 // syncTools offers the executing step's allowed tools (wire names) and
@@ -462,7 +504,7 @@ func listed(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) 
 func (g *gateway) dispatch(ctx context.Context, run string, as *agentServer, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	step, _ := g.current(run, as.agent)
 	if step == nil {
-		msg := fmt.Sprintf("no step of the run is waiting for this agent now (the run waits for a person, or has moved on or ended), so the call to %q was not run; read %s", req.Params.Name, stepURI(run))
+		msg := fmt.Sprintf("no step of the run is waiting for this agent now (the run waits for a person, or has moved on or ended), so the call to %s was not run; read %s", clipQuote(req.Params.Name, maxShownName), stepURI(run))
 		g.note(run, as.token, msg)
 		return errorResult(msg), nil
 	}
@@ -511,7 +553,7 @@ func (g *gateway) dispatch(ctx context.Context, run string, as *agentServer, req
 				return errorResult(msg), nil
 			}
 		case errors.Is(err, external.ErrStepEnded):
-			msg := fmt.Sprintf("the step has ended, so the call to %q was not run; its tools are no longer offered", req.Params.Name)
+			msg := fmt.Sprintf("the step has ended, so the call to %s was not run; its tools are no longer offered", clipQuote(req.Params.Name, maxShownName))
 			g.note(run, as.token, msg)
 			return errorResult(msg), nil
 		case errors.Is(err, driver.ErrCallLimit):

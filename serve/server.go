@@ -275,32 +275,54 @@ func isLoopbackHost(h string) bool {
 
 // Operator authentication.
 
-const sessionCookie = "openplaybook_session"
+// SessionCookie is the name of the console's session cookie over plain
+// HTTP; [SecureSessionCookie] is its name under TLS.
+const SessionCookie = "openplaybook_session"
+
+// SecureSessionCookie is the session cookie's name when the server's
+// base URL is https: the "__Host-" prefix makes a browser accept it only
+// with Secure, Path=/ and no Domain, so no other origin of the host can
+// set one that it sends to the console (RFC 6265bis, section 4.1.3.2).
+const SecureSessionCookie = "__Host-" + SessionCookie
+
+// sessionCookie is the session cookie's name on this server.
+func (s *Server) sessionCookie() string {
+	if s.tls {
+		return SecureSessionCookie
+	}
+	return SessionCookie
+}
 
 // operator says whether r is an operator's: a bearer operator token, or
 // a console session cookie. viaCookie is set for the cookie, whose
 // state-changing requests must carry the session's CSRF token.
+//
+// Every cookie of the session cookie's name is read, and one that is a
+// live session is enough: cookies are not isolated by port (RFC 6265,
+// section 8.5), so a page on another port of the host can set one of the
+// same name with a narrower Path, which the browser then sends first; a
+// server that read only the first would lock the operator out, even
+// after logging in again.
 func (s *Server) operatorAuth(r *http.Request) (ok, viaCookie bool, sess *consoleSession) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		tok, found := strings.CutPrefix(h, "Bearer ")
 		return found && subtle.ConstantTimeCompare([]byte(tok), []byte(s.operator)) == 1, false, nil
 	}
-	c, err := r.Cookie(sessionCookie)
-	if err != nil {
-		return false, false, nil
-	}
-	key := hashHex(c.Value)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sess = s.sessions[key]
-	if sess == nil {
-		return false, false, nil
+	for _, c := range r.CookiesNamed(s.sessionCookie()) {
+		key := hashHex(c.Value)
+		sess := s.sessions[key]
+		if sess == nil {
+			continue
+		}
+		if time.Now().After(sess.expires) {
+			delete(s.sessions, key)
+			continue
+		}
+		return true, true, sess
 	}
-	if time.Now().After(sess.expires) {
-		delete(s.sessions, key)
-		return false, false, nil
-	}
-	return true, true, sess
+	return false, false, nil
 }
 
 // CheckOperatorToken reports whether tok is the operator token.
@@ -316,19 +338,19 @@ func (s *Server) Login() (*http.Cookie, string) {
 	s.mu.Lock()
 	s.sessions[hashHex(val)] = &consoleSession{csrf: csrf, expires: time.Now().Add(s.opt.SessionTTL)}
 	s.mu.Unlock()
-	return &http.Cookie{Name: sessionCookie, Value: val, Path: "/", HttpOnly: true, Secure: s.tls,
+	return &http.Cookie{Name: s.sessionCookie(), Value: val, Path: "/", HttpOnly: true, Secure: s.tls,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(s.opt.SessionTTL / time.Second)}, csrf
 }
 
-// Logout ends the console session of r, if any, and returns the cookie
-// that clears it.
+// Logout ends the console sessions of r (every session cookie it sent),
+// if any, and returns the cookie that clears it.
 func (s *Server) Logout(r *http.Request) *http.Cookie {
-	if c, err := r.Cookie(sessionCookie); err == nil {
-		s.mu.Lock()
+	s.mu.Lock()
+	for _, c := range r.CookiesNamed(s.sessionCookie()) {
 		delete(s.sessions, hashHex(c.Value))
-		s.mu.Unlock()
 	}
-	return &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: s.tls, SameSite: http.SameSiteStrictMode, MaxAge: -1}
+	s.mu.Unlock()
+	return &http.Cookie{Name: s.sessionCookie(), Value: "", Path: "/", HttpOnly: true, Secure: s.tls, SameSite: http.SameSiteStrictMode, MaxAge: -1}
 }
 
 // CSRFValid reports whether tok is the CSRF token of sess.
@@ -349,7 +371,7 @@ func (s *Server) Operator(h http.Handler) http.Handler {
 			if r.Header.Get("Authorization") != "" {
 				msg = "the operator token sent is not this server's: send Authorization: Bearer <token> with the value of the secret serve.operatorTokenSecret names"
 				w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook", error="invalid_token"`)
-			} else if _, err := r.Cookie(sessionCookie); err == nil {
+			} else if len(r.CookiesNamed(s.sessionCookie())) > 0 {
 				msg = "the console session has ended (it lasts 12 hours, and ends when the server restarts): log in again"
 			}
 			writeError(w, http.StatusUnauthorized, msg)

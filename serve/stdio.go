@@ -13,9 +13,6 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/openplaybook/openplaybook/mcphost"
-	"github.com/openplaybook/openplaybook/runtime"
 )
 
 // ServeStdio serves run's MCP endpoint over stdio (newline-delimited
@@ -23,7 +20,8 @@ import (
 // (Claude Desktop): `openplaybook mcp --run RUN`. The agent token, from
 // the environment, is checked as the HTTP endpoint checks it; every
 // message is checked strictly, as there. It returns when in ends or ctx
-// does; the run stays resumable.
+// does, or when the run ends (its session ends with it); the run stays
+// resumable.
 func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader, out io.Writer) error {
 	r, err := s.st.GetRun(ctx, run)
 	if err != nil {
@@ -46,8 +44,13 @@ func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader
 		return fmt.Errorf("run %s is executing in another process (an openplaybook serve?): connect the agent there, at its /mcp/runs/%s, or stop it first (%v)", run, run, err)
 	}
 	unlock()
-	w := &lockedWriter{w: out}
+	w := &lockedWriter{w: out, pending: newPending()}
+	// When the run ends, the session ends once every request passed on
+	// is answered (go-sdk writes no answer once a session is closing).
+	ctx, cancel := s.untilEnded(ctx, run, w.pending.wait)
+	defer cancel()
 	pr, pw := io.Pipe()
+	defer pr.Close() // the reader below stops at its next line
 	go func() {
 		sc := bufio.NewScanner(in)
 		sc.Buffer(make([]byte, 64<<10), MaxAgentMessageBytes+1)
@@ -61,14 +64,17 @@ func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader
 			// token, or an ended run, ends the session.
 			if err := stillUsable(ctx, s.st, rec.ID, run); err != nil {
 				msg := fmt.Sprintf("%v: the session ends", err)
-				_ = runtime.Note(context.Background(), s.st, run, runtime.AgentRejected{Token: rec.ID, Reason: msg}, s.redact)
+				s.gateway.noteRejected(run, rec.ID, msg)
 				w.writeLine(rejection(idOf(line), -32001, msg))
 				break
 			}
-			if msg := checkAgentMessage(line); msg != "" {
-				_ = runtime.Note(context.Background(), s.st, run, runtime.AgentRejected{Token: rec.ID, Reason: msg}, s.redact)
-				w.writeLine(rejection(idOf(line), codeOf(msg), msg))
+			if code, msg := checkAgentMessage(line); msg != "" {
+				s.gateway.noteRejected(run, rec.ID, msg)
+				w.writeLine(rejection(idOf(line), code, clipText(s.redact(msg), MaxReasonBytes)))
 				continue
+			}
+			if isRequest(line) {
+				w.pending.add(1)
 			}
 			if _, err := pw.Write(append(slices.Clip(line), '\n')); err != nil {
 				return
@@ -76,7 +82,7 @@ func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader
 		}
 		if err := sc.Err(); err != nil {
 			msg := fmt.Sprintf("the client sent a line over %d bytes", MaxAgentMessageBytes)
-			_ = runtime.Note(context.Background(), s.st, run, runtime.AgentRejected{Token: rec.ID, Reason: msg}, s.redact)
+			s.gateway.noteRejected(run, rec.ID, msg)
 			w.writeLine(rejection(nil, -32600, msg))
 		}
 		pw.Close()
@@ -89,40 +95,9 @@ func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader
 	return err
 }
 
-// checkAgentMessage says why the gateway refuses msg, or "".
-func checkAgentMessage(msg []byte) string {
-	if m := mcphost.CheckMessage(msg); m != "" {
-		return "the client sent" + m[len("it sent"):]
-	}
-	var head struct {
-		Method *string `json:"method"`
-	}
-	if err := json.Unmarshal(msg, &head); err != nil {
-		return "the message is not a JSON-RPC request, notification or response"
-	}
-	if head.Method != nil && !slices.Contains(agentMethods, *head.Method) {
-		return fmt.Sprintf("method %q is not served here", *head.Method)
-	}
-	return ""
-}
-
-func codeOf(msg string) int {
-	if bytes.HasPrefix([]byte(msg), []byte("method ")) {
-		return -32601
-	}
-	return -32600
-}
-
-func idOf(msg []byte) jsontext.Value {
-	var head struct {
-		ID jsontext.Value `json:"id"`
-	}
-	if json.Unmarshal(msg, &head) == nil && len(head.ID) > 0 {
-		return head.ID
-	}
-	return nil
-}
-
+// rejection is the JSON-RPC error answering a refused message: id as
+// the message had it (null when it had none, or one that is not
+// echoed; see [idOf]).
 func rejection(id jsontext.Value, code int, msg string) []byte {
 	if len(id) == 0 {
 		id = jsontext.Value("null")
@@ -132,16 +107,76 @@ func rejection(id jsontext.Value, code int, msg string) []byte {
 }
 
 // lockedWriter serialises whole lines from the transport and from the
-// gateway's own rejections.
+// gateway's own rejections, and counts the answers the transport wrote.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu      sync.Mutex
+	w       io.Writer
+	pending *pending // requests passed to the transport, not yet answered
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	l.mu.Unlock()
+	if isResponse(p) {
+		l.pending.add(-1)
+	}
+	return n, err
+}
+
+// pending counts the requests of a stdio session not yet answered.
+type pending struct {
+	mu      sync.Mutex
+	n       int
+	changed chan struct{} // has a value after a change
+}
+
+func newPending() *pending { return &pending{changed: make(chan struct{}, 1)} }
+
+func (p *pending) add(d int) {
+	p.mu.Lock()
+	p.n += d
+	p.mu.Unlock()
+	select {
+	case p.changed <- struct{}{}:
+	default:
+	}
+}
+
+// wait returns when no request is unanswered, or ctx ends.
+func (p *pending) wait(ctx context.Context) {
+	for {
+		p.mu.Lock()
+		n := p.n
+		p.mu.Unlock()
+		if n <= 0 {
+			return
+		}
+		select {
+		case <-p.changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// isRequest reports whether msg, a message that passed
+// checkAgentMessage, is a request (it has an id, so it is answered).
+func isRequest(msg []byte) bool {
+	var head struct {
+		ID jsontext.Value `json:"id"`
+	}
+	return json.Unmarshal(msg, &head) == nil && head.ID != nil && head.ID.Kind() != 'n'
+}
+
+// isResponse reports whether msg, a line go-sdk wrote, is an answer (an
+// id, no method).
+func isResponse(msg []byte) bool {
+	var head struct {
+		ID     jsontext.Value `json:"id"`
+		Method jsontext.Value `json:"method"`
+	}
+	return json.Unmarshal(msg, &head) == nil && head.ID != nil && head.Method == nil
 }
 
 func (l *lockedWriter) writeLine(b []byte) {
