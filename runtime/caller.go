@@ -181,11 +181,9 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 	c.count++
 	if n := len(call.Name) + len(call.Arguments); n > c.s.opt.MaxArgumentBytes || len(call.Name) > maxNameBytes {
 		// Nothing reads an oversized call: it is recorded by digest and
-		// size, under a name cut to the format's 128-byte maximum.
-		name := call.Name
-		if len(name) > 128 {
-			name = name[:128]
-		}
+		// size, under its name or, past the format's 128-byte maximum,
+		// only the name's size.
+		name := shownName(call.Name)
 		if res, err, over := c.overLimit(ctx, name); over {
 			return res, err
 		}
@@ -319,10 +317,7 @@ func (c *Caller) refuseReply(ctx context.Context, re *driver.ReplyError) error {
 	reason := fmt.Sprintf("the model's reply stopped with %q (%s); none of its calls ran", re.StopReason, re.Reason)
 	return c.tx(ctx, func(tx *store.Tx) error {
 		for _, call := range re.Calls {
-			name := call.Name
-			if len(name) > 128 {
-				name = name[:128]
-			}
+			name := shownName(call.Name)
 			d := Decision{ArgsDigest: digest(call.Arguments)}
 			if _, err := c.start(tx, name, d, store.DecisionRefused, Code(re.Code), reason); err != nil {
 				return err
@@ -1140,6 +1135,18 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 // 128 bytes (docs/format.md); a longer one is refused as too large, so a
 // name is never a way to put a large text into the store.
 const maxNameBytes = 1024
+
+// shownName is the name a refused call is recorded under: the name as
+// sent when it is at most the format's 128 bytes (docs/format.md), and
+// otherwise only its size, "(a name of N bytes)". A name is never cut:
+// a secret it holds would be shown in part, where the redactor, which
+// matches whole values, cannot find it.
+func shownName(name string) string {
+	if len(name) <= 128 {
+		return name
+	}
+	return fmt.Sprintf("(a name of %d bytes)", len(name))
+}
 
 // maxErrorBytes bounds the text of a tool's error that is recorded and
 // shown to the agent: a tool's error is a message, not a result.

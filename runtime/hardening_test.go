@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -275,5 +276,36 @@ func TestRefusedReplyIsRecorded(t *testing.T) {
 	}
 	if !strings.Contains(out.Reason, "cut off") {
 		t.Errorf("the run's reason %q does not say why", out.Reason)
+	}
+}
+
+// TestOversizedNameNeverCut: a refused call whose name is past the
+// format's 128 bytes is recorded under the name's size, so a secret that
+// straddles byte 128 is not shown in part (the redactor finds only whole
+// values). The calls of a refused reply go through the same shownName.
+func TestOversizedNameNeverCut(t *testing.T) {
+	t.Parallel()
+	const secret = "s3cr3t-PART-0f-a-L0NG-V4LUE-9f8e7d6c5b4a"
+	name := strings.Repeat("n", 110) + secret + strings.Repeat("m", 1000)
+	doc := buildDoc(t, "names", agentStep("write", "clerk", []string{"note.add"}, ""))
+	r := newRig(t, rigConfig{secrets: map[string]string{"LONG_SECRET": secret}}, doc)
+	tr := map[string]string{"clerk": transcriptOf(map[string][]tcall{"write": {
+		{name, map[string]any{"body": "x"}},
+		{"note.add", map[string]any{"body": "small"}},
+	}})}
+	out, err := r.engine(0, tr, nil, nil).Start(context.Background(), nil)
+	wantOutcome(t, "start", out, err, runtime.Completed)
+	rows := r.calls(out.Run)
+	if len(rows) != 2 || rows[0].Code != string(runtime.CodeTooLarge) {
+		t.Fatalf("calls %+v, want the long name refused too-large", rows)
+	}
+	part := secret[:128-110]
+	if strings.Contains(rows[0].Tool, part) || rows[0].Tool != fmt.Sprintf("(a name of %d bytes)", len(name)) {
+		t.Errorf("the refused call is stored under %q, want only its size and no part of the secret", rows[0].Tool)
+	}
+	for _, rec := range r.auditOf(out.Run) {
+		if strings.Contains(rec.Tool, part) || strings.Contains(string(rec.Data), part) {
+			t.Errorf("audit record %d (%s) holds part of the secret: %q %s", rec.Seq, rec.Kind, rec.Tool, rec.Data)
+		}
 	}
 }
