@@ -98,18 +98,61 @@ func suggestName(owner, suffix string) string {
 }
 
 // credentialFix ends every credential message found at JSON Pointer ptr:
-// what to write there instead, in the form valid at that place.
-func credentialFix(ptr string) string {
+// what to write there instead, in the form valid at that place. v is the
+// value found there: a header's Authorization scheme in it ("Bearer
+// ghp_...") is kept in the form shown ("Bearer ${secret:NAME}"), so that
+// only the credential moves to the secret.
+func credentialFix(ptr, v string) string {
 	switch p, name := placeOf(ptr); p {
 	case placeRef:
 		if strings.HasSuffix(ptr, "/url") && strings.HasPrefix(ptr, "/mcpServers/") {
 			return headerFix(name, "Bearer")
 		}
-		return fmt.Sprintf("the harness file never holds credentials: put the value in the environment or a dotenv file as %s and write \"${secret:%s}\" here", name, name)
+		if key, ok := agentKeySetting(ptr); ok {
+			return fmt.Sprintf("the harness file never holds credentials: put the value in the environment or a dotenv file as %s and write apiKeySecret: %s in place of %q (the model drivers take their key only from \"apiKeySecret\", by the secret's name)", name, name, key)
+		}
+		ref := "${secret:" + name + "}"
+		if scheme := authScheme(ptr, v); scheme != "" {
+			ref = scheme + " " + ref
+		}
+		return fmt.Sprintf("the harness file never holds credentials: put the value in the environment or a dotenv file as %s and write \"%s\" here", name, ref)
 	case placeName:
 		return nameFix(name)
 	}
 	return "the harness file never holds credentials, and no secret is expanded here: remove the value (and revoke it); ${secret:NAME} is expanded only in an MCP server's args, env, url and headers and in agent settings, and a connection names its secrets under \"secrets\""
+}
+
+// agentKeySetting reports whether ptr is an agent's own setting whose
+// name says it is a credential ("apiKey", "token", ...: sensitiveSetting),
+// and that name. No driver takes such a setting: the model drivers read
+// their key from "apiKeySecret" (docs/drivers.md).
+func agentKeySetting(ptr string) (string, bool) {
+	seg := strings.Split(ptr, "/")
+	if len(seg) != 4 || seg[1] != "agents" {
+		return "", false
+	}
+	key := strings.NewReplacer("~1", "/", "~0", "~").Replace(seg[3])
+	return key, key != "apiKeySecret" && sensitiveSetting.MatchString(key)
+}
+
+// authScheme is the HTTP authentication scheme (RFC 9110 section 11.1)
+// that the value v of an MCP server's header at ptr starts with, "Bearer",
+// "Basic" or "Token" as written, or "" when v starts with none or ptr is
+// no header.
+func authScheme(ptr, v string) string {
+	if !strings.HasPrefix(ptr, "/mcpServers/") || !strings.Contains(ptr, "/headers/") {
+		return ""
+	}
+	w, rest, ok := strings.Cut(strings.TrimSpace(v), " ")
+	if !ok || strings.TrimSpace(rest) == "" {
+		return ""
+	}
+	for _, s := range []string{"Bearer", "Basic", "Token"} {
+		if strings.EqualFold(w, s) {
+			return w
+		}
+	}
+	return ""
 }
 
 // headerFix is the fix for a credential in an MCP server's url: a header.

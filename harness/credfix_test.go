@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/driver/drivers"
 )
 
 // shownForm is the form a credential message tells the user to write:
 // `write "${secret:GH}" here`, `write GH_TOKEN here`, `write
 // api_key=${secret:M_TOKEN} in the URL` or a header.
-var shownForm = regexp.MustCompile(`write ("\$\{secret:[A-Za-z_][A-Za-z0-9_]*\}"|[A-Za-z_][A-Za-z0-9_]*) here|write ([a-z_]+=\$\{secret:[A-Za-z_][A-Za-z0-9_]*\}) in the URL|"headers": (\{Authorization: "(?:Basic|Bearer) \$\{secret:[A-Za-z_][A-Za-z0-9_]*\}"\})`)
+var shownForm = regexp.MustCompile(`write ("(?:(?:Bearer|Basic|Token) )?\$\{secret:[A-Za-z_][A-Za-z0-9_]*\}"|[A-Za-z_][A-Za-z0-9_]*) here|write ([a-z_]+=\$\{secret:[A-Za-z_][A-Za-z0-9_]*\}) in the URL|"headers": (\{Authorization: "(?:Basic|Bearer) \$\{secret:[A-Za-z_][A-Za-z0-9_]*\}"\})|write (apiKeySecret: [A-Za-z_][A-Za-z0-9_]*) in place of "`)
 
 // TestCredentialFixIsValid pastes a credential into every kind of place of
 // the harness file, takes the form the message shows instead, writes it
@@ -26,6 +27,8 @@ func TestCredentialFixIsValid(t *testing.T) {
 		rule           string // "" is RuleCredential
 		none           bool   // no secret is expanded at ptr
 		key            bool   // the credential is a key
+		agentKey       bool   // an agent setting no driver takes: the fix is "apiKeySecret"
+		scheme         string // the Authorization scheme the shown form must keep
 	}{
 		{name: "token in args", src: "mcpServers:\n  m: {command: x, args: [--key, \"" + fakeStripe + "\"]}\n", ptr: "/mcpServers/m/args/1", literal: `"` + fakeStripe + `"`},
 		{name: "token in env", src: "mcpServers:\n  m:\n    command: x\n    env: {GH: \"" + fakeGitHub + "\"}\n", ptr: "/mcpServers/m/env/GH", literal: `"` + fakeGitHub + `"`},
@@ -38,11 +41,12 @@ func TestCredentialFixIsValid(t *testing.T) {
 		{name: "stripe key as a connection secret", src: "connections:\n  stripe:\n    authKind: api_token\n    secrets:\n      apiKey: \"" + fakeStripe + "\"\n", ptr: "/connections/stripe/secrets/apiKey", literal: `"` + fakeStripe + `"`},
 		{name: "plain value as a connection secret", src: "connections:\n  resend: {authKind: api_token, secrets: {apiKey: \"re_" + plainPass + "\"}}\n", ptr: "/connections/resend/secrets/apiKey", literal: `"re_` + plainPass + `"`, rule: RuleName},
 		{name: "reference as a connection secret", src: "connections:\n  stripe: {authKind: api_token, secrets: {apiKey: \"${secret:STRIPE_KEY}\"}}\n", ptr: "/connections/stripe/secrets/apiKey", literal: `"${secret:STRIPE_KEY}"`, rule: RuleName},
-		{name: "key in agent settings", src: "agents:\n  lou: {driver: openai, apiKey: \"" + fakeOpenAI + "\"}\n", ptr: "/agents/lou/apiKey", literal: `"` + fakeOpenAI + `"`},
-		{name: "literal apiKey of an agent named with a dash", src: "agents:\n  lou-bot: {driver: openai, apiKey: \"" + plainPass + "\"}\n", ptr: "/agents/lou-bot/apiKey", literal: `"` + plainPass + `"`},
-		{name: "literal token of an agent named with a digit first", src: "agents:\n  \"1st\": {driver: openai, token: \"" + plainPass + "\"}\n", ptr: "/agents/1st/token", literal: `"` + plainPass + `"`},
+		{name: "key in agent settings", src: "agents:\n  lou: {driver: openai, model: gpt-4.1, apiKey: \"" + fakeOpenAI + "\"}\n", ptr: "/agents/lou/apiKey", literal: `apiKey: "` + fakeOpenAI + `"`, agentKey: true},
+		{name: "literal apiKey of an agent named with a dash", src: "agents:\n  lou-bot: {driver: openai, model: gpt-4.1, apiKey: \"" + plainPass + "\"}\n", ptr: "/agents/lou-bot/apiKey", literal: `apiKey: "` + plainPass + `"`, agentKey: true},
+		{name: "literal token of an agent named with a digit first", src: "agents:\n  \"1st\": {driver: openai, model: gpt-4.1, token: \"" + plainPass + "\"}\n", ptr: "/agents/1st/token", literal: `token: "` + plainPass + `"`, agentKey: true},
+		{name: "bearer token in a header keeps its scheme", src: "mcpServers:\n  remote:\n    url: https://mcp.example.com/mcp\n    headers: {Authorization: \"Bearer " + fakeGitHub + "\"}\n", ptr: "/mcpServers/remote/headers/Authorization", literal: `"Bearer ` + fakeGitHub + `"`, scheme: "Bearer"},
 		{name: "nested agent setting", src: "agents:\n  lou: {driver: x, extra: {headers: [\"" + fakeBearer + "\"]}}\n", ptr: "/agents/lou/extra/headers/0", literal: `"` + fakeBearer + `"`},
-		{name: "token as apiKeySecret", src: "agents:\n  lou: {driver: openai, apiKeySecret: \"" + fakeOpenAI + "\"}\n", ptr: "/agents/lou/apiKeySecret", literal: `"` + fakeOpenAI + `"`},
+		{name: "token as apiKeySecret", src: "agents:\n  lou: {driver: openai, model: gpt-4.1, apiKeySecret: \"" + fakeOpenAI + "\"}\n", ptr: "/agents/lou/apiKeySecret", literal: `"` + fakeOpenAI + `"`},
 		{name: "token as operatorTokenSecret", src: "serve:\n  operatorTokenSecret: \"" + fakeGitHub + "\"\n", ptr: "/serve/operatorTokenSecret", literal: `"` + fakeGitHub + `"`},
 		{name: "token in a connection baseURL", src: "connections:\n  github:\n    authKind: oauth\n    secrets: {accessToken: T}\n    baseURL: \"https://api.example.com/?token=" + plainPass + "\"\n", ptr: "/connections/github/baseURL", none: true},
 		{name: "password in a connection baseURL", src: "connections:\n  github:\n    authKind: oauth\n    secrets: {accessToken: T}\n    baseURL: \"" + fakeURL + "\"\n", ptr: "/connections/github/baseURL", none: true},
@@ -93,8 +97,14 @@ func TestCredentialFixIsValid(t *testing.T) {
 			if m == nil {
 				t.Fatalf("message shows no form to write: %s", msg)
 			}
+			if tc.agentKey != (m[4] != "") {
+				t.Errorf("message shows %q, want the apiKeySecret form: %t", m[0], tc.agentKey)
+			}
+			if tc.scheme != "" && !strings.HasPrefix(m[1], `"`+tc.scheme+" ") {
+				t.Errorf("message shows %s, want the %s scheme kept", m[1], tc.scheme)
+			}
 			var src string
-			switch form := m[1] + m[2] + m[3]; {
+			switch form := m[1] + m[2] + m[3] + m[4]; {
 			case m[3] != "":
 				src = strings.Replace(tc.src, tc.literal, "    url: https://mcp.example.com/mcp\n    headers: "+form+"\n", 1)
 			default:
@@ -103,9 +113,18 @@ func TestCredentialFixIsValid(t *testing.T) {
 			if src == tc.src {
 				t.Fatalf("test case: %q is not in the source", tc.literal)
 			}
-			_, ds = Parse("h.yaml", []byte(src), "")
+			h, ds := Parse("h.yaml", []byte(src), "")
 			if n := diag.Count(ds, diag.Error); n > 0 {
 				t.Errorf("message: %s\nwriting what it shows gives %d errors:\n%s\n%s", msg, n, src, render(ds))
+			}
+			// What a driver reads of an agent's settings is valid too
+			// (the preflight's own check).
+			if h != nil {
+				for _, a := range h.Agents {
+					if err := drivers.Check(a.Driver, a.Settings); err != nil && a.Driver != "x" {
+						t.Errorf("message: %s\nwriting what it shows, driver %q refuses the settings: %v", msg, a.Driver, err)
+					}
+				}
 			}
 		})
 	}

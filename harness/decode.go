@@ -323,7 +323,7 @@ func (d *decoder) credentials(n *node, label string, parent *node) {
 			if label != "" {
 				subject = "the value of " + label
 			}
-			d.errN(n, RuleCredential, "%s looks like %s; %s", subject, kind, credentialFix(n.ptr))
+			d.errN(n, RuleCredential, "%s looks like %s; %s", subject, kind, credentialFix(n.ptr, n.text))
 			d.flagged[n.ptr] = true
 		}
 	case kMap:
@@ -344,7 +344,7 @@ func (d *decoder) credentials(n *node, label string, parent *node) {
 			}
 			if e.kind == kString {
 				if kind := credentialIn(blankRefs(e.text)); kind != "" {
-					d.errN(e, RuleCredential, "%s looks like %s; %s", sub, kind, credentialFix(e.ptr))
+					d.errN(e, RuleCredential, "%s looks like %s; %s", sub, kind, credentialFix(e.ptr, e.text))
 					d.flagged[e.ptr] = true
 				}
 				continue
@@ -361,7 +361,7 @@ func (d *decoder) sensitive(n *node, what string) {
 		return
 	}
 	d.flagged[n.ptr] = true
-	d.errN(n, RuleCredential, "%s holds literal text, and its name says it is a credential; %s", what, credentialFix(n.ptr))
+	d.errN(n, RuleCredential, "%s holds literal text, and its name says it is a credential; %s", what, credentialFix(n.ptr, n.text))
 }
 
 func (d *decoder) mcpServers(n *node) {
@@ -547,7 +547,7 @@ func (d *decoder) httpURL(n *node, u, label string) bool {
 	if p.User != nil {
 		if !d.flagged[n.ptr] {
 			d.flagged[n.ptr] = true
-			fix := credentialFix(n.ptr)
+			fix := credentialFix(n.ptr, n.text)
 			if p, name := placeOf(n.ptr); p == placeRef {
 				fix = headerFix(name, "Basic")
 			}
@@ -557,7 +557,7 @@ func (d *decoder) httpURL(n *node, u, label string) bool {
 	}
 	if name, ok := sensitiveQueryParam(blankRefs(u)); ok && !d.flagged[n.ptr] {
 		d.flagged[n.ptr] = true
-		fix := credentialFix(n.ptr)
+		fix := credentialFix(n.ptr, n.text)
 		if p, sn := placeOf(n.ptr); p == placeRef {
 			fix = fmt.Sprintf("the harness file never holds credentials: put the value in the environment or a dotenv file as %s and write %s=${secret:%s} in the URL", sn, name, sn)
 		}
