@@ -118,8 +118,12 @@ arguments of every call waiting for approval.`,
 					fmt.Fprintf(c.stdout(), "%s usage: %s\n", L(r.Run), usageText(*r.Usage))
 				}
 				for _, p := range r.Waiting {
-					if p.Kind == "resume" {
+					switch p.Kind {
+					case "resume":
 						fmt.Fprintf(c.stdout(), "%s: %s\n  openplaybook resume --harness %s %s\n", L(r.Run), L(p.Summary), harnessPath, L(r.Run))
+						continue
+					case "agent":
+						fmt.Fprintf(c.stdout(), "%s waits: %s\n  %s\n", L(r.Run), L(p.Summary), agentHint(harnessPath, L(r.Run)))
 						continue
 					}
 					fmt.Fprintf(c.stdout(), "%s waits: %s\n", L(r.Run), L(p.Summary))

@@ -203,8 +203,12 @@ func (c *CLI) finish(out runtime.Outcome, runErr error, format, harnessPath stri
 	} else if out.Run != "" && out.Status != "" {
 		fmt.Fprintf(c.stdout(), "run %s %s\n", out.Run, out.Status)
 		for _, p := range out.Waiting {
-			if p.Kind == "resume" {
+			switch p.Kind {
+			case "resume":
 				fmt.Fprintf(c.stdout(), "  %s\n", p.Summary)
+				continue
+			case "agent":
+				fmt.Fprintf(c.stdout(), "  waiting: %s\n    %s\n", p.Summary, agentHint(harnessPath, out.Run))
 				continue
 			}
 			fmt.Fprintf(c.stdout(), "  waiting: %s\n    openplaybook approve --harness %s %s %s   (or deny)\n", p.Summary, harnessPath, out.Run, p.ID)
@@ -231,4 +235,12 @@ func (c *CLI) finish(out runtime.Outcome, runErr error, format, harnessPath stri
 		return &exitError{code: ExitRejected}
 	}
 	return failed
+}
+
+// agentHint is the command line that connects a waiting run's external
+// agent (a step waits for it, nothing for a person to approve): the
+// stdio MCP endpoint, or serve's with the run's agent token
+// (docs/serve.md).
+func agentHint(harnessPath, run string) string {
+	return fmt.Sprintf("connect it: openplaybook mcp --harness %s --run %s   (or serve's /mcp/runs/%s with openplaybook agent-token %s)", harnessPath, run, run, run)
 }

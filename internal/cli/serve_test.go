@@ -76,6 +76,16 @@ func TestRunWaitsForItsAgent(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &o); err != nil || o.Status != "waiting" || len(o.Waiting) != 1 || o.Waiting[0].Kind != "agent" {
 		t.Fatalf("run printed %s (%v)", out, err)
 	}
+	// In text, run and status say how to connect the agent, and name no
+	// approve command: a person has nothing to decide.
+	code, text, errs := run(t, nil, "run", "--harness", h, "--input", `{"customerId":"cus_ada"}`, "../../serve/testdata/agent.json")
+	if code != ExitWaiting || strings.Contains(text, "openplaybook approve") || !strings.Contains(text, "openplaybook mcp --harness "+h+" --run run_") {
+		t.Fatalf("run (text): exit %d\n%s\n%s", code, text, errs)
+	}
+	code, text, errs = run(t, nil, "status", "--harness", h, o.Run)
+	if code != 0 && code != ExitWaiting || strings.Contains(text, "openplaybook approve") || !strings.Contains(text, "openplaybook mcp --harness "+h+" --run "+o.Run) {
+		t.Fatalf("status (text): exit %d\n%s\n%s", code, text, errs)
+	}
 	code, tok, errs := run(t, nil, "agent-token", "--harness", h, o.Run)
 	if code != 0 || !strings.HasPrefix(tok, "opa_") || !strings.Contains(errs, "openplaybook mcp") {
 		t.Fatalf("agent-token: exit %d %q %q", code, tok, errs)
