@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
 )
@@ -120,6 +122,15 @@ func TestApprovalRunsTheCallExactlyOnce(t *testing.T) {
 			started++
 			if !strings.Contains(string(rec.Data), launch.ID) {
 				t.Errorf("call.started of the launch does not name its approval: %s", rec.Data)
+			}
+			// It says, as the call.waiting before it, that a side effect
+			// starts, and on which definition.
+			var d struct {
+				SideEffecting bool   `json:"sideEffecting"`
+				DefDigest     string `json:"defDigest"`
+			}
+			if err := json.Unmarshal(rec.Data, &d); err != nil || !d.SideEffecting || len(d.DefDigest) != 64 {
+				t.Errorf("call.started of the approved launch reads %s, want sideEffecting true and its definition's digest (%v)", rec.Data, err)
 			}
 		}
 	}

@@ -760,7 +760,13 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 				if err := tx.DecideCall(key, true, "", ""); err != nil {
 					return err
 				}
-				return c.append(tx, name, CallStarted{Index: key.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, Approval: a.ID})
+				ev := CallStarted{Index: key.Index, Attempt: c.attempt, ArgsDigest: d.ArgsDigest, Approval: a.ID}
+				if d.tool != nil {
+					// Said again, as the call's first record said it, so that
+					// the record of the start reads true on its own.
+					ev.DefDigest, ev.SideEffecting = d.tool.defDigest, d.tool.sideEff
+				}
+				return c.append(tx, name, ev)
 			}
 		}
 		// No usable approval: a decided one (denied, expired) for this
