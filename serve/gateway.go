@@ -504,7 +504,7 @@ func listed(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) 
 func (g *gateway) dispatch(ctx context.Context, run string, as *agentServer, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	step, _ := g.current(run, as.agent)
 	if step == nil {
-		msg := fmt.Sprintf("no step of the run is waiting for this agent now (the run waits for a person, or has moved on or ended), so the call to %s was not run; read %s", clipQuote(req.Params.Name, maxShownName), stepURI(run))
+		msg := fmt.Sprintf("no step of the run is waiting for this agent now (the run waits for a person, or has moved on or ended), so the call to %s was not run; read %s", clipQuote(req.Params.Name, maxShownName), stepURI(run)) + g.refusal(run)
 		g.note(run, as.token, msg)
 		return errorResult(msg), nil
 	}
@@ -594,7 +594,7 @@ func (g *gateway) finish(run, agent string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		step, _ := g.current(run, agent)
 		if step == nil {
-			return errorResult("no step of the run is waiting for this agent now (the run waits for a person, or has moved on or ended); read " + stepURI(run)), nil
+			return errorResult("no step of the run is waiting for this agent now (the run waits for a person, or has moved on or ended); read " + stepURI(run) + g.refusal(run)), nil
 		}
 		var in struct {
 			Output jsontext.Value `json:"output"`
@@ -684,4 +684,14 @@ func objectSchema(v jsontext.Value) json.RawMessage {
 		return json.RawMessage(`{"type":"object"}`)
 	}
 	return json.RawMessage(`{"type":"object","allOf":[` + string(v) + `]}`)
+}
+
+// refusal is what an agent is told, after "no step ... waits", when the
+// server refused to resume its run as it attached (another harness, say):
+// "; the server did not resume the run: WHY", or "".
+func (g *gateway) refusal(run string) string {
+	if why := g.s.runner.Refusal(run); why != "" {
+		return "; the server did not resume the run: " + why
+	}
+	return ""
 }

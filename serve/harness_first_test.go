@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/openplaybook/openplaybook/host"
 	"github.com/openplaybook/openplaybook/internal/stripemock"
 	"github.com/openplaybook/openplaybook/launch"
@@ -169,7 +171,7 @@ func TestServeRefusesRewrittenHarnessFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &rig{t: t, dir: dir, srv: srv, ts: ts, st: st}
-	r.connect(tok.MCPURL, tok.Token)
+	ag := r.connect(tok.MCPURL, tok.Token)
 	said := ""
 	for wait := time.After(30 * time.Second); said == ""; {
 		select {
@@ -182,6 +184,12 @@ func TestServeRefusesRewrittenHarnessFirst(t *testing.T) {
 		}
 	}
 	refused("an agent attaching", said)
+	// The agent itself is told why nothing waits for it.
+	res, err := ag.cs.CallTool(ctx, &mcp.CallToolParams{Name: "openplaybook_finish_step", Arguments: map[string]any{"output": map[string]any{}}})
+	if err != nil || !res.IsError {
+		t.Fatalf("finish_step on the refused run: %+v %v, want a tool error", res, err)
+	}
+	refused("the agent's finish_step", resultText(res))
 
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the rewritten harness's Stripe baseURL got %d requests", n)

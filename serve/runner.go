@@ -36,7 +36,12 @@ type Runner struct {
 
 	mu     sync.Mutex
 	active map[string]*execution
-	wg     sync.WaitGroup
+	// refused holds, by run, why the last resume an agent's attach asked
+	// for ([Runner.Kick]) was refused (redacted), until the run starts
+	// executing here: the agent is told it ([Runner.Refusal]) instead of
+	// only that no step waits for it.
+	refused map[string]string
+	wg      sync.WaitGroup
 }
 
 type execution struct {
@@ -48,7 +53,7 @@ type execution struct {
 // NewRunner returns a Runner over the harness and its open store.
 func NewRunner(h *launch.Harness, st *store.Store, x *external.Exchange, events *Broker) *Runner {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Runner{h: h, st: st, x: x, events: events, ctx: ctx, cancel: cancel, active: map[string]*execution{}}
+	return &Runner{h: h, st: st, x: x, events: events, ctx: ctx, cancel: cancel, active: map[string]*execution{}, refused: map[string]string{}}
 }
 
 // ErrInput wraps an input that does not match the document's inputSchema
@@ -137,8 +142,27 @@ func (r *Runner) Kick(runID string) {
 		}
 	}
 	if _, err := r.Resume(r.ctx, runID); err != nil && !errors.Is(err, ErrExecuting) {
-		r.events.Publish(runID, Event{Type: "progress", Text: "resume: " + r.redact(err.Error())})
+		why := r.redact(err.Error())
+		r.mu.Lock()
+		if _, known := r.refused[runID]; known || len(r.refused) < maxRefusals {
+			r.refused[runID] = why
+		}
+		r.mu.Unlock()
+		r.events.Publish(runID, Event{Type: "progress", Text: "resume: " + why})
 	}
+}
+
+// maxRefusals bounds the runs whose last refused resume [Runner.Kick]
+// keeps: past it, a new run's refusal is only published as progress.
+const maxRefusals = 1000
+
+// Refusal is why the last resume of runID that an attaching agent asked
+// for was refused (secrets redacted), or "" when none was or the run has
+// executed here since.
+func (r *Runner) Refusal(runID string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refused[runID]
 }
 
 func (r *Runner) redact(s string) string {
@@ -240,6 +264,7 @@ func (r *Runner) start(runID string, o *launch.Opened) bool {
 	ctx, cancel := context.WithCancel(r.ctx)
 	e := &execution{cancel: cancel, done: make(chan struct{}), doc: o.Doc}
 	r.active[runID] = e
+	delete(r.refused, runID)
 	r.wg.Add(1)
 	r.mu.Unlock()
 	r.events.Publish(runID, Event{Type: "status"})
