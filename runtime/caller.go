@@ -599,7 +599,7 @@ func (c *Caller) rerunPrior(ctx context.Context, i int, name string, d Decision)
 			return err
 		}
 		if !ok {
-			all, err := c.s.opt.Store.Approvals(ctx, c.run)
+			all, err := tx.Approvals(c.run)
 			if err != nil {
 				return err
 			}
@@ -633,7 +633,7 @@ func (c *Caller) rerunPrior(ctx context.Context, i int, name string, d Decision)
 			asked = ap.ID
 			return c.append(tx, m.Tool, CallOutcomeUnknown{Attempt: m.Attempt, Index: m.Index, Approval: ap.ID})
 		}
-		if err := approvalRecorded(ctx, c.s.opt.Store, a); err != nil {
+		if err := approvalRecorded(ctx, tx, a); err != nil {
 			return err
 		}
 		if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, replaced); err != nil {
@@ -758,7 +758,7 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 				return err
 			}
 			if ok {
-				if err := approvalRecorded(ctx, c.s.opt.Store, a); err != nil {
+				if err := approvalRecorded(ctx, tx, a); err != nil {
 					return err
 				}
 				run = true
@@ -771,7 +771,7 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 		// No usable approval: a decided one (denied, expired) for this
 		// call refuses; an open one for another bind is voided; an open
 		// one for this bind goes on waiting; otherwise ask.
-		decidedA, pending, stale, err := c.approvalState(ctx, name, existing, bind, d.ArgsDigest)
+		decidedA, pending, stale, err := c.approvalState(tx, name, existing, bind, d.ArgsDigest)
 		if err != nil {
 			return err
 		}
@@ -913,9 +913,10 @@ func (c *Caller) refuseWaiting(ctx context.Context, m *store.Call, code Code, re
 // approvalState finds, for the waiting call existing (or, for a new call,
 // any call of this step with the same tool, bind and arguments), the
 // latest decided (denied or expired) approval, a pending one, and the open
-// (pending or approved) ones asked under another bind (stale).
-func (c *Caller) approvalState(ctx context.Context, tool string, existing *store.Call, bind, argsDigest string) (decided, pending *store.Approval, stale []store.Approval, err error) {
-	all, err := c.s.opt.Store.Approvals(ctx, c.run)
+// (pending or approved) ones asked under another bind (stale), as the
+// transaction tx sees them.
+func (c *Caller) approvalState(tx *store.Tx, tool string, existing *store.Call, bind, argsDigest string) (decided, pending *store.Approval, stale []store.Approval, err error) {
+	all, err := tx.Approvals(c.run)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -1020,13 +1021,13 @@ func (c *Caller) outcomeUnknown(ctx context.Context, m *store.Call, d Decision) 
 			return err
 		}
 		if ok {
-			if err := approvalRecorded(ctx, c.s.opt.Store, a); err != nil {
+			if err := approvalRecorded(ctx, tx, a); err != nil {
 				return err
 			}
 			rerun = true
 			return c.append(tx, m.Tool, CallRerun{Attempt: c.attempt, Index: m.Index, Approval: a.ID})
 		}
-		all, err := c.s.opt.Store.Approvals(ctx, c.run)
+		all, err := tx.Approvals(c.run)
 		if err != nil {
 			return err
 		}

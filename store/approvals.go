@@ -278,6 +278,15 @@ func (s *Store) Approvals(ctx context.Context, run string) ([]Approval, error) {
 	return listApprovals(ctx, s.pool(), `WHERE run = ? ORDER BY created_at, id`, run)
 }
 
+// Approvals returns every approval of a run, oldest first, as this
+// transaction sees them (its own changes and its batch-mates' included).
+func (t *Tx) Approvals(run string) ([]Approval, error) {
+	if t.done {
+		return nil, ErrTxDone
+	}
+	return listApprovals(context.Background(), t, `WHERE run = ? ORDER BY created_at, id`, run)
+}
+
 func listApprovals(ctx context.Context, q querier, where string, args ...any) ([]Approval, error) {
 	rows, err := q.QueryContext(ctx, `SELECT id, kind, run, step, tool, def_digest, args_digest, call_attempt, call_idx,
 		status, reason, decided_by, created_at, expires_at, decided_at, used_at FROM approvals `+where, args...)

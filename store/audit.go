@@ -247,7 +247,33 @@ func (s *Store) VerifyAudit(ctx context.Context, run string) ([]audit.Problem, e
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	defer tx.Rollback()
-	q := readTx{s, tx}
+	return verifyAudit(ctx, readTx{s, tx}, run)
+}
+
+// Audit returns a run's audit records in order, as this transaction sees
+// them: with its own appends and those of the functions committed
+// before it in the same commit.
+func (t *Tx) Audit(run string) ([]audit.Record, error) {
+	if t.done {
+		return nil, ErrTxDone
+	}
+	return readAudit(context.Background(), t, run)
+}
+
+// VerifyAudit is [Store.VerifyAudit] inside the transaction: the chain
+// and head as this transaction sees them (its own appends and its
+// batch-mates' included), which a read of the store could not see
+// before the commit.
+func (t *Tx) VerifyAudit(run string) ([]audit.Problem, error) {
+	if t.done {
+		return nil, ErrTxDone
+	}
+	return verifyAudit(context.Background(), t, run)
+}
+
+// verifyAudit reads a run's head and records through q, which must be
+// one snapshot, and checks them.
+func verifyAudit(ctx context.Context, q querier, run string) ([]audit.Problem, error) {
 	seq, hash, err := auditHead(ctx, q, run)
 	if err != nil {
 		return nil, err

@@ -362,6 +362,15 @@ func (s *Store) Calls(ctx context.Context, run string, f CallFilter) ([]Call, er
 	return listCalls(ctx, s.pool(), run, f)
 }
 
+// Calls is [Store.Calls] inside the transaction: it sees the
+// transaction's own changes and its batch-mates'.
+func (t *Tx) Calls(run string, f CallFilter) ([]Call, error) {
+	if t.done {
+		return nil, ErrTxDone
+	}
+	return listCalls(context.Background(), t, run, f)
+}
+
 func listCalls(ctx context.Context, q querier, run string, f CallFilter) ([]Call, error) {
 	query := `SELECT run, step, attempt, idx, tool, def_digest, args, args_digest, decision, code, reason, state, side_effecting,
 		result, error, started_at, finished_at FROM calls WHERE run = ?`
