@@ -53,7 +53,7 @@ func calledFromStoreTx() bool {
 // approval, and asks for the call again only once that decision is
 // queued, so both are committed in one group commit, the decision first.
 type batchDriver struct {
-	st      *store.Store
+	st      store.Store
 	run     *string
 	approve *string
 	seen    *[]error // the Call's error, then Decide's
@@ -71,7 +71,7 @@ func (b batchDriver) RunStep(ctx context.Context, in driver.StepInput, c driver.
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
 	defer free()
-	held := b.st.Queue(context.Background(), func(*store.Tx) error {
+	held := b.st.Queue(context.Background(), func(store.Tx) error {
 		close(started)
 		select { // the safety valve only: the test releases it long before
 		case <-release:

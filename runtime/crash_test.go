@@ -26,6 +26,7 @@ import (
 	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 	"github.com/openplaybook/openplaybook/store"
+	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 var crashSeed = flag.Uint64("crash.seed", 0, "seed of TestCrash's kill delays; 0 takes one from the clock (the test logs it)")
@@ -383,12 +384,12 @@ func (c *crashCase) noteAcks(p *crashProc) {
 
 // openStore opens the case's store, or returns nil when no process got
 // as far as creating it.
-func (c *crashCase) openStore() *store.Store {
+func (c *crashCase) openStore() store.Store {
 	c.t.Helper()
 	if _, err := os.Stat(c.db); err != nil {
 		return nil
 	}
-	st, err := store.Open(c.db)
+	st, err := sqlite.Open(c.db, nil)
 	if err != nil {
 		c.t.Fatalf("opening the store after a kill: %v", err)
 	}
@@ -1060,7 +1061,7 @@ func (r *crashRig) gateDecided(t *testing.T) {
 	if err != nil || len(gates) != 1 {
 		t.Fatalf("gates: %v %+v", err, gates)
 	}
-	err = st.Tx(ctx, func(tx *store.Tx) error {
+	err = st.Tx(ctx, func(tx store.Tx) error {
 		if err := tx.SetRunStatus(c.run, store.RunRunning, ""); err != nil {
 			return err
 		}
@@ -1068,7 +1069,7 @@ func (r *crashRig) gateDecided(t *testing.T) {
 		return err
 	})
 	if err == nil {
-		err = st.Tx(ctx, func(tx *store.Tx) error {
+		err = st.Tx(ctx, func(tx store.Tx) error {
 			return tx.FinishStep(c.run, "check", gates[0].Attempt, store.StepDone, []byte(`{"by":"crash-test","decision":"approved","reason":""}`), "")
 		})
 	}

@@ -57,7 +57,7 @@ type chainReads interface {
 // txReads reads the chain through a write transaction, so a check made
 // inside it sees the transaction's own records and those of its
 // batch-mates in the same commit (a read of the store sees neither).
-type txReads struct{ tx *store.Tx }
+type txReads struct{ tx store.Tx }
 
 func (r txReads) VerifyAudit(_ context.Context, run string) ([]audit.Problem, error) {
 	return r.tx.VerifyAudit(run)
@@ -83,7 +83,7 @@ func verifiedRecords(ctx context.Context, st chainReads, run string) ([]audit.Re
 // is in the run's verified audit chain: a record of kind kind, for the
 // approval id (approval != "") or for the gate step and attempt. A
 // decision row with no such record was not made through [Decide].
-func decided(ctx context.Context, st *store.Store, run string, kind EventKind, approval, step string, attempt int) error {
+func decided(ctx context.Context, st store.Store, run string, kind EventKind, approval, step string, attempt int) error {
 	recs, err := verifiedRecords(ctx, st, run)
 	if err != nil {
 		return err
@@ -115,7 +115,7 @@ func decided(ctx context.Context, st *store.Store, run string, kind EventKind, a
 // has run on it yet. A row changed by any other process (its digests, its
 // status, its use) fails here. It is called inside the transaction that
 // consumed the approval, and reads through it (tx).
-func approvalRecorded(ctx context.Context, tx *store.Tx, a store.Approval) error {
+func approvalRecorded(ctx context.Context, tx store.Tx, a store.Approval) error {
 	st := txReads{tx}
 	recs, err := verifiedRecords(ctx, st, a.Run)
 	if err != nil {
@@ -191,7 +191,7 @@ func stateOf(k EventKind, have store.CallState) store.CallState {
 // and the disagreements: the tool, the arguments (as stored, which is
 // what is shown), their digest and the definition the approval binds,
 // and the approval's own columns.
-func approvalAltered(ctx context.Context, st *store.Store, ch *chain, a store.Approval) (*store.Call, []Disagreement, error) {
+func approvalAltered(ctx context.Context, st store.Store, ch *chain, a store.Approval) (*store.Call, []Disagreement, error) {
 	var out []Disagreement
 	reconcileApprovals(&out, ch, []store.Approval{a}, false)
 	if a.Call == nil {
@@ -211,7 +211,7 @@ func approvalAltered(ctx context.Context, st *store.Store, ch *chain, a store.Ap
 }
 
 // verifiedChain reads a run's verified audit chain and walks it.
-func verifiedChain(ctx context.Context, st *store.Store, run string) (*chain, error) {
+func verifiedChain(ctx context.Context, st store.Store, run string) (*chain, error) {
 	recs, err := verifiedRecords(ctx, st, run)
 	if err != nil {
 		return nil, err

@@ -118,7 +118,7 @@ func (c *Caller) failRecord(err error) error {
 func (c *Caller) outcomeUnknownDenied(ctx context.Context, m *store.Call) (bool, error) {
 	const denied = "the outcome of this call is unknown and a person decided not to run it again"
 	settled := false
-	err := c.tx(ctx, func(tx *store.Tx) error {
+	err := c.tx(ctx, func(tx store.Tx) error {
 		settled = false
 		all, err := tx.Approvals(c.run)
 		if err != nil {

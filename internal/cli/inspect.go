@@ -19,11 +19,12 @@ import (
 	"github.com/openplaybook/openplaybook/internal/textsafe"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
+	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 // storeFor opens the store a harness names (without connecting anything
 // else).
-func (c *CLI) storeFor(harnessPath string) (*store.Store, *harness.Harness, error) {
+func (c *CLI) storeFor(harnessPath string) (store.Store, *harness.Harness, error) {
 	h, hds, err := harness.Load(harnessPath)
 	if err != nil {
 		return nil, nil, ioError(fmt.Errorf("reading the harness: %w", err))
@@ -36,7 +37,7 @@ func (c *CLI) storeFor(harnessPath string) (*store.Store, *harness.Harness, erro
 	if _, err := os.Stat(h.Store.SQLite); err != nil {
 		return nil, nil, &exitError{code: ExitProblems, err: fmt.Errorf("there is no store at %s yet: no run was started with this harness (%v)", h.Store.SQLite, err)}
 	}
-	st, err := store.Open(h.Store.SQLite)
+	st, err := sqlite.Open(h.Store.SQLite, nil)
 	if err != nil {
 		return nil, nil, ioError(err)
 	}
