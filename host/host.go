@@ -185,7 +185,11 @@ func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document
 	}
 	var builtins map[string]registry.Tool
 	if o.Store != nil {
-		builtins = builtin.Tools(o.Store)
+		// An engine without the business tables runs no built-in: each
+		// resolves, and a call to it is refused as run by nothing.
+		if d, err := builtin.DataOf(o.Store); err == nil {
+			builtins = builtin.Tools(d)
+		}
 	}
 	for _, d := range builtin.Definitions() {
 		h.add(d, registry.Origin{Kind: registry.Builtin}, builtins[d.Name])
@@ -535,7 +539,11 @@ func SeedStore(ctx context.Context, hs *harness.Harness, st store.Store) error {
 	if err != nil {
 		return fmt.Errorf("reading the store seed: %w", err)
 	}
-	return st.SeedCustomers(ctx, cs)
+	d, err := builtin.DataOf(st)
+	if err != nil {
+		return fmt.Errorf("loading the store seed: %w", err)
+	}
+	return d.SeedCustomers(ctx, cs)
 }
 
 // requiredServers returns the MCP server names the documents require,

@@ -91,7 +91,7 @@ func benchImport(tb testing.TB, st store.Store) *Imported {
 	reg := registry.New()
 	var impls map[string]registry.Tool
 	if st != nil {
-		impls = builtin.Tools(st)
+		impls = builtin.Tools(st.(builtin.Data))
 	}
 	for _, d := range builtin.Definitions() {
 		if err := reg.Add(d, registry.Origin{Kind: registry.Builtin}, impls[d.Name]); err != nil {

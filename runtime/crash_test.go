@@ -24,6 +24,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/openplaybook/openplaybook/audit"
+	"github.com/openplaybook/openplaybook/builtin"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 	"github.com/openplaybook/openplaybook/store"
 	"github.com/openplaybook/openplaybook/store/sqlite"
@@ -654,7 +655,7 @@ func (c *crashCase) decide(o crashOutcome, d *crashDecisions) {
 				if err := json.Unmarshal(call.Args, &a); err != nil {
 					t.Fatal(err)
 				}
-				notes, err := st.ListNotes(context.Background(), "", "", 1000)
+				notes, err := st.(builtin.Data).ListNotes(context.Background(), "", "", 1000)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -699,7 +700,7 @@ func (c *crashCase) checkDone(want map[string]int, notes []string) {
 	if got := c.lines(); !maps.Equal(got, want) {
 		t.Errorf("the count file has %v, want %v", got, want)
 	}
-	ns, err := st.ListNotes(ctx, "", "crash", 1000)
+	ns, err := st.(builtin.Data).ListNotes(ctx, "", "crash", 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -196,7 +196,7 @@ store:
 			fmt.Println(r.Kind, r.Tool)
 		}
 	}
-	notes, _ := st.ListNotes(ctx, "cus_ada", "", 10)
+	notes, _ := st.(builtin.Data).ListNotes(ctx, "cus_ada", "", 10)
 	for _, n := range notes {
 		fmt.Println("note:", n.Body)
 	}

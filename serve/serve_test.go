@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openplaybook/openplaybook/builtin"
 	"github.com/openplaybook/openplaybook/host"
 	"github.com/openplaybook/openplaybook/launch"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
@@ -303,7 +304,7 @@ func TestExternalAgentRunsSteps(t *testing.T) {
 
 func countNotes(t *testing.T, st store.Store, customer string) int {
 	t.Helper()
-	ns, err := st.ListNotes(context.Background(), customer, "", 100)
+	ns, err := st.(builtin.Data).ListNotes(context.Background(), customer, "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

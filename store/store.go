@@ -23,7 +23,10 @@ import (
 	"github.com/openplaybook/openplaybook/audit"
 )
 
-// Store is an open store. It is safe for concurrent use.
+// Store is an open store. It is safe for concurrent use. The built-in
+// primitives' business tables (customers, notes, today) are not part of
+// it: builtin.Data and builtin.DataTx say what an engine that holds them
+// implements beside it.
 //
 // Reads (GetRun, Calls, Audit, ...) see what was committed; inside a
 // transaction's function they do not see its own changes nor those of
@@ -86,13 +89,6 @@ type Store interface {
 	// (table<TAB>column=value...), for tests that look for a secret in
 	// everything written.
 	Dump(ctx context.Context) ([]byte, error)
-
-	// The built-in primitives' data (see [Tx.PutCustomer]).
-	SeedCustomers(ctx context.Context, cs []Customer) error
-	GetCustomer(ctx context.Context, id string) (Customer, error)
-	SearchCustomers(ctx context.Context, query string, limit int) ([]Customer, error)
-	ListNotes(ctx context.Context, customerID, tag string, limit int) ([]Note, error)
-	ListToday(ctx context.Context, includeDismissed bool) ([]TodayItem, error)
 }
 
 // Queued is a function handed to [Store.Queue].
@@ -143,11 +139,6 @@ type Tx interface {
 	Append(rec audit.Record) (audit.Record, error)
 	// AppendAll is Append of several records of one run, in order.
 	AppendAll(recs ...audit.Record) ([]audit.Record, error)
-
-	PutCustomer(c Customer) error
-	AddNote(n Note) (Note, error)
-	SurfaceToday(it TodayItem) (TodayItem, error)
-	DismissToday(id string) error
 
 	// Reads inside the transaction.
 	Run(id string) (Run, error)

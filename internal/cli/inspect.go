@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openplaybook/openplaybook/audit"
+	"github.com/openplaybook/openplaybook/builtin"
 	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/internal/textsafe"
 	"github.com/openplaybook/openplaybook/runtime"
@@ -350,7 +351,11 @@ list, by priority (high, normal, low), then newest first.`,
 				return err
 			}
 			defer st.Close()
-			items, err := st.ListToday(ctxOf(cmd), all)
+			d, err := builtin.DataOf(st)
+			if err != nil {
+				return ioError(err)
+			}
+			items, err := d.ListToday(ctxOf(cmd), all)
 			if err != nil {
 				return ioError(err)
 			}

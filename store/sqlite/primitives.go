@@ -17,7 +17,8 @@ import (
 // SeedCustomers inserts the customers, replacing any with the same id, in
 // one transaction. It is meant for tests, examples and imports.
 func (s *Store) SeedCustomers(ctx context.Context, cs []store.Customer) error {
-	return s.Tx(ctx, func(t store.Tx) error {
+	return s.Tx(ctx, func(stx store.Tx) error {
+		t := stx.(*Tx)
 		for _, c := range cs {
 			if err := t.PutCustomer(c); err != nil {
 				return err

@@ -94,14 +94,14 @@ func TestNotes(t *testing.T) {
 	var first store.Note
 	mustTx(t, s, func(tx store.Tx) error {
 		var err error
-		first, err = tx.AddNote(store.Note{CustomerID: "cus_1", Body: "called, no answer", Tags: []string{"churn"}, Author: "triage", Run: run, Step: "work"})
+		first, err = tx.(*Tx).AddNote(store.Note{CustomerID: "cus_1", Body: "called, no answer", Tags: []string{"churn"}, Author: "triage", Run: run, Step: "work"})
 		if err != nil {
 			return err
 		}
-		if _, err := tx.AddNote(store.Note{CustomerID: "cus_1", Body: "second"}); err != nil {
+		if _, err := tx.(*Tx).AddNote(store.Note{CustomerID: "cus_1", Body: "second"}); err != nil {
 			return err
 		}
-		_, err = tx.AddNote(store.Note{Body: "general", Tags: []string{"churn", "q3"}})
+		_, err = tx.(*Tx).AddNote(store.Note{Body: "general", Tags: []string{"churn", "q3"}})
 		return err
 	})
 	if first.ID == "" || first.Created.IsZero() {
@@ -148,16 +148,16 @@ func TestToday(t *testing.T) {
 	var low store.TodayItem
 	mustTx(t, s, func(tx store.Tx) error {
 		var err error
-		if low, err = tx.SurfaceToday(store.TodayItem{Title: "low", Summary: "s", Priority: "low"}); err != nil {
+		if low, err = tx.(*Tx).SurfaceToday(store.TodayItem{Title: "low", Summary: "s", Priority: "low"}); err != nil {
 			return err
 		}
-		if _, err := tx.SurfaceToday(store.TodayItem{Title: "normal", Summary: "s", CustomerID: "cus_1", Link: "https://x.test/1"}); err != nil {
+		if _, err := tx.(*Tx).SurfaceToday(store.TodayItem{Title: "normal", Summary: "s", CustomerID: "cus_1", Link: "https://x.test/1"}); err != nil {
 			return err
 		}
-		if _, err := tx.SurfaceToday(store.TodayItem{Title: "high", Summary: "s", Priority: "high"}); err != nil {
+		if _, err := tx.(*Tx).SurfaceToday(store.TodayItem{Title: "high", Summary: "s", Priority: "high"}); err != nil {
 			return err
 		}
-		_, err = tx.SurfaceToday(store.TodayItem{Title: "bad", Summary: "s", Priority: "urgent"})
+		_, err = tx.(*Tx).SurfaceToday(store.TodayItem{Title: "bad", Summary: "s", Priority: "urgent"})
 		if err == nil {
 			return errors.New("priority urgent accepted")
 		}
@@ -174,11 +174,11 @@ func TestToday(t *testing.T) {
 	if err != nil || titles(its) != "[high normal low]" || its[1].Priority != "normal" || its[1].Link != "https://x.test/1" {
 		t.Errorf("ListToday = %+v, %v", its, err)
 	}
-	mustTx(t, s, func(tx store.Tx) error { return tx.DismissToday(low.ID) })
-	if err := s.Tx(bg, func(tx store.Tx) error { return tx.DismissToday(low.ID) }); !errors.Is(err, store.ErrState) {
+	mustTx(t, s, func(tx store.Tx) error { return tx.(*Tx).DismissToday(low.ID) })
+	if err := s.Tx(bg, func(tx store.Tx) error { return tx.(*Tx).DismissToday(low.ID) }); !errors.Is(err, store.ErrState) {
 		t.Errorf("dismissing twice: %v", err)
 	}
-	if err := s.Tx(bg, func(tx store.Tx) error { return tx.DismissToday("today_x") }); !errors.Is(err, store.ErrNotFound) {
+	if err := s.Tx(bg, func(tx store.Tx) error { return tx.(*Tx).DismissToday("today_x") }); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("dismissing a missing item: %v", err)
 	}
 	if its, _ := s.ListToday(bg, false); titles(its) != "[high normal]" {
