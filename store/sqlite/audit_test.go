@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/store"
 )
@@ -53,59 +51,6 @@ func verify(t *testing.T, path, run string) []audit.Problem {
 		t.Fatal(err)
 	}
 	return probs
-}
-
-func TestAuditChain(t *testing.T) {
-	s := openTest(t)
-	run, attempt := newRun(t, s)
-	var last audit.Record
-	mustTx(t, s, func(tx store.Tx) error {
-		var err error
-		last, err = auditedCall(tx, run, "work", attempt, "note.add", `{"body":"hi"}`)
-		return err
-	})
-	recs, err := s.Audit(bg, run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) != 3 || recs[0].Prev != audit.Genesis || recs[1].Prev != recs[0].Hash || recs[2].Hash != last.Hash || string(recs[2].Data) != string(last.Data) {
-		t.Errorf("records = %+v", recs)
-	}
-	for i, r := range recs {
-		if r.Seq != int64(i+1) || r.Run != run || r.Time == "" {
-			t.Errorf("record %d = %+v", i, r)
-		}
-	}
-	seq, hash, err := s.AuditHead(bg, run)
-	if err != nil || seq != 3 || hash != last.Hash {
-		t.Errorf("head = %d %s %v", seq, hash, err)
-	}
-	// The caller's Seq, Prev and Hash are ignored; its Time is kept.
-	mustTx(t, s, func(tx store.Tx) error {
-		r, err := tx.Append(audit.Record{Run: run, Seq: 99, Prev: "x", Hash: "y", Time: "2026-01-01T00:00:00Z", Kind: "k"})
-		if err == nil && (r.Seq != 4 || r.Prev != last.Hash || r.Time != "2026-01-01T00:00:00Z") {
-			t.Errorf("appended %+v", r)
-		}
-		return err
-	})
-	if _, _, err := s.AuditHead(bg, "run_missing"); err == nil {
-		t.Error("AuditHead of a missing run")
-	}
-	err = s.Tx(bg, func(tx store.Tx) error { _, err := tx.Append(audit.Record{Run: "run_missing", Kind: "k"}); return err })
-	if err == nil {
-		t.Error("appended to a missing run")
-	}
-	// Invalid JSON data cannot be sealed, and nothing is written.
-	err = s.Tx(bg, func(tx store.Tx) error {
-		_, err := tx.Append(audit.Record{Run: run, Kind: "k", Data: jsontext.Value(`{"a":`)})
-		return err
-	})
-	if err == nil {
-		t.Error("appended invalid JSON data")
-	}
-	if seq, _, _ := s.AuditHead(bg, run); seq != 4 {
-		t.Errorf("head = %d after a failed append", seq)
-	}
 }
 
 func TestAuditAppendOnly(t *testing.T) {

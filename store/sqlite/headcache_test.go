@@ -2,58 +2,14 @@ package sqlite
 
 import (
 	"errors"
-	"fmt"
 	"path/filepath"
-	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/openplaybook/openplaybook/store"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/openplaybook/openplaybook/audit"
 )
-
-func appendRec(run string, i int) func(store.Tx) error {
-	return func(tx store.Tx) error {
-		_, err := tx.Append(audit.Record{Run: run, Kind: "note", Data: jsontext.Value(fmt.Sprintf(`{"i":%d}`, i))})
-		return err
-	}
-}
-
-func mustVerify(t *testing.T, s *Store, run string, wantSeq int64) {
-	t.Helper()
-	probs, err := s.VerifyAudit(bg, run)
-	if err != nil || len(probs) != 0 {
-		t.Fatalf("VerifyAudit = %v, %v", probs, err)
-	}
-	if seq, _, err := s.AuditHead(bg, run); err != nil || seq != wantSeq {
-		t.Fatalf("head = %d, %v; want %d", seq, err, wantSeq)
-	}
-}
-
-// blockWriter queues a function that holds the writer until the returned
-// function is called, and waits until it runs, so that what is queued next
-// forms one batch.
-func blockWriter(t *testing.T, s *Store) (release func()) {
-	t.Helper()
-	started, rel := make(chan struct{}), make(chan struct{})
-	q := s.Queue(bg, func(store.Tx) error { close(started); <-rel; return nil })
-	<-started
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			close(rel)
-			if err := q.Wait(); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	t.Cleanup(release)
-	return release
-}
 
 // The writer's head cache must notice another connection's appends: a
 // second Store on the same file appends between the first's batches.
@@ -175,83 +131,4 @@ func TestHeadCacheFailedFunction(t *testing.T) {
 	}
 	mustTx(t, s, appendRec(run, 7))
 	mustVerify(t, s, run, 6)
-}
-
-func TestAppendAll(t *testing.T) {
-	s := openTest(t)
-	run, _ := newRun(t, s)
-	other, _ := newRun(t, s)
-	var got []audit.Record
-	mustTx(t, s, func(tx store.Tx) error {
-		if out, err := tx.AppendAll(); err != nil || out != nil {
-			return fmt.Errorf("AppendAll() = %v, %v", out, err)
-		}
-		one, err := tx.Append(audit.Record{Run: run, Kind: "one"})
-		if err != nil {
-			return err
-		}
-		var recs []audit.Record
-		for i := range 40 { // more than one INSERT's worth
-			recs = append(recs, audit.Record{Run: run, Kind: "many", Step: "work", Tool: "t\x00ool",
-				Data: jsontext.Value(fmt.Sprintf(`{"i":%d}`, i))})
-		}
-		recs[3].Time = "2026-01-01T00:00:00Z"
-		out, err := tx.AppendAll(recs...)
-		if err != nil {
-			return err
-		}
-		got = append([]audit.Record{one}, out...)
-		_, err = tx.Append(audit.Record{Run: run, Kind: "after"})
-		return err
-	})
-	if len(got) != 41 {
-		t.Fatalf("%d records", len(got))
-	}
-	for i, r := range got {
-		if r.Seq != int64(i+2) {
-			t.Errorf("record %d: seq %d", i, r.Seq)
-		}
-		if i > 0 && r.Prev != got[i-1].Hash {
-			t.Errorf("record %d: prev %s, want %s", i, r.Prev, got[i-1].Hash)
-		}
-	}
-	if got[4].Time != "2026-01-01T00:00:00Z" || got[5].Time == got[4].Time {
-		t.Errorf("times %q, %q", got[4].Time, got[5].Time)
-	}
-	stored, err := s.Audit(bg, run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(stored[1:42], got) {
-		t.Errorf("stored records differ from those returned")
-	}
-	mustVerify(t, s, run, 43)
-
-	// Records of two runs: refused, nothing appended.
-	err = s.Tx(bg, func(tx store.Tx) error {
-		_, err := tx.AppendAll(audit.Record{Run: run, Kind: "a"}, audit.Record{Run: other, Kind: "b"})
-		return err
-	})
-	if err == nil {
-		t.Error("AppendAll of two runs succeeded")
-	}
-	// An invalid record among valid ones: nothing appended.
-	err = s.Tx(bg, func(tx store.Tx) error {
-		if _, err := tx.AppendAll(audit.Record{Run: run, Kind: "a"}, audit.Record{Run: run, Kind: "b", Tool: "\xff"}); err == nil {
-			return errors.New("appended invalid UTF-8")
-		}
-		return nil // carry on: the cache must not hold the refused records
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustTx(t, s, appendRec(run, 1))
-	mustVerify(t, s, run, 44)
-	mustVerify(t, s, other, 1)
-	if err := s.Tx(bg, func(tx store.Tx) error {
-		_, err := tx.AppendAll(audit.Record{Run: "run_none", Kind: "a"})
-		return err
-	}); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("AppendAll to no run: %v", err)
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/openplaybook/openplaybook/store"
@@ -116,4 +117,43 @@ func recordedCall(tx store.Tx, run, step string, attempt int, tool, args string)
 		return audit.Record{}, err
 	}
 	return recs[1], nil
+}
+
+func appendRec(run string, i int) func(store.Tx) error {
+	return func(tx store.Tx) error {
+		_, err := tx.Append(audit.Record{Run: run, Kind: "note", Data: jsontext.Value(fmt.Sprintf(`{"i":%d}`, i))})
+		return err
+	}
+}
+
+func mustVerify(t *testing.T, s *Store, run string, wantSeq int64) {
+	t.Helper()
+	probs, err := s.VerifyAudit(bg, run)
+	if err != nil || len(probs) != 0 {
+		t.Fatalf("VerifyAudit = %v, %v", probs, err)
+	}
+	if seq, _, err := s.AuditHead(bg, run); err != nil || seq != wantSeq {
+		t.Fatalf("head = %d, %v; want %d", seq, err, wantSeq)
+	}
+}
+
+// blockWriter queues a function that holds the writer until the returned
+// function is called, and waits until it runs, so that what is queued next
+// forms one batch.
+func blockWriter(t *testing.T, s *Store) (release func()) {
+	t.Helper()
+	started, rel := make(chan struct{}), make(chan struct{})
+	q := s.Queue(bg, func(store.Tx) error { close(started); <-rel; return nil })
+	<-started
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			close(rel)
+			if err := q.Wait(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(release)
+	return release
 }

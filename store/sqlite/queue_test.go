@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,53 +10,6 @@ import (
 
 	"github.com/openplaybook/openplaybook/store"
 )
-
-func TestQueueOrder(t *testing.T) {
-	s := openTest(t)
-	run, _ := newRun(t, s)
-	var qs []store.Queued
-	for i := range 200 {
-		qs = append(qs, s.Queue(bg, appendRec(run, i)))
-	}
-	// A Tx after them returns only once they are all committed.
-	mustTx(t, s, appendRec(run, 200))
-	for i, q := range qs {
-		select {
-		case <-q.Done():
-		default:
-			t.Fatalf("queued function %d not answered when a later Tx returned", i)
-		}
-	}
-	for range 50 {
-		qs = append(qs, s.Queue(bg, appendRec(run, len(qs)+1)))
-	}
-	if err := s.Flush(bg); err != nil {
-		t.Fatal(err)
-	}
-	for i, q := range qs {
-		select {
-		case <-q.Done():
-			if err := q.Wait(); err != nil {
-				t.Errorf("queued function %d: %v", i, err)
-			}
-		default:
-			t.Fatalf("queued function %d not answered when Flush returned", i)
-		}
-	}
-	recs, err := s.Audit(bg, run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) != 252 {
-		t.Fatalf("%d records", len(recs))
-	}
-	for i, r := range recs[1:] {
-		if want := fmt.Sprintf(`{"i":%d}`, i); string(r.Data) != want {
-			t.Fatalf("record %d: %s, want %s", r.Seq, r.Data, want)
-		}
-	}
-	mustVerify(t, s, run, 252)
-}
 
 func TestQueueErrors(t *testing.T) {
 	s := openTest(t)
