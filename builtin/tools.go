@@ -21,7 +21,7 @@ import (
 // transaction that records the call, with every value the agent gave
 // passed through the call's redactor first (a secret an agent repeats is
 // never stored).
-func Tools(st *store.Store) map[string]registry.Tool {
+func Tools(st Data) map[string]registry.Tool {
 	return map[string]registry.Tool{
 		"customer.get":    tool{st, customerGet},
 		"customer.search": tool{st, customerSearch},
@@ -46,8 +46,8 @@ type args struct {
 }
 
 type tool struct {
-	st *store.Store
-	fn func(ctx context.Context, st *store.Store, ci registry.CallInfo, a args) (registry.Result, error)
+	st Data
+	fn func(ctx context.Context, st Data, ci registry.CallInfo, a args) (registry.Result, error)
 }
 
 func (t tool) Call(ctx context.Context, raw jsontext.Value) (registry.Result, error) {
@@ -64,7 +64,7 @@ func content(v any) (registry.Result, error) {
 	return registry.Result{Content: b}, err
 }
 
-func customerGet(ctx context.Context, st *store.Store, _ registry.CallInfo, a args) (registry.Result, error) {
+func customerGet(ctx context.Context, st Data, _ registry.CallInfo, a args) (registry.Result, error) {
 	c, err := st.GetCustomer(ctx, a.CustomerID)
 	if errors.Is(err, store.ErrNotFound) {
 		return registry.Result{}, fmt.Errorf("no customer has id %s", strconv.Quote(a.CustomerID))
@@ -75,7 +75,7 @@ func customerGet(ctx context.Context, st *store.Store, _ registry.CallInfo, a ar
 	return content(map[string]any{"customer": customerJSON(c)})
 }
 
-func customerSearch(ctx context.Context, st *store.Store, _ registry.CallInfo, a args) (registry.Result, error) {
+func customerSearch(ctx context.Context, st Data, _ registry.CallInfo, a args) (registry.Result, error) {
 	limit := a.Limit
 	if limit <= 0 {
 		limit = 10
@@ -91,7 +91,7 @@ func customerSearch(ctx context.Context, st *store.Store, _ registry.CallInfo, a
 	return content(map[string]any{"customers": out})
 }
 
-func noteList(ctx context.Context, st *store.Store, _ registry.CallInfo, a args) (registry.Result, error) {
+func noteList(ctx context.Context, st Data, _ registry.CallInfo, a args) (registry.Result, error) {
 	limit := a.Limit
 	if limit <= 0 {
 		limit = 20
@@ -107,8 +107,12 @@ func noteList(ctx context.Context, st *store.Store, _ registry.CallInfo, a args)
 	return content(map[string]any{"notes": out})
 }
 
-func noteAdd(_ context.Context, _ *store.Store, ci registry.CallInfo, a args) (registry.Result, error) {
-	return registry.Result{Commit: func(tx *store.Tx) (jsontext.Value, error) {
+func noteAdd(_ context.Context, _ Data, ci registry.CallInfo, a args) (registry.Result, error) {
+	return registry.Result{Commit: func(stx store.Tx) (jsontext.Value, error) {
+		tx, err := dataTx(stx)
+		if err != nil {
+			return nil, err
+		}
 		n, err := tx.AddNote(store.Note{CustomerID: ci.Redact(a.CustomerID), Body: ci.Redact(a.Body), Tags: redactAll(ci.Redact, a.Tags),
 			Author: ci.Agent, Run: ci.Run, Step: ci.Step})
 		if err != nil {
@@ -119,8 +123,12 @@ func noteAdd(_ context.Context, _ *store.Store, ci registry.CallInfo, a args) (r
 	}}, nil
 }
 
-func todaySurface(_ context.Context, _ *store.Store, ci registry.CallInfo, a args) (registry.Result, error) {
-	return registry.Result{Commit: func(tx *store.Tx) (jsontext.Value, error) {
+func todaySurface(_ context.Context, _ Data, ci registry.CallInfo, a args) (registry.Result, error) {
+	return registry.Result{Commit: func(stx store.Tx) (jsontext.Value, error) {
+		tx, err := dataTx(stx)
+		if err != nil {
+			return nil, err
+		}
 		it, err := tx.SurfaceToday(store.TodayItem{Title: ci.Redact(a.Title), Summary: ci.Redact(a.Summary), Priority: ci.Redact(a.Priority),
 			CustomerID: ci.Redact(a.CustomerID), Link: ci.Redact(a.Link), Run: ci.Run, Step: ci.Step})
 		if err != nil {

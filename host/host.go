@@ -32,6 +32,7 @@ import (
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/registry"
 	"github.com/openplaybook/openplaybook/store"
+	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 // Rule ids of the diagnostics a Host itself reports (docs/check.md).
@@ -87,7 +88,7 @@ type Options struct {
 	// Store, when set, is the store the built-ins run over: their
 	// registry entries get tools. Without it (check, pin) the built-ins
 	// are definitions only.
-	Store *store.Store
+	Store store.Store
 	// AllServers connects every MCP server the harness binds, not only
 	// those the documents require: the check of a harness alone.
 	AllServers bool
@@ -184,7 +185,11 @@ func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document
 	}
 	var builtins map[string]registry.Tool
 	if o.Store != nil {
-		builtins = builtin.Tools(o.Store)
+		// An engine without the business tables runs no built-in: each
+		// resolves, and a call to it is refused as run by nothing.
+		if d, err := builtin.DataOf(o.Store); err == nil {
+			builtins = builtin.Tools(d)
+		}
 	}
 	for _, d := range builtin.Definitions() {
 		h.add(d, registry.Origin{Kind: registry.Builtin}, builtins[d.Name])
@@ -492,7 +497,7 @@ func (h *Host) Drivers(playbookID string) func(agent string) (driver.Driver, err
 // file is made 0600 (SQLite gives its -wal and -shm files the same mode):
 // no other user of the machine can read or write the store. A tool that
 // runs as the same user can; see docs/store.md, "What a tool can reach".
-func OpenStore(ctx context.Context, hs *harness.Harness) (*store.Store, error) {
+func OpenStore(ctx context.Context, hs *harness.Harness) (store.Store, error) {
 	st, err := OpenStoreFile(hs)
 	if err != nil {
 		return nil, err
@@ -508,11 +513,11 @@ func OpenStore(ctx context.Context, hs *harness.Harness) (*store.Store, error) {
 // directory and file modes included), without loading the seed: what
 // opens an existing run loads it only once the run's recorded harness is
 // confirmed (package launch).
-func OpenStoreFile(hs *harness.Harness) (*store.Store, error) {
+func OpenStoreFile(hs *harness.Harness) (store.Store, error) {
 	if err := os.MkdirAll(filepath.Dir(hs.Store.SQLite), 0o700); err != nil {
 		return nil, err
 	}
-	st, err := store.Open(hs.Store.SQLite)
+	st, err := sqlite.Open(hs.Store.SQLite, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -526,7 +531,7 @@ func OpenStoreFile(hs *harness.Harness) (*store.Store, error) {
 // SeedStore loads the harness's customer seed (store.seed) into st;
 // nothing when the harness names none. An unreadable seed is an error
 // that says so.
-func SeedStore(ctx context.Context, hs *harness.Harness, st *store.Store) error {
+func SeedStore(ctx context.Context, hs *harness.Harness, st store.Store) error {
 	if hs.Store.Seed == "" {
 		return nil
 	}
@@ -534,7 +539,11 @@ func SeedStore(ctx context.Context, hs *harness.Harness, st *store.Store) error 
 	if err != nil {
 		return fmt.Errorf("reading the store seed: %w", err)
 	}
-	return st.SeedCustomers(ctx, cs)
+	d, err := builtin.DataOf(st)
+	if err != nil {
+		return fmt.Errorf("loading the store seed: %w", err)
+	}
+	return d.SeedCustomers(ctx, cs)
 }
 
 // requiredServers returns the MCP server names the documents require,

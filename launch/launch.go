@@ -64,7 +64,7 @@ type Options struct {
 	Name string
 	Src  []byte
 	// Store is the harness's open store. Required.
-	Store *store.Store
+	Store store.Store
 	// External serves agents bound to driver "mcp" (nil: they wait).
 	External driver.Driver
 	// Progress receives the run's progress lines (nil discards them).
@@ -151,7 +151,7 @@ func OpenRun(ctx context.Context, h *Harness, runID string, opt Options) (*Opene
 // harness the run was last run with, or accept is set
 // ([runtime.CheckHarness]; a changed harness is a
 // [*runtime.HarnessChangedError]). Nothing of h but its digest is used.
-func CheckRun(ctx context.Context, h *Harness, st *store.Store, runID string, accept bool) error {
+func CheckRun(ctx context.Context, h *Harness, st store.Store, runID string, accept bool) error {
 	_, err := runtime.CheckHarness(ctx, st, runID, h.Digest(), accept)
 	return err
 }

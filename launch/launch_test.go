@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openplaybook/openplaybook/builtin"
 	"github.com/openplaybook/openplaybook/host"
 	"github.com/openplaybook/openplaybook/launch"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
@@ -132,7 +133,7 @@ func TestOpenRunChecksTheHarnessFirst(t *testing.T) {
 	if n := sessions.Load() - before; n != 0 {
 		t.Errorf("the original server got %d sessions", n)
 	}
-	if _, err := st.GetCustomer(ctx, "cus_rewritten"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.(builtin.Data).GetCustomer(ctx, "cus_rewritten"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the rewritten harness's seed was loaded: %v", err)
 	}
 	if err := launch.CheckRun(ctx, lh2, st, run, false); !errors.Is(err, runtime.ErrHarnessChanged) {
@@ -151,7 +152,7 @@ func TestOpenRunChecksTheHarnessFirst(t *testing.T) {
 	if _, err := os.Stat(marker); err != nil {
 		t.Error("with the change accepted, the rewritten server command was not started: the probe cannot see a use")
 	}
-	if _, err := st.GetCustomer(ctx, "cus_rewritten"); err != nil {
+	if _, err := st.(builtin.Data).GetCustomer(ctx, "cus_rewritten"); err != nil {
 		t.Errorf("with the change accepted, the rewritten seed was not loaded (%v): the probe cannot see a use", err)
 	}
 

@@ -38,7 +38,7 @@ type Result struct {
 	// record are one atomic change (after a crash, both happened or
 	// neither did), and uses what it returns as the result. It must only
 	// change the store through tx (see [store.Store.Tx]).
-	Commit func(tx *store.Tx) (jsontext.Value, error)
+	Commit func(tx store.Tx) (jsontext.Value, error)
 }
 
 // Live is implemented by tools whose definition can change while a run

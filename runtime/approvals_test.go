@@ -193,7 +193,7 @@ func TestApprovalExpires(t *testing.T) {
 	run := out.Run
 	apr := r.onlyApproval(run)
 	later := time.Now().Add(2 * time.Hour)
-	r.st.Now = func() time.Time { return later }
+	r.st.SetClock(func() time.Time { return later })
 	if err := r.decide(run, apr.ID, true, "too late"); !errors.Is(err, store.ErrExpired) {
 		t.Fatalf("approving an expired request: %v, want store.ErrExpired", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/registry"
 	"github.com/openplaybook/openplaybook/store"
+	"github.com/openplaybook/openplaybook/store/sqlite"
 	"github.com/openplaybook/openplaybook/validate"
 )
 
@@ -72,7 +73,7 @@ func benchDefs() []playbook.Definition {
 //
 // With st, the built-ins run over st; the two other tools have no tool
 // (the benchmarks call only customer.get).
-func benchImport(tb testing.TB, st *store.Store) *Imported {
+func benchImport(tb testing.TB, st store.Store) *Imported {
 	tb.Helper()
 	defs := benchDefs()
 	tools, err := json.Marshal(defs)
@@ -90,7 +91,7 @@ func benchImport(tb testing.TB, st *store.Store) *Imported {
 	reg := registry.New()
 	var impls map[string]registry.Tool
 	if st != nil {
-		impls = builtin.Tools(st)
+		impls = builtin.Tools(st.(builtin.Data))
 	}
 	for _, d := range builtin.Definitions() {
 		if err := reg.Add(d, registry.Origin{Kind: registry.Builtin}, impls[d.Name]); err != nil {
@@ -229,9 +230,9 @@ func (loopDriver) RunStep(ctx context.Context, in driver.StepInput, c driver.Cal
 // benchEngine opens a store in a temporary directory (synchronous=FULL,
 // group commit on: the defaults), seeds customer c1 and returns an engine
 // whose agent "bench" is a loopDriver.
-func benchEngine(b *testing.B, maxCalls int) (*Session, *store.Store) {
+func benchEngine(b *testing.B, maxCalls int) (*Session, store.Store) {
 	b.Helper()
-	s, err := store.OpenWith(filepath.Join(b.TempDir(), "bench.db"), &store.Options{Synchronous: "FULL"})
+	s, err := sqlite.OpenWith(filepath.Join(b.TempDir(), "bench.db"), &sqlite.Options{Synchronous: "FULL"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -326,7 +327,7 @@ func benchConcurrentRuns(b *testing.B, runs int) {
 
 // checkCalls verifies the run recorded n succeeded calls and an intact
 // audit chain, so the benchmark measured what it says.
-func checkCalls(b *testing.B, s *store.Store, run string, n int) {
+func checkCalls(b *testing.B, s store.Store, run string, n int) {
 	b.Helper()
 	ctx := context.Background()
 	calls, err := s.Calls(ctx, run, store.CallFilter{})

@@ -62,8 +62,8 @@ type Caller struct {
 	prior     []store.Call
 	priorUsed []bool
 
-	pending []*store.Queued // call records handed to the store, not known durable yet
-	reads   *readGroup      // the read calls queued last, which the next may join
+	pending []store.Queued // call records handed to the store, not known durable yet
+	reads   *readGroup     // the read calls queued last, which the next may join
 	// collected is the first failure of the records dropped from the
 	// head of pending once settled (see collect), for settle to report.
 	collected error
@@ -119,7 +119,7 @@ func (c *Caller) recoverInterrupted(ctx context.Context) error {
 		return nil
 	}
 	ids := make([]string, len(idx))
-	err := c.s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+	err := c.s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 		for n, i := range idx {
 			m := c.memo[i]
 			ap, err := tx.MarkOutcomeUnknown(m.CallKey, interruptedReason)
@@ -275,7 +275,7 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 	// runs, so a crash leaves a trace that makes resume ask a person
 	// instead of running it again.
 	var key store.CallKey
-	err := c.tx(ctx, func(tx *store.Tx) error {
+	err := c.tx(ctx, func(tx store.Tx) error {
 		k, err := c.start(tx, call.Name, d, store.DecisionAllowed, "", "")
 		key = k
 		return err
@@ -300,7 +300,7 @@ func (c *Caller) RecordUsage(ctx context.Context, u driver.Usage) error {
 	ev := ModelUsage{Attempt: c.attempt, Provider: u.Provider, Model: u.Model, Turn: u.Turn,
 		InputTokens: max(u.InputTokens, 0), OutputTokens: max(u.OutputTokens, 0),
 		CachedInputTokens: max(u.CachedInputTokens, 0), CacheWriteTokens: max(u.CacheWriteTokens, 0)}
-	c.queue(ctx, func(tx *store.Tx) error { return c.append(tx, "", ev) })
+	c.queue(ctx, func(tx store.Tx) error { return c.append(tx, "", ev) })
 	return nil
 }
 
@@ -315,7 +315,7 @@ func (c *Caller) refuseReply(ctx context.Context, re *driver.ReplyError) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	reason := fmt.Sprintf("the model's reply stopped with %q (%s); none of its calls ran", re.StopReason, re.Reason)
-	return c.tx(ctx, func(tx *store.Tx) error {
+	return c.tx(ctx, func(tx store.Tx) error {
 		for _, call := range re.Calls {
 			name := shownName(call.Name)
 			d := Decision{ArgsDigest: digest(call.Arguments)}
@@ -336,7 +336,7 @@ func (c *Caller) overLimit(ctx context.Context, name string) (driver.Result, err
 	if len(c.memo)+c.fresh <= c.s.opt.MaxToolCalls {
 		return driver.Result{}, nil, false
 	}
-	err := c.tx(ctx, func(tx *store.Tx) error {
+	err := c.tx(ctx, func(tx store.Tx) error {
 		return c.s.append(tx, c.run, c.step, name, StepCallLimit{Limit: c.s.opt.MaxToolCalls})
 	})
 	return driver.Result{}, errors.Join(fmt.Errorf("%w (%d calls)", driver.ErrCallLimit, c.s.opt.MaxToolCalls), err), true
@@ -345,7 +345,7 @@ func (c *Caller) overLimit(ctx context.Context, name string) (driver.Result, err
 // tx runs fn in a store transaction; a failure, its own or one of the
 // outcomes queued before it (the store commits in order, so they are
 // settled when it returns), is remembered so the step fails closed.
-func (c *Caller) tx(ctx context.Context, fn func(*store.Tx) error) error {
+func (c *Caller) tx(ctx context.Context, fn func(store.Tx) error) error {
 	err := c.s.opt.Store.Tx(ctx, fn)
 	if err == nil {
 		err = c.settle(false)
@@ -360,7 +360,7 @@ func (c *Caller) tx(ctx context.Context, fn func(*store.Tx) error) error {
 }
 
 // queue hands fn to the store without waiting for its commit.
-func (c *Caller) queue(ctx context.Context, fn func(*store.Tx) error) {
+func (c *Caller) queue(ctx context.Context, fn func(store.Tx) error) {
 	c.reads = nil // what is queued after fn must not be recorded before it
 	c.collect()
 	c.pending = append(c.pending, c.s.opt.Store.Queue(context.WithoutCancel(ctx), fn))
@@ -375,7 +375,7 @@ const maxReadGroup = 64
 // and nothing else was queued since, so the records keep their order;
 // otherwise it starts a new group.
 type readGroup struct {
-	q     *store.Queued // the queued function's outcome
+	q     store.Queued // the queued function's outcome
 	mu    sync.Mutex
 	taken bool // the store has started recording the group
 	rs    []readRecord
@@ -398,7 +398,7 @@ func (c *Caller) queueRead(ctx context.Context, r readRecord) {
 		}
 	}
 	g := &readGroup{rs: []readRecord{r}}
-	c.queue(ctx, func(tx *store.Tx) error {
+	c.queue(ctx, func(tx store.Tx) error {
 		g.mu.Lock()
 		g.taken = true
 		rs := g.rs
@@ -433,7 +433,7 @@ func (c *Caller) collect() {
 }
 
 // settled reports whether q's outcome is known.
-func settled(q *store.Queued) bool {
+func settled(q store.Queued) bool {
 	select {
 	case <-q.Done():
 		return true
@@ -480,7 +480,7 @@ func (c *Caller) Flush() error {
 	return c.storeErr
 }
 
-func (c *Caller) append(tx *store.Tx, tool string, ev Event) error {
+func (c *Caller) append(tx store.Tx, tool string, ev Event) error {
 	return c.s.append(tx, c.run, c.step, tool, ev)
 }
 
@@ -580,7 +580,7 @@ func (c *Caller) rerunPrior(ctx context.Context, i int, name string, d Decision)
 		asked  string
 	)
 	replaced := fmt.Sprintf("its outcome is unknown; a person had it run again in attempt %d", c.attempt)
-	err := c.tx(ctx, func(tx *store.Tx) error {
+	err := c.tx(ctx, func(tx store.Tx) error {
 		if m.State == store.CallStarted {
 			ap, err := tx.MarkOutcomeUnknown(m.CallKey, lostReason)
 			if err != nil {
@@ -594,7 +594,7 @@ func (c *Caller) rerunPrior(ctx context.Context, i int, name string, d Decision)
 			return err
 		}
 		if !ok {
-			all, err := c.s.opt.Store.Approvals(ctx, c.run)
+			all, err := tx.Approvals(c.run)
 			if err != nil {
 				return err
 			}
@@ -628,7 +628,7 @@ func (c *Caller) rerunPrior(ctx context.Context, i int, name string, d Decision)
 			asked = ap.ID
 			return c.append(tx, m.Tool, CallOutcomeUnknown{Attempt: m.Attempt, Index: m.Index, Approval: ap.ID})
 		}
-		if err := approvalRecorded(ctx, c.s.opt.Store, a); err != nil {
+		if err := approvalRecorded(ctx, tx, a); err != nil {
 			return err
 		}
 		if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, replaced); err != nil {
@@ -682,7 +682,7 @@ func (c *Caller) match(name, argsDigest string) int {
 
 // start records a new call and its audit record: call.started,
 // call.refused (with code) or call.waiting, by decision.
-func (c *Caller) start(tx *store.Tx, name string, d Decision, decision store.Decision, code Code, reason string) (store.CallKey, error) {
+func (c *Caller) start(tx store.Tx, name string, d Decision, decision store.Decision, code Code, reason string) (store.CallKey, error) {
 	redact := c.s.opt.Redact
 	sc := store.Call{
 		CallKey: store.CallKey{Run: c.run, Step: c.step, Attempt: c.attempt},
@@ -717,7 +717,7 @@ func (c *Caller) start(tx *store.Tx, name string, d Decision, decision store.Dec
 // refuse records a refused call; the agent gets the reason and may go on.
 func (c *Caller) refuse(ctx context.Context, name string, d Decision, code Code, reason string) (driver.Result, error) {
 	reason = c.inStep(reason)
-	err := c.tx(ctx, func(tx *store.Tx) error {
+	err := c.tx(ctx, func(tx store.Tx) error {
 		_, err := c.start(tx, name, d, store.DecisionRefused, code, reason)
 		return err
 	})
@@ -744,7 +744,7 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 		voided  []store.Approval
 	)
 	const staleWhy = "the tool's live definition or what serves it changed since the approval was asked"
-	err := c.tx(ctx, func(tx *store.Tx) error {
+	err := c.tx(ctx, func(tx store.Tx) error {
 		voided = nil
 		if existing != nil {
 			key = existing.CallKey
@@ -753,7 +753,7 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 				return err
 			}
 			if ok {
-				if err := approvalRecorded(ctx, c.s.opt.Store, a); err != nil {
+				if err := approvalRecorded(ctx, tx, a); err != nil {
 					return err
 				}
 				run = true
@@ -772,7 +772,7 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 		// No usable approval: a decided one (denied, expired) for this
 		// call refuses; an open one for another bind is voided; an open
 		// one for this bind goes on waiting; otherwise ask.
-		decidedA, pending, stale, err := c.approvalState(ctx, name, existing, bind, d.ArgsDigest)
+		decidedA, pending, stale, err := c.approvalState(tx, name, existing, bind, d.ArgsDigest)
 		if err != nil {
 			return err
 		}
@@ -870,7 +870,7 @@ func (c *Caller) usable(ctx context.Context, d Decision) string {
 // failStarted records a started call that will not run (again) as failed.
 func (c *Caller) failStarted(ctx context.Context, m *store.Call, reason string) (driver.Result, error) {
 	reason = c.inStep(reason)
-	err := c.tx(ctx, func(tx *store.Tx) error {
+	err := c.tx(ctx, func(tx store.Tx) error {
 		if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, c.s.opt.Redact(reason)); err != nil {
 			return err
 		}
@@ -888,7 +888,7 @@ func (c *Caller) failStarted(ctx context.Context, m *store.Call, reason string) 
 func (c *Caller) refuseWaiting(ctx context.Context, m *store.Call, code Code, reason string) (driver.Result, error) {
 	reason = c.inStep(reason)
 	var voided []store.Approval
-	err := c.tx(ctx, func(tx *store.Tx) error {
+	err := c.tx(ctx, func(tx store.Tx) error {
 		var err error
 		if voided, err = tx.VoidApprovals(m.CallKey, reason); err != nil {
 			return err
@@ -914,9 +914,10 @@ func (c *Caller) refuseWaiting(ctx context.Context, m *store.Call, code Code, re
 // approvalState finds, for the waiting call existing (or, for a new call,
 // any call of this step with the same tool, bind and arguments), the
 // latest decided (denied or expired) approval, a pending one, and the open
-// (pending or approved) ones asked under another bind (stale).
-func (c *Caller) approvalState(ctx context.Context, tool string, existing *store.Call, bind, argsDigest string) (decided, pending *store.Approval, stale []store.Approval, err error) {
-	all, err := c.s.opt.Store.Approvals(ctx, c.run)
+// (pending or approved) ones asked under another bind (stale), as the
+// transaction tx sees them.
+func (c *Caller) approvalState(tx store.Tx, tool string, existing *store.Call, bind, argsDigest string) (decided, pending *store.Approval, stale []store.Approval, err error) {
+	all, err := tx.Approvals(c.run)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -973,7 +974,7 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 			if reason := c.usable(ctx, d); reason != "" {
 				return c.failStarted(ctx, m, reason)
 			}
-			err := c.tx(ctx, func(tx *store.Tx) error {
+			err := c.tx(ctx, func(tx store.Tx) error {
 				return c.append(tx, m.Tool, CallRetried{Attempt: c.attempt, Index: m.Index, Reason: "a read call interrupted before its outcome was recorded"})
 			})
 			if err != nil {
@@ -982,7 +983,7 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 			return c.execute(ctx, &m.CallKey, m.Tool, d)
 		}
 		var ap store.Approval
-		err := c.tx(ctx, func(tx *store.Tx) error {
+		err := c.tx(ctx, func(tx store.Tx) error {
 			var err error
 			ap, err = tx.MarkOutcomeUnknown(m.CallKey, interruptedReason)
 			if err != nil {
@@ -1015,19 +1016,19 @@ func (c *Caller) outcomeUnknown(ctx context.Context, m *store.Call, d Decision) 
 	}
 	var rerun bool
 	var denied string
-	err := c.tx(ctx, func(tx *store.Tx) error {
+	err := c.tx(ctx, func(tx store.Tx) error {
 		a, ok, err := tx.ConsumeApprovalFor(m.CallKey, m.DefDigest, m.ArgsDigest)
 		if err != nil {
 			return err
 		}
 		if ok {
-			if err := approvalRecorded(ctx, c.s.opt.Store, a); err != nil {
+			if err := approvalRecorded(ctx, tx, a); err != nil {
 				return err
 			}
 			rerun = true
 			return c.append(tx, m.Tool, CallRerun{Attempt: c.attempt, Index: m.Index, Approval: a.ID})
 		}
-		all, err := c.s.opt.Store.Approvals(ctx, c.run)
+		all, err := tx.Approvals(c.run)
 		if err != nil {
 			return err
 		}
@@ -1109,7 +1110,7 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 	var o outcome
 	if res.Commit != nil && failure == "" {
 		// The change and its record are one transaction.
-		err = c.tx(ctx, func(tx *store.Tx) error {
+		err = c.tx(ctx, func(tx store.Tx) error {
 			out, cerr := res.Commit(tx)
 			f := ""
 			if cerr != nil {
@@ -1126,7 +1127,7 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 		if started == nil {
 			c.queueRead(ctx, readRecord{key: key, name: name, d: d, o: o})
 		} else {
-			c.queue(ctx, func(tx *store.Tx) error { return c.record(tx, started, key, name, d, o) })
+			c.queue(ctx, func(tx store.Tx) error { return c.record(tx, started, key, name, d, o) })
 		}
 	}
 	if o.failure != "" {
@@ -1209,7 +1210,7 @@ func (c *Caller) evaluate(name string, ti *toolInfo, out jsontext.Value, failure
 // record writes a call's outcome and its audit records in tx: for a read
 // call not recorded yet (started nil), its row in its final state; else
 // the started row's outcome.
-func (c *Caller) record(tx *store.Tx, started *store.CallKey, key store.CallKey, name string, d Decision, o outcome) error {
+func (c *Caller) record(tx store.Tx, started *store.CallKey, key store.CallKey, name string, d Decision, o outcome) error {
 	if started == nil {
 		return c.recordReads(tx, []readRecord{{key: key, name: name, d: d, o: o}})
 	}
@@ -1240,7 +1241,7 @@ type readRecord struct {
 // recordReads records read calls of the attempt that ran, in order, each
 // in its final state with its audit records (call.started, then its
 // outcome), as record would one after another, in a few statements.
-func (c *Caller) recordReads(tx *store.Tx, rs []readRecord) error {
+func (c *Caller) recordReads(tx store.Tx, rs []readRecord) error {
 	calls := make([]store.Call, len(rs))
 	for i, r := range rs {
 		state := store.CallSucceeded
@@ -1300,7 +1301,7 @@ func (c *Caller) outcomeEvents(index int, started *readStart, o outcome) []Event
 func (c *Caller) lost(ctx context.Context, key store.CallKey, name string, cause error) (driver.Result, error) {
 	reason := fmt.Sprintf("the call was sent and no answer said what happened (%s)", clipText(c.s.opt.Redact(cause.Error()), maxErrorBytes))
 	var ap store.Approval
-	err := c.tx(ctx, func(tx *store.Tx) error {
+	err := c.tx(ctx, func(tx store.Tx) error {
 		var err error
 		if ap, err = tx.MarkOutcomeUnknown(key, reason); err != nil {
 			return err

@@ -14,7 +14,7 @@ import (
 // another process is executing cannot be cancelled from here (stop that
 // process first); a server stops its own execution of the run before it
 // calls Cancel.
-func Cancel(ctx context.Context, st *store.Store, runID, by, reason string) error {
+func Cancel(ctx context.Context, st store.Store, runID, by, reason string) error {
 	unlock, err := st.LockRun(runID)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", runID, err)
@@ -35,7 +35,7 @@ func Cancel(ctx context.Context, st *store.Store, runID, by, reason string) erro
 	if err != nil {
 		return err
 	}
-	return st.Tx(ctx, func(tx *store.Tx) error {
+	return st.Tx(ctx, func(tx store.Tx) error {
 		for _, s := range steps {
 			if s.Status != store.StepRunning && s.Status != store.StepWaiting {
 				continue
@@ -78,18 +78,18 @@ func indexOf(a store.Approval) int {
 // their own (agent.token-issued, agent.token-revoked, agent.attached,
 // agent.rejected): a server's record of what its agents did. redact
 // removes secret values (nil: none).
-func Note(ctx context.Context, st *store.Store, runID string, ev Event, redact func(string) string) error {
+func Note(ctx context.Context, st store.Store, runID string, ev Event, redact func(string) string) error {
 	if redact == nil {
 		redact = identity
 	}
-	return st.Tx(ctx, func(tx *store.Tx) error {
+	return st.Tx(ctx, func(tx store.Tx) error {
 		_, err := tx.Append(newRecord(redact, runID, "", "", ev))
 		return err
 	})
 }
 
 // NoteTx is [Note] inside a store transaction the caller holds.
-func NoteTx(tx *store.Tx, runID string, ev Event) error {
+func NoteTx(tx store.Tx, runID string, ev Event) error {
 	_, err := tx.Append(newRecord(identity, runID, "", "", ev))
 	return err
 }

@@ -8,21 +8,22 @@ import (
 	"testing"
 
 	"github.com/openplaybook/openplaybook/store"
+	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 // TestCollectKeepsFailures: the queued records a Caller drops once they
 // are settled (collect) still report their failure, the first one, at
 // the next settle, and so fail the step at Flush.
 func TestCollectKeepsFailures(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "s.db"))
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	c := &Caller{s: &Session{opt: SessionOptions{Store: st}}}
 	ctx := context.Background()
-	fails := func(msg string) func(*store.Tx) error { return func(*store.Tx) error { return errors.New(msg) } }
-	ok := func(*store.Tx) error { return nil }
+	fails := func(msg string) func(store.Tx) error { return func(store.Tx) error { return errors.New(msg) } }
+	ok := func(store.Tx) error { return nil }
 	c.mu.Lock()
 	c.queue(ctx, ok)
 	c.queue(ctx, fails("first"))

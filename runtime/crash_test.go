@@ -24,8 +24,10 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/openplaybook/openplaybook/audit"
+	"github.com/openplaybook/openplaybook/builtin"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 	"github.com/openplaybook/openplaybook/store"
+	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 var crashSeed = flag.Uint64("crash.seed", 0, "seed of TestCrash's kill delays; 0 takes one from the clock (the test logs it)")
@@ -383,12 +385,12 @@ func (c *crashCase) noteAcks(p *crashProc) {
 
 // openStore opens the case's store, or returns nil when no process got
 // as far as creating it.
-func (c *crashCase) openStore() *store.Store {
+func (c *crashCase) openStore() store.Store {
 	c.t.Helper()
 	if _, err := os.Stat(c.db); err != nil {
 		return nil
 	}
-	st, err := store.Open(c.db)
+	st, err := sqlite.Open(c.db, nil)
 	if err != nil {
 		c.t.Fatalf("opening the store after a kill: %v", err)
 	}
@@ -653,7 +655,7 @@ func (c *crashCase) decide(o crashOutcome, d *crashDecisions) {
 				if err := json.Unmarshal(call.Args, &a); err != nil {
 					t.Fatal(err)
 				}
-				notes, err := st.ListNotes(context.Background(), "", "", 1000)
+				notes, err := st.(builtin.Data).ListNotes(context.Background(), "", "", 1000)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -698,7 +700,7 @@ func (c *crashCase) checkDone(want map[string]int, notes []string) {
 	if got := c.lines(); !maps.Equal(got, want) {
 		t.Errorf("the count file has %v, want %v", got, want)
 	}
-	ns, err := st.ListNotes(ctx, "", "crash", 1000)
+	ns, err := st.(builtin.Data).ListNotes(ctx, "", "crash", 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1060,7 +1062,7 @@ func (r *crashRig) gateDecided(t *testing.T) {
 	if err != nil || len(gates) != 1 {
 		t.Fatalf("gates: %v %+v", err, gates)
 	}
-	err = st.Tx(ctx, func(tx *store.Tx) error {
+	err = st.Tx(ctx, func(tx store.Tx) error {
 		if err := tx.SetRunStatus(c.run, store.RunRunning, ""); err != nil {
 			return err
 		}
@@ -1068,7 +1070,7 @@ func (r *crashRig) gateDecided(t *testing.T) {
 		return err
 	})
 	if err == nil {
-		err = st.Tx(ctx, func(tx *store.Tx) error {
+		err = st.Tx(ctx, func(tx store.Tx) error {
 			return tx.FinishStep(c.run, "check", gates[0].Attempt, store.StepDone, []byte(`{"by":"crash-test","decision":"approved","reason":""}`), "")
 		})
 	}

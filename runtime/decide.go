@@ -35,7 +35,7 @@ func (d Decided) String() string { return d.Kind + " " + d.ID }
 // errors that say so; store errors are returned as they are.
 //
 // Every caller (the CLI, a console, a test) decides through Decide.
-func Decide(ctx context.Context, st *store.Store, runID, id string, v Verdict) (Decided, error) {
+func Decide(ctx context.Context, st store.Store, runID, id string, v Verdict) (Decided, error) {
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
 		return Decided{}, fmt.Errorf("run %s: %w", runID, err)
@@ -49,7 +49,7 @@ func Decide(ctx context.Context, st *store.Store, runID, id string, v Verdict) (
 				return Decided{}, err
 			}
 		}
-		err := st.Tx(ctx, func(tx *store.Tx) error {
+		err := st.Tx(ctx, func(tx store.Tx) error {
 			a, err := tx.DecideApproval(id, v.Approve, v.Reason, v.By)
 			if err != nil {
 				return err
@@ -73,7 +73,7 @@ func Decide(ctx context.Context, st *store.Store, runID, id string, v Verdict) (
 	}
 	for _, g := range gates {
 		if g.Step == id && g.Status == store.GateWaiting {
-			err := st.Tx(ctx, func(tx *store.Tx) error {
+			err := st.Tx(ctx, func(tx store.Tx) error {
 				if _, err := tx.DecideGate(runID, id, g.Attempt, v.Approve, v.Reason, v.By); err != nil {
 					return err
 				}
@@ -104,7 +104,7 @@ func identity(s string) string { return s }
 // row another process edited is refused with [ErrStoreAltered], and
 // nothing is recorded. An approval the run does not have is left to
 // [store.Tx.DecideApproval] to refuse.
-func approvable(ctx context.Context, st *store.Store, runID, id string) error {
+func approvable(ctx context.Context, st store.Store, runID, id string) error {
 	a, err := st.GetApproval(ctx, id)
 	if err != nil || a.Run != runID {
 		return nil

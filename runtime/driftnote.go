@@ -78,7 +78,7 @@ func (s *Session) noteDrift(ctx context.Context, runID string, recs []audit.Reco
 	if len(ev.Warnings) == 0 || slices.Equal(last.Warnings, redactedWarnings(s.opt.Redact, ev.Warnings)) && last.More == ev.More {
 		return nil
 	}
-	if err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+	if err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 		return s.append(tx, runID, "", "", ev)
 	}); err != nil {
 		return err

@@ -19,7 +19,7 @@ import (
 	"github.com/openplaybook/openplaybook/preflight"
 	"github.com/openplaybook/openplaybook/registry"
 	"github.com/openplaybook/openplaybook/runtime"
-	"github.com/openplaybook/openplaybook/store"
+	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 // upper is a registry.Tool: what package host builds for a built-in, a
@@ -70,7 +70,7 @@ func ExampleSession() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "openplaybook-example")
 	defer os.RemoveAll(dir)
-	st, err := store.Open(filepath.Join(dir, "runs.db"))
+	st, err := sqlite.Open(filepath.Join(dir, "runs.db"), nil)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -196,7 +196,7 @@ store:
 			fmt.Println(r.Kind, r.Tool)
 		}
 	}
-	notes, _ := st.ListNotes(ctx, "cus_ada", "", 10)
+	notes, _ := st.(builtin.Data).ListNotes(ctx, "cus_ada", "", 10)
 	for _, n := range notes {
 		fmt.Println("note:", n.Body)
 	}

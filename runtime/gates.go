@@ -26,7 +26,7 @@ func (s *Session) gateStep(ctx context.Context, runID string, si *stepInfo, atte
 		}
 	}
 	if g == nil {
-		err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 			if _, err := tx.OpenGate(runID, stepID, attempt); err != nil {
 				return err
 			}
@@ -46,7 +46,7 @@ func (s *Session) gateStep(ctx context.Context, runID string, si *stepInfo, atte
 	}
 	switch g.Status {
 	case store.GateWaiting:
-		if err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		if err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 			return tx.SetRunStatus(runID, store.RunWaiting, "gate "+stepID+" waits for a person's decision")
 		}); err != nil {
 			return "", Outcome{}, true, err
@@ -64,7 +64,7 @@ func (s *Session) gateStep(ctx context.Context, runID string, si *stepInfo, atte
 	}
 	if status != store.StepDone {
 		decision, _ := json.Marshal(map[string]any{"decision": string(g.Status), "reason": g.Reason, "by": g.DecidedBy})
-		err = s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		err = s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 			return tx.FinishStep(runID, stepID, attempt, store.StepDone, decision, "")
 		})
 		if err != nil {
@@ -77,7 +77,7 @@ func (s *Session) gateStep(ctx context.Context, runID string, si *stepInfo, atte
 		if g.Reason != "" {
 			reason += ": " + g.Reason
 		}
-		err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 			if err := tx.SetRunStatus(runID, store.RunRejected, s.opt.Redact(reason)); err != nil {
 				return err
 			}

@@ -61,7 +61,7 @@ type HarnessCheck struct {
 // Errors: a chain that does not verify wraps [ErrStoreAltered]; a changed
 // harness that is not accepted is a [*HarnessChangedError]; a run that
 // does not exist is store.ErrNotFound; other store errors as they are.
-func CheckHarness(ctx context.Context, st *store.Store, runID, digest string, accept bool) (HarnessCheck, error) {
+func CheckHarness(ctx context.Context, st store.Store, runID, digest string, accept bool) (HarnessCheck, error) {
 	if _, err := st.GetRun(ctx, runID); err != nil {
 		return HarnessCheck{}, err
 	}

@@ -61,7 +61,7 @@ func (s *Session) current(ctx context.Context, run store.Run) (step string, atte
 	if run.CurrentStep == "" {
 		entry := s.im.Doc.Steps[0]
 		step = playbook.Str(entry.ID)
-		err = s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		err = s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 			a, err := tx.StartStep(run.ID, step)
 			if err != nil {
 				return err
@@ -98,7 +98,7 @@ func stepLabel(s *playbook.Step) string {
 // "".
 func (s *Session) advance(ctx context.Context, runID, from, next string) error {
 	if next == "" {
-		err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 			if err := tx.SetRunStatus(runID, store.RunCompleted, ""); err != nil {
 				return err
 			}
@@ -109,7 +109,7 @@ func (s *Session) advance(ctx context.Context, runID, from, next string) error {
 		}
 		return err
 	}
-	err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+	err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 		a, err := tx.StartStep(runID, next)
 		if err != nil {
 			return err
@@ -125,7 +125,7 @@ func (s *Session) advance(ctx context.Context, runID, from, next string) error {
 // fail ends the run as failed.
 func (s *Session) fail(ctx context.Context, runID, reason string) (Outcome, error) {
 	reason = s.opt.Redact(reason)
-	err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+	err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 		if err := tx.SetRunStatus(runID, store.RunFailed, reason); err != nil {
 			return err
 		}
@@ -146,7 +146,7 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 		o, err := s.fail(ctx, runID, fmt.Sprintf("step %q failed", stepID))
 		return "", o, true, err
 	case store.StepWaiting:
-		if err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		if err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 			if err := tx.SetStepRunning(runID, stepID, attempt); err != nil {
 				return err
 			}
@@ -224,7 +224,7 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 		output, _ = json.Marshal(string(output), jsontext.AllowInvalidUTF8(true))
 	}
 	var voided []store.Approval
-	err = s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+	err = s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 		if err := tx.FinishStep(runID, stepID, attempt, store.StepDone, output, ""); err != nil {
 			return err
 		}
@@ -248,7 +248,7 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 func (s *Session) failStep(ctx context.Context, runID, stepID string, attempt int, reason string, transient bool) (Outcome, error) {
 	reason = s.opt.Redact(reason)
 	var voided []store.Approval
-	err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+	err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 		if err := tx.FinishStep(runID, stepID, attempt, store.StepFailed, nil, reason); err != nil {
 			return err
 		}
@@ -275,7 +275,7 @@ func (s *Session) failStep(ctx context.Context, runID, stepID string, attempt in
 // suspend records that a step waits for a person and returns what it
 // waits for.
 func (s *Session) suspend(ctx context.Context, runID, stepID string, attempt int) (Outcome, error) {
-	err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+	err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 		if err := tx.SetStepWaiting(runID, stepID, attempt); err != nil {
 			return err
 		}
@@ -303,7 +303,7 @@ func (s *Session) awaitAgent(ctx context.Context, runID, stepID string, attempt 
 	// Recorded even when ctx ended (the server is stopping): the run is
 	// left waiting, not running.
 	ctx = context.WithoutCancel(ctx)
-	err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+	err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 		if err := tx.SetStepWaiting(runID, stepID, attempt); err != nil {
 			return err
 		}
@@ -401,7 +401,7 @@ func (s *Session) StepInput(ctx context.Context, runID, stepID string) (driver.S
 // endApprovals expires the approvals asked in a step attempt that were
 // not used: an approval never outlives its attempt. It returns them, for
 // [Session.sayVoided] once the transaction committed.
-func (s *Session) endApprovals(tx *store.Tx, runID, stepID string, attempt int) ([]store.Approval, error) {
+func (s *Session) endApprovals(tx store.Tx, runID, stepID string, attempt int) ([]store.Approval, error) {
 	const why = "the step attempt it was asked in ended"
 	gone, err := tx.ExpireAttemptApprovals(runID, stepID, attempt, why)
 	if err != nil {

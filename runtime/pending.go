@@ -59,7 +59,7 @@ func (s *Session) waitingOutcome(ctx context.Context, runID string) (Outcome, er
 // after the chain; when one disagrees and the run's audit head moved
 // meanwhile (the run executes elsewhere), the list is read again, so that
 // a run that moved on is not taken for an altered one.
-func Pendings(ctx context.Context, s *store.Store, runID string) ([]Pending, error) {
+func Pendings(ctx context.Context, s store.Store, runID string) ([]Pending, error) {
 	const tries = 8
 	for i := 0; ; i++ {
 		before, _, err := s.AuditHead(ctx, runID)
@@ -78,7 +78,7 @@ func Pendings(ctx context.Context, s *store.Store, runID string) ([]Pending, err
 
 // pendingsOnce is one reading of Pendings; altered says whether an
 // approval was found altered.
-func pendingsOnce(ctx context.Context, s *store.Store, runID string) (out []Pending, anyAltered bool, err error) {
+func pendingsOnce(ctx context.Context, s store.Store, runID string) (out []Pending, anyAltered bool, err error) {
 	gates, err := s.Gates(ctx, runID)
 	if err != nil {
 		return nil, false, err

@@ -14,6 +14,7 @@ import (
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/registry"
 	"github.com/openplaybook/openplaybook/store"
+	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 // BenchmarkCallsVsRawCommit measures audited calls through the whole
@@ -106,8 +107,8 @@ func (nop) Call(context.Context, jsontext.Value) (registry.Result, error) {
 	return registry.Result{Content: jsontext.Value(`{"ok":true}`)}, nil
 }
 
-func ratioSession(b *testing.B, path string) (*Session, *store.Store) {
-	st, err := store.OpenWith(path, &store.Options{Synchronous: "FULL"})
+func ratioSession(b *testing.B, path string) (*Session, store.Store) {
+	st, err := sqlite.OpenWith(path, &sqlite.Options{Synchronous: "FULL"})
 	if err != nil {
 		b.Fatal(err)
 	}

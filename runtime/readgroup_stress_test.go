@@ -46,14 +46,14 @@ func TestReadGroupsUnderConcurrency(t *testing.T) {
 				case k < 9:
 					turn := turns
 					turns++
-					g.c.queue(ctx, func(tx *store.Tx) error {
+					g.c.queue(ctx, func(tx store.Tx) error {
 						return g.c.append(tx, "", ModelUsage{Attempt: g.c.attempt, Provider: "p", Model: "m", Turn: turn})
 					})
 					order = append(order, fmt.Sprintf("usage %d", turn))
 				default:
 					turn := turns
 					turns++
-					if err := g.c.tx(ctx, func(tx *store.Tx) error {
+					if err := g.c.tx(ctx, func(tx store.Tx) error {
 						return g.c.append(tx, "", ModelUsage{Attempt: g.c.attempt, Provider: "p", Model: "m", Turn: turn})
 					}); err != nil {
 						t.Error(err)

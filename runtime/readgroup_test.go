@@ -12,12 +12,13 @@ import (
 
 	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/store"
+	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 // groupRig is a Caller on a real store whose writer a test can hold up
 // (a Tx that waits), so that read calls queue behind it.
 type groupRig struct {
-	st      *store.Store
+	st      store.Store
 	c       *Caller
 	release chan struct{}
 	held    chan error
@@ -25,14 +26,14 @@ type groupRig struct {
 
 func newGroupRig(t *testing.T) *groupRig {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "s.db"))
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	var run string
 	var attempt int
-	err = st.Tx(context.Background(), func(tx *store.Tx) error {
+	err = st.Tx(context.Background(), func(tx store.Tx) error {
 		r, err := tx.CreateRun(store.Run{PlaybookID: "p", PlaybookVersion: "1.0.0", Document: []byte(`{}`), HarnessPath: "h.yaml"})
 		if err != nil {
 			return err
@@ -52,12 +53,12 @@ func newGroupRig(t *testing.T) *groupRig {
 }
 
 // hold makes the writer wait, inside a Tx running fn, until resume.
-func (g *groupRig) hold(t *testing.T, fn func(*store.Tx) error) {
+func (g *groupRig) hold(t *testing.T, fn func(store.Tx) error) {
 	t.Helper()
 	g.release, g.held = make(chan struct{}), make(chan error, 1)
 	started := make(chan struct{})
 	go func() {
-		g.held <- g.st.Tx(context.Background(), func(tx *store.Tx) error {
+		g.held <- g.st.Tx(context.Background(), func(tx store.Tx) error {
 			close(started)
 			<-g.release
 			return fn(tx)
@@ -104,7 +105,7 @@ func (g *groupRig) read(i int) {
 func TestReadCallsShareAQueuedFunction(t *testing.T) {
 	g := newGroupRig(t)
 	ctx := context.Background()
-	g.hold(t, func(*store.Tx) error { return nil })
+	g.hold(t, func(store.Tx) error { return nil })
 	g.c.mu.Lock()
 	for i := range 5 {
 		g.read(i)
@@ -112,7 +113,7 @@ func TestReadCallsShareAQueuedFunction(t *testing.T) {
 	if len(g.c.pending) != 1 {
 		t.Errorf("%d queued functions for 5 read calls behind a busy writer, want 1", len(g.c.pending))
 	}
-	g.c.queue(ctx, func(tx *store.Tx) error {
+	g.c.queue(ctx, func(tx store.Tx) error {
 		return g.c.append(tx, "", ModelUsage{Attempt: g.c.attempt, Provider: "p", Model: "m", Turn: 1})
 	})
 	g.read(5)
@@ -177,7 +178,7 @@ func recordIndex(r audit.Record) string {
 // step) reports the failure.
 func TestReadGroupFailsAsOne(t *testing.T) {
 	g := newGroupRig(t)
-	g.hold(t, func(tx *store.Tx) error { return tx.SetStepWaiting(g.c.run, "work", g.c.attempt) })
+	g.hold(t, func(tx store.Tx) error { return tx.SetStepWaiting(g.c.run, "work", g.c.attempt) })
 	g.c.mu.Lock()
 	for i := range 3 {
 		g.read(i)

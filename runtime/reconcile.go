@@ -29,7 +29,7 @@ type Disagreement struct {
 func (d Disagreement) String() string { return d.Message }
 
 // Reconcile is [Disagreements] as messages, one a disagreement.
-func Reconcile(ctx context.Context, st *store.Store, runID string) ([]string, error) {
+func Reconcile(ctx context.Context, st store.Store, runID string) ([]string, error) {
 	ds, err := Disagreements(ctx, st, runID)
 	if err != nil {
 		return nil, err
@@ -54,7 +54,7 @@ func Reconcile(ctx context.Context, st *store.Store, runID string) ([]string, er
 //
 // docs/runtime.md ("What the audit chain covers") lists what each
 // column is compared with.
-func Disagreements(ctx context.Context, st *store.Store, runID string) ([]Disagreement, error) {
+func Disagreements(ctx context.Context, st store.Store, runID string) ([]Disagreement, error) {
 	// The log and the rows are read in several reads. A run that another
 	// goroutine or process executes may change between them, and every
 	// change appends to the log in its transaction: when the log's head
@@ -135,7 +135,7 @@ func shown(s string) string {
 	return quote(s)
 }
 
-func reconcileOnce(ctx context.Context, st *store.Store, runID string) ([]Disagreement, error) {
+func reconcileOnce(ctx context.Context, st store.Store, runID string) ([]Disagreement, error) {
 	var out []Disagreement
 	recs, err := st.Audit(ctx, runID)
 	if err != nil {

@@ -154,7 +154,7 @@ func (s *Session) Retry(ctx context.Context, runID string, opt RetryOptions) (Ou
 	}
 	reason, by := s.opt.Redact(opt.Reason), s.opt.Redact(opt.By)
 	var attempt int
-	err = s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+	err = s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 		if ck.changed {
 			if err := s.append(tx, runID, "", "", RunHarnessChanged{From: ck.harness, To: s.opt.HarnessDigest}); err != nil {
 				return err

@@ -41,6 +41,7 @@ import (
 	"github.com/openplaybook/openplaybook/preflight"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
+	"github.com/openplaybook/openplaybook/store/sqlite"
 	"github.com/openplaybook/openplaybook/validate"
 )
 
@@ -80,7 +81,7 @@ type rig struct {
 	dir      string
 	h        *harness.Harness
 	env      *host.Host
-	st       *store.Store
+	st       *sqlite.Store // the engine's own type: tests write its file, set its clock
 	docs     []*playbook.Document
 	progress *progressBuffer
 }
@@ -161,10 +162,11 @@ func newRig(t *testing.T, cfg rigConfig, docs ...[]byte) *rig {
 		r.docs = append(r.docs, doc)
 	}
 	ctx := context.Background()
-	r.st, err = host.OpenStore(ctx, hh)
+	st, err := host.OpenStore(ctx, hh)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.st = st.(*sqlite.Store)
 	t.Cleanup(func() { r.st.Close() })
 	r.env = host.Connect(ctx, hh, r.docs, &host.Options{Store: r.st})
 	t.Cleanup(r.env.Close)

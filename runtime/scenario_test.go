@@ -134,7 +134,7 @@ func runScenario(t *testing.T, path string) {
 	r := newRig(t, cfg, doc)
 	ctx := context.Background()
 	var clock time.Duration
-	r.st.Now = func() time.Time { return time.Now().Add(clock) }
+	r.st.SetClock(func() time.Time { return time.Now().Add(clock) })
 
 	var out bytes.Buffer
 	var run string

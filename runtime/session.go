@@ -74,7 +74,7 @@ type SessionOptions struct {
 	Registry *registry.Registry
 	// Store is where runs, calls, approvals and the audit log live.
 	// Required.
-	Store *store.Store
+	Store store.Store
 	// Driver returns the driver bound to an agent name. Required to run
 	// agent steps; nil refuses them (the step fails).
 	Driver func(agent string) (driver.Driver, error)
@@ -203,7 +203,7 @@ func newSession(im *Imported, opt SessionOptions) *Session {
 func (s *Session) Imported() *Imported { return s.im }
 
 // Store returns the session's store.
-func (s *Session) Store() *store.Store { return s.opt.Store }
+func (s *Session) Store() store.Store { return s.opt.Store }
 
 // Status is how a run stands when [Session.Start] or [Session.Resume]
 // returns.
@@ -264,7 +264,7 @@ func (s *Session) Create(ctx context.Context, input jsontext.Value) (string, err
 	}
 	doc := s.im.Doc
 	var run store.Run
-	err = s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+	err = s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 		var err error
 		run, err = tx.CreateRun(store.Run{
 			PlaybookID: playbook.Str(doc.Manifest.ID), PlaybookVersion: playbook.Str(doc.Manifest.Version),
@@ -320,7 +320,7 @@ func (s *Session) Resume(ctx context.Context, runID string) (Outcome, error) {
 	}
 	harness, changed := ck.harness, ck.changed
 	if changed {
-		if err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		if err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 			return s.append(tx, runID, "", "", RunHarnessChanged{From: harness, To: s.opt.HarnessDigest})
 		}); err != nil {
 			return Outcome{Run: runID}, err
@@ -331,7 +331,7 @@ func (s *Session) Resume(ctx context.Context, runID string) (Outcome, error) {
 		return Outcome{Run: runID}, err
 	}
 	if run.Status == store.RunWaiting {
-		if err := s.opt.Store.Tx(ctx, func(tx *store.Tx) error {
+		if err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 			if err := tx.SetRunStatus(runID, store.RunRunning, ""); err != nil {
 				return err
 			}
@@ -377,7 +377,7 @@ func (s *Session) checkRun(ctx context.Context, run store.Run, verb string) (run
 // storeAsRecorded fails with [ErrStoreAltered] when the run's chain does
 // not verify or its rows disagree with it ([Disagreements]); past ("resumed",
 // "retried") is for the error.
-func storeAsRecorded(ctx context.Context, st *store.Store, runID, past string) error {
+func storeAsRecorded(ctx context.Context, st store.Store, runID, past string) error {
 	if _, err := verifiedRecords(ctx, st, runID); err != nil {
 		return fmt.Errorf("run %s: %w", runID, err)
 	}
@@ -385,7 +385,7 @@ func storeAsRecorded(ctx context.Context, st *store.Store, runID, past string) e
 }
 
 // rowsAsRecorded is storeAsRecorded once the chain verified.
-func rowsAsRecorded(ctx context.Context, st *store.Store, runID, past string) error {
+func rowsAsRecorded(ctx context.Context, st store.Store, runID, past string) error {
 	ds, err := Disagreements(ctx, st, runID)
 	if err != nil {
 		return err
@@ -397,7 +397,7 @@ func rowsAsRecorded(ctx context.Context, st *store.Store, runID, past string) er
 }
 
 // append writes ev to the run's audit log inside tx.
-func (s *Session) append(tx *store.Tx, run, step, tool string, ev Event) error {
+func (s *Session) append(tx store.Tx, run, step, tool string, ev Event) error {
 	_, err := tx.Append(newRecord(s.opt.Redact, run, step, tool, ev))
 	return err
 }

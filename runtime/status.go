@@ -65,7 +65,7 @@ type StepStatus struct {
 }
 
 // StatusOf returns how run r stands; with steps, its step attempts too.
-func StatusOf(ctx context.Context, st *store.Store, r store.Run, steps bool) (RunStatus, error) {
+func StatusOf(ctx context.Context, st store.Store, r store.Run, steps bool) (RunStatus, error) {
 	p, err := Pendings(ctx, st, r.ID)
 	if err != nil {
 		return RunStatus{}, err
@@ -105,7 +105,7 @@ type stepAttempt struct {
 
 // usageOf sums the run's model.usage records per step attempt. A record
 // whose data does not decode is left out.
-func usageOf(ctx context.Context, st *store.Store, run string) (map[stepAttempt]*Usage, error) {
+func usageOf(ctx context.Context, st store.Store, run string) (map[stepAttempt]*Usage, error) {
 	recs, err := st.Audit(ctx, run)
 	if err != nil {
 		return nil, err

@@ -47,8 +47,28 @@ func dataOf(r audit.Record) recordData {
 	return d
 }
 
+// chainReads is what the trust checks read of a run's chain: the store
+// (outside a transaction) or a write transaction ([txReads]).
+type chainReads interface {
+	VerifyAudit(ctx context.Context, run string) ([]audit.Problem, error)
+	Audit(ctx context.Context, run string) ([]audit.Record, error)
+}
+
+// txReads reads the chain through a write transaction, so a check made
+// inside it sees the transaction's own records and those of its
+// batch-mates in the same commit (a read of the store sees neither).
+type txReads struct{ tx store.Tx }
+
+func (r txReads) VerifyAudit(_ context.Context, run string) ([]audit.Problem, error) {
+	return r.tx.VerifyAudit(run)
+}
+
+func (r txReads) Audit(_ context.Context, run string) ([]audit.Record, error) {
+	return r.tx.Audit(run)
+}
+
 // verifiedRecords returns a run's audit records once the chain verifies.
-func verifiedRecords(ctx context.Context, st *store.Store, run string) ([]audit.Record, error) {
+func verifiedRecords(ctx context.Context, st chainReads, run string) ([]audit.Record, error) {
 	probs, err := st.VerifyAudit(ctx, run)
 	if err != nil {
 		return nil, err
@@ -63,7 +83,7 @@ func verifiedRecords(ctx context.Context, st *store.Store, run string) ([]audit.
 // is in the run's verified audit chain: a record of kind kind, for the
 // approval id (approval != "") or for the gate step and attempt. A
 // decision row with no such record was not made through [Decide].
-func decided(ctx context.Context, st *store.Store, run string, kind EventKind, approval, step string, attempt int) error {
+func decided(ctx context.Context, st store.Store, run string, kind EventKind, approval, step string, attempt int) error {
 	recs, err := verifiedRecords(ctx, st, run)
 	if err != nil {
 		return err
@@ -93,8 +113,10 @@ func decided(ctx context.Context, st *store.Store, run string, kind EventKind, a
 // call approval, bind digest: approval.requested; or call.outcome-unknown
 // for a re-run), a person approved it (approval.approved), and no call
 // has run on it yet. A row changed by any other process (its digests, its
-// status, its use) fails here.
-func approvalRecorded(ctx context.Context, st *store.Store, a store.Approval) error {
+// status, its use) fails here. It is called inside the transaction that
+// consumed the approval, and reads through it (tx).
+func approvalRecorded(ctx context.Context, tx store.Tx, a store.Approval) error {
+	st := txReads{tx}
 	recs, err := verifiedRecords(ctx, st, a.Run)
 	if err != nil {
 		return err
@@ -169,7 +191,7 @@ func stateOf(k EventKind, have store.CallState) store.CallState {
 // and the disagreements: the tool, the arguments (as stored, which is
 // what is shown), their digest and the definition the approval binds,
 // and the approval's own columns.
-func approvalAltered(ctx context.Context, st *store.Store, ch *chain, a store.Approval) (*store.Call, []Disagreement, error) {
+func approvalAltered(ctx context.Context, st store.Store, ch *chain, a store.Approval) (*store.Call, []Disagreement, error) {
 	var out []Disagreement
 	reconcileApprovals(&out, ch, []store.Approval{a}, false)
 	if a.Call == nil {
@@ -189,7 +211,7 @@ func approvalAltered(ctx context.Context, st *store.Store, ch *chain, a store.Ap
 }
 
 // verifiedChain reads a run's verified audit chain and walks it.
-func verifiedChain(ctx context.Context, st *store.Store, run string) (*chain, error) {
+func verifiedChain(ctx context.Context, st store.Store, run string) (*chain, error) {
 	recs, err := verifiedRecords(ctx, st, run)
 	if err != nil {
 		return nil, err

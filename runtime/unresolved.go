@@ -116,22 +116,25 @@ func (c *Caller) failRecord(err error) error {
 // (recorded as failed, as [Caller.outcomeUnknown] does), and reports
 // whether it did; any other decision is left for the agent to ask.
 func (c *Caller) outcomeUnknownDenied(ctx context.Context, m *store.Call) (bool, error) {
-	all, err := c.s.opt.Store.Approvals(ctx, c.run)
-	if err != nil {
-		return false, c.failRecord(err)
-	}
-	for _, a := range all {
-		if a.Kind != store.KindOutcomeUnknown || a.Call == nil || *a.Call != m.CallKey || a.Status != store.ApprovalDenied {
-			continue
+	const denied = "the outcome of this call is unknown and a person decided not to run it again"
+	settled := false
+	err := c.tx(ctx, func(tx store.Tx) error {
+		settled = false
+		all, err := tx.Approvals(c.run)
+		if err != nil {
+			return err
 		}
-		const denied = "the outcome of this call is unknown and a person decided not to run it again"
-		err := c.tx(ctx, func(tx *store.Tx) error {
+		for _, a := range all {
+			if a.Kind != store.KindOutcomeUnknown || a.Call == nil || *a.Call != m.CallKey || a.Status != store.ApprovalDenied {
+				continue
+			}
 			if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, denied); err != nil {
 				return err
 			}
+			settled = true
 			return c.append(tx, m.Tool, CallFailed{Attempt: c.attempt, Index: m.Index, Approval: a.ID, Reason: denied})
-		})
-		return err == nil, err
-	}
-	return false, nil
+		}
+		return nil
+	})
+	return settled && err == nil, err
 }

@@ -179,7 +179,7 @@ func TestGatewayTokens(t *testing.T) {
 	// Expired: a token whose expiry has passed.
 	expired := "opa_expired-token-for-the-test"
 	h := sha256.Sum256([]byte(expired))
-	if err := r.st.Tx(ctx, func(tx *store.Tx) error {
+	if err := r.st.Tx(ctx, func(tx store.Tx) error {
 		_, err := tx.CreateAgentToken(run, "", hex.EncodeToString(h[:]), "tester", time.Now().Add(-time.Second))
 		return err
 	}); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/serve"
+	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 // TestServeRefusesRewrittenHarnessFirst: a run started under one harness
@@ -170,7 +171,7 @@ func TestServeRefusesRewrittenHarnessFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, dir: dir, srv: srv, ts: ts, st: st}
+	r := &rig{t: t, dir: dir, srv: srv, ts: ts, st: st.(*sqlite.Store)}
 	ag := r.connect(tok.MCPURL, tok.Token)
 	said := ""
 	for wait := time.After(30 * time.Second); said == ""; {

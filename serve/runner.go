@@ -27,7 +27,7 @@ import (
 type Runner struct {
 	h      *launch.Harness
 	sec    *harness.Secrets // the server's resolver: redacts every secret looked up
-	st     *store.Store
+	st     store.Store
 	x      *external.Exchange
 	events *Broker
 
@@ -51,7 +51,7 @@ type execution struct {
 }
 
 // NewRunner returns a Runner over the harness and its open store.
-func NewRunner(h *launch.Harness, st *store.Store, x *external.Exchange, events *Broker) *Runner {
+func NewRunner(h *launch.Harness, st store.Store, x *external.Exchange, events *Broker) *Runner {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runner{h: h, st: st, x: x, events: events, ctx: ctx, cancel: cancel, active: map[string]*execution{}, refused: map[string]string{}}
 }

@@ -14,12 +14,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openplaybook/openplaybook/builtin"
 	"github.com/openplaybook/openplaybook/host"
 	"github.com/openplaybook/openplaybook/launch"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/serve"
 	"github.com/openplaybook/openplaybook/store"
+	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 const operatorToken = "op-token-for-tests-0123456789"
@@ -32,8 +34,8 @@ type rig struct {
 	dir    string
 	srv    *serve.Server
 	ts     *httptest.Server
-	st     *store.Store
-	memory string // the memory server's graph file
+	st     *sqlite.Store // the engine's own type: tests write its file
+	memory string        // the memory server's graph file
 }
 
 func newRig(t *testing.T, extra string) *rig {
@@ -76,7 +78,7 @@ serve:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, dir: dir, st: st, memory: mem}
+	r := &rig{t: t, dir: dir, st: st.(*sqlite.Store), memory: mem}
 	r.ts = httptest.NewUnstartedServer(nil)
 	r.ts.Start()
 	r.srv, err = serve.New(serve.Options{Harness: lh, Store: st, BaseURL: r.ts.URL, Version: "test"})
@@ -300,9 +302,9 @@ func TestExternalAgentRunsSteps(t *testing.T) {
 	}
 }
 
-func countNotes(t *testing.T, st *store.Store, customer string) int {
+func countNotes(t *testing.T, st store.Store, customer string) int {
 	t.Helper()
-	ns, err := st.ListNotes(context.Background(), customer, "", 100)
+	ns, err := st.(builtin.Data).ListNotes(context.Background(), customer, "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ type Options struct {
 	// Harness is the harness the server runs with. Required.
 	Harness *launch.Harness
 	// Store is the harness's open store. Required.
-	Store *store.Store
+	Store store.Store
 	// BaseURL is where clients reach the server ("http://127.0.0.1:7420"):
 	// the MCP URLs the server hands out begin with it, and it is the
 	// server's own origin for the Origin check. Required.
@@ -69,7 +69,7 @@ type Options struct {
 // executing runs; they stay resumable.
 type Server struct {
 	opt      Options
-	st       *store.Store
+	st       store.Store
 	x        *external.Exchange
 	events   *Broker
 	runner   *Runner
@@ -167,7 +167,7 @@ func (s *Server) Exchange() *external.Exchange { return s.x }
 func (s *Server) Events() *Broker { return s.events }
 
 // Store returns the server's store.
-func (s *Server) Store() *store.Store { return s.st }
+func (s *Server) Store() store.Store { return s.st }
 
 // Close stops executing runs here (they stay resumable) and ends agent
 // sessions.
@@ -438,7 +438,7 @@ func (s *Server) IssueAgentToken(ctx context.Context, runID, agent, by string) (
 	tok := randomToken("opa_")
 	expires := time.Now().Add(s.opt.AgentTokenTTL).UTC()
 	var rec store.AgentToken
-	err = s.st.Tx(ctx, func(tx *store.Tx) error {
+	err = s.st.Tx(ctx, func(tx store.Tx) error {
 		var err error
 		rec, err = tx.CreateAgentToken(runID, agent, hashHex(tok), by, expires)
 		if err != nil {
@@ -456,7 +456,7 @@ func (s *Server) IssueAgentToken(ctx context.Context, runID, agent, by string) (
 // ends the sessions that used them.
 func (s *Server) RevokeAgentTokens(ctx context.Context, runID, id, by string) (int, error) {
 	var ids []string
-	err := s.st.Tx(ctx, func(tx *store.Tx) error {
+	err := s.st.Tx(ctx, func(tx store.Tx) error {
 		toks, err := tx.RevokeAgentTokens(runID, id)
 		if err != nil {
 			return err
@@ -489,7 +489,7 @@ var ErrNoSuchAgent = errors.New("no such agent")
 var ErrBadAgentToken = errors.New("the agent token is unknown, revoked or expired, or not for this run")
 
 // AgentToken checks a bearer agent token for run and returns its record.
-func AgentToken(ctx context.Context, st *store.Store, runID, tok string) (store.AgentToken, error) {
+func AgentToken(ctx context.Context, st store.Store, runID, tok string) (store.AgentToken, error) {
 	if tok == "" {
 		return store.AgentToken{}, ErrBadAgentToken
 	}
@@ -506,7 +506,7 @@ func AgentToken(ctx context.Context, st *store.Store, runID, tok string) (store.
 // tokenUsable says whether an agent token's record still lets its holder
 // act in runID: not revoked, not expired, for that run, which has not
 // ended.
-func tokenUsable(ctx context.Context, st *store.Store, rec store.AgentToken, runID string) error {
+func tokenUsable(ctx context.Context, st store.Store, rec store.AgentToken, runID string) error {
 	if subtle.ConstantTimeCompare([]byte(rec.Run), []byte(runID)) != 1 || !rec.Revoked.IsZero() || time.Now().After(rec.Expires) {
 		return ErrBadAgentToken
 	}
@@ -520,7 +520,7 @@ func tokenUsable(ctx context.Context, st *store.Store, rec store.AgentToken, run
 // stillUsable re-reads the agent token tokenID and says whether it may
 // still act in runID (a session checks it again before a call it held
 // runs: the token may have been revoked meanwhile).
-func stillUsable(ctx context.Context, st *store.Store, tokenID, runID string) error {
+func stillUsable(ctx context.Context, st store.Store, tokenID, runID string) error {
 	if tokenID == "" {
 		return ErrBadAgentToken
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/runtime"
-	"github.com/openplaybook/openplaybook/store"
+	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 // TestDecideErrorsNameTheNextStep: approve and deny word an unknown run
@@ -177,7 +177,7 @@ func TestRunJSONErrorShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(h.Store.SQLite)
+	st, err := sqlite.Open(h.Store.SQLite, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,15 +15,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openplaybook/openplaybook/audit"
+	"github.com/openplaybook/openplaybook/builtin"
 	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/internal/textsafe"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
+	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 // storeFor opens the store a harness names (without connecting anything
 // else).
-func (c *CLI) storeFor(harnessPath string) (*store.Store, *harness.Harness, error) {
+func (c *CLI) storeFor(harnessPath string) (store.Store, *harness.Harness, error) {
 	h, hds, err := harness.Load(harnessPath)
 	if err != nil {
 		return nil, nil, ioError(fmt.Errorf("reading the harness: %w", err))
@@ -36,7 +38,7 @@ func (c *CLI) storeFor(harnessPath string) (*store.Store, *harness.Harness, erro
 	if _, err := os.Stat(h.Store.SQLite); err != nil {
 		return nil, nil, &exitError{code: ExitProblems, err: fmt.Errorf("there is no store at %s yet: no run was started with this harness (%v)", h.Store.SQLite, err)}
 	}
-	st, err := store.Open(h.Store.SQLite)
+	st, err := sqlite.Open(h.Store.SQLite, nil)
 	if err != nil {
 		return nil, nil, ioError(err)
 	}
@@ -353,7 +355,11 @@ list, by priority (high, normal, low), then newest first.`,
 				return err
 			}
 			defer st.Close()
-			items, err := st.ListToday(ctxOf(cmd), all)
+			d, err := builtin.DataOf(st)
+			if err != nil {
+				return ioError(err)
+			}
+			items, err := d.ListToday(ctxOf(cmd), all)
 			if err != nil {
 				return ioError(err)
 			}

@@ -348,7 +348,7 @@ the agent is told.`,
 
 // secretRedactor resolves every secret the harness names and the run's
 // document requires, and returns what removes their values from text.
-func secretRedactor(ctx context.Context, h *harness.Harness, st *store.Store, runID string) func(string) string {
+func secretRedactor(ctx context.Context, h *harness.Harness, st store.Store, runID string) func(string) string {
 	sec := h.SecretResolver()
 	names := h.SecretNames()
 	if run, err := st.GetRun(ctx, runID); err == nil {

@@ -28,7 +28,7 @@ const (
 // store and its runtime session. Close releases all of them.
 type session struct {
 	opened *launch.Opened
-	store  *store.Store
+	store  store.Store
 	run    *runtime.Session
 }
 

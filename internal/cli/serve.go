@@ -233,7 +233,7 @@ with --agent, only for the steps of that agent.
 // its store. With run set (mcp --run), the run's recorded harness is
 // checked (launch.CheckRun) before the store's seed is loaded, and so
 // before anything else of the harness is used.
-func (c *CLI) openForServe(ctx context.Context, harnessPath, run string) (*launch.Harness, *store.Store, error) {
+func (c *CLI) openForServe(ctx context.Context, harnessPath, run string) (*launch.Harness, store.Store, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
