@@ -111,7 +111,7 @@ const interruptedReason = "the process stopped after the call started and before
 func (c *Caller) recoverInterrupted(ctx context.Context) error {
 	var idx []int
 	for i, m := range c.memo {
-		if m.State == store.CallStarted && c.sideEffecting(m) {
+		if m.State == store.CallStarted && c.inFlight(m) {
 			idx = append(idx, i)
 		}
 	}
@@ -153,6 +153,25 @@ func (c *Caller) sideEffecting(m store.Call) bool {
 	}
 	ti := c.s.im.tools[m.Tool]
 	return ti == nil || ti.sideEff
+}
+
+// inFlight reports whether a call recorded as started may have had an
+// effect its record does not show (see [inFlight]).
+func (c *Caller) inFlight(m store.Call) bool { return inFlight(c.s.im, m) }
+
+// inFlight reports whether m, a call recorded as started, may have had
+// an effect that its record does not show: it is side-effecting (its row
+// or the imported definition says so, or its name resolves to no tool)
+// and its effect is not in the runtime's own store. A built-in's effect
+// is a change to the store made in one transaction with its outcome
+// record (registry.Result.Commit), so a built-in call still started had
+// none: it was interrupted before anything of it was applied.
+func inFlight(im *Imported, m store.Call) bool {
+	ti := im.tools[m.Tool]
+	if !m.SideEffecting && ti != nil && !ti.sideEff {
+		return false
+	}
+	return ti == nil || ti.entry.Origin.Kind != registry.Builtin
 }
 
 // Calls returns how many calls the agent made through c.
@@ -970,12 +989,16 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 		// Side-effecting if the row or the imported definition says so:
 		// a row edited to say "read" does not make a side effect safe
 		// to run again.
-		if !m.SideEffecting && d.tool != nil && !d.tool.sideEff {
+		if d.tool != nil && !c.inFlight(*m) {
 			if reason := c.usable(ctx, d); reason != "" {
 				return c.failStarted(ctx, m, reason)
 			}
+			why := "a read call interrupted before its outcome was recorded"
+			if d.tool.sideEff {
+				why = "a built-in call interrupted before its outcome, and with it its effect, was recorded"
+			}
 			err := c.tx(ctx, func(tx store.Tx) error {
-				return c.append(tx, m.Tool, CallRetried{Attempt: c.attempt, Index: m.Index, Reason: "a read call interrupted before its outcome was recorded"})
+				return c.append(tx, m.Tool, CallRetried{Attempt: c.attempt, Index: m.Index, Reason: why})
 			})
 			if err != nil {
 				return driver.Result{}, err

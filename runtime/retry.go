@@ -258,11 +258,7 @@ func (s *Session) lostCalls(ctx context.Context, runID, stepID string, attempt i
 	}
 	var lost []store.Call
 	for _, c := range prior {
-		side := c.SideEffecting
-		if ti := s.im.tools[c.Tool]; ti == nil || ti.sideEff {
-			side = true
-		}
-		if side && c.State == store.CallStarted {
+		if c.State == store.CallStarted && inFlight(s.im, c) {
 			lost = append(lost, c)
 		}
 	}

@@ -202,3 +202,51 @@ func TestStoreFailsAfterSend(t *testing.T) {
 		}
 	})
 }
+
+// TestBuiltinWriteInterruptedIsNotUnknown: a built-in's effect commits in
+// one transaction with its outcome, so a built-in write whose outcome
+// was never recorded had no effect and asks nobody. Whichever commit the
+// disk fills at, once it is freed `retry --force` (or resume) gets the
+// run to completed with no outcome-unknown decision and exactly one
+// note: the one the retried agent wrote.
+func TestBuiltinWriteInterruptedIsNotUnknown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	doc := buildDoc(t, "builtinfault", agentStep("act", "ops", []string{"note.add"}, ""))
+	tr := map[string]string{"ops": transcriptOf(map[string][]tcall{"act": {{"note.add", map[string]any{"body": "once"}}}})}
+	interrupted := 0
+	for at := int64(1); at <= 12; at++ {
+		r := newRig(t, rigConfig{}, doc)
+		var commits, fail atomic.Int64
+		fail.Store(at)
+		r.st.SetCommitFault(func() error {
+			if n := commits.Add(1); fail.Load() > 0 && n >= fail.Load() {
+				return errDiskFull
+			}
+			return nil
+		})
+		out, _ := r.engine(0, tr, nil, nil).Start(ctx, nil)
+		fail.Store(0)
+		if out.Run == "" || out.Status == runtime.Completed {
+			continue // the run was not created, or the fault came after its end
+		}
+		rows := r.calls(out.Run)
+		if len(rows) == 1 && rows[0].State == store.CallStarted {
+			interrupted++
+		}
+		res, err := r.engine(0, tr, nil, nil).Resume(ctx, out.Run)
+		if err == nil && res.Status == runtime.Failed {
+			res, err = r.engine(0, tr, nil, nil).Retry(ctx, out.Run, runtime.RetryOptions{By: "t", Force: true})
+		}
+		if err != nil || res.Status != runtime.Completed {
+			t.Fatalf("disk full from commit %d: after freeing it, %+v %v; want completed with no person asked", at, res, err)
+		}
+		ns, _ := r.st.ListNotes(ctx, "", "", 10)
+		if len(ns) != 1 || ns[0].Body != "once" {
+			t.Errorf("disk full from commit %d: notes %+v, want exactly one", at, ns)
+		}
+	}
+	if interrupted == 0 {
+		t.Fatal("no fault point left the note.add call started: the test proves nothing")
+	}
+}

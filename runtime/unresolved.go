@@ -46,8 +46,8 @@ func (c *Caller) resolve(ctx context.Context) error {
 		m := &calls[i]
 		d := c.s.im.Decide(c.step, m.Tool, m.Args)
 		switch {
-		case m.State == store.CallStarted && !c.sideEffecting(*m):
-			if _, err := c.failStarted(ctx, m, "the read call was interrupted before its outcome was recorded and the agent did not ask it again; it was not run again"); err != nil {
+		case m.State == store.CallStarted && !c.inFlight(*m):
+			if _, err := c.failStarted(ctx, m, "the call was interrupted before its outcome was recorded, with nothing of it applied, and the agent did not ask it again; it was not run again"); err != nil {
 				return err
 			}
 		case m.State == store.CallStarted:
@@ -71,7 +71,7 @@ func (c *Caller) resolve(ctx context.Context) error {
 	// outcome is unknown follows its decision too (see rerunPrior).
 	for i := range c.prior {
 		m := c.prior[i]
-		if m.State != store.CallOutcomeUnknown && m.State != store.CallStarted || !c.sideEffecting(m) {
+		if !c.unsettled(m) {
 			continue
 		}
 		d := c.s.im.Decide(c.step, m.Tool, m.Args)
@@ -91,7 +91,7 @@ func (c *Caller) resolve(ctx context.Context) error {
 		return c.failRecord(err)
 	}
 	for _, m := range c.prior {
-		if (m.State == store.CallOutcomeUnknown || m.State == store.CallStarted) && c.sideEffecting(m) {
+		if c.unsettled(m) {
 			left = append(left, m)
 		}
 	}
@@ -137,4 +137,17 @@ func (c *Caller) outcomeUnknownDenied(ctx context.Context, m *store.Call) (bool,
 		return nil
 	})
 	return settled && err == nil, err
+}
+
+// unsettled reports whether m, a call of a failed attempt this one
+// retries, may have had an effect nobody decided on: outcome-unknown and
+// side-effecting, or still started and in flight ([inFlight]).
+func (c *Caller) unsettled(m store.Call) bool {
+	switch m.State {
+	case store.CallOutcomeUnknown:
+		return c.sideEffecting(m)
+	case store.CallStarted:
+		return c.inFlight(m)
+	}
+	return false
 }

@@ -519,7 +519,8 @@ func TestServeRandomKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two programs and kills processes; skipped with -short")
 	}
-	k, src, count := newCrashServeWith(t, "{driver: transcript, transcript: %q}", "random.json", "30ms")
+	// Appends take 80 ms, so that the run lasts through several kills.
+	k, src, count := newCrashServeWith(t, "{driver: transcript, transcript: %q}", "random.json", "80ms")
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
