@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -208,6 +209,110 @@ func TestLostRerunSameAttempt(t *testing.T) {
 			}
 			if probs, err := runtime.Reconcile(ctx, f.st, run); err != nil || len(probs) > 0 {
 				t.Fatalf("reconcile of the completed run: %v %v", probs, err)
+			}
+		})
+	}
+}
+
+// TestLostCallWithSecretArgsNotAskedAgain: a side-effecting call's
+// arguments hold a secret value (stored redacted) and its outcome is
+// lost (the disk fills up after it was sent: stays full, so the run is
+// left running, or fails one commit, so its step fails and is retried).
+// The agent, resumed or retried, never asks the call again. A person's
+// decision settles it: denied, or approved (the runtime cannot run it
+// again: it has no arguments but redacted ones), the call is recorded
+// failed and the run completes; it is never sent again, and never with
+// the redacted arguments. Before the fix the run waited for a decision
+// already taken ("nothing is left to decide: resume the run", forever),
+// and a retried attempt's call was not settled even by a denial.
+func TestLostCallWithSecretArgsNotAskedAgain(t *testing.T) {
+	t.Parallel()
+	const key = "sk_test_51Hlostcallsecret42"
+	for _, tc := range []struct {
+		name    string
+		retry   bool
+		approve bool
+	}{
+		{"resumed-approved", false, true},
+		{"resumed-denied", false, false},
+		{"retried-approved", true, true},
+		{"retried-denied", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			url, _ := stripeMock(t)
+			ctr := startCtr(t, true)
+			doc := buildDoc(t, "lost-secret-args", agentStep("act", "ops", []string{"mcp.ctr.hang", "note.add"}, ""))
+			f := &storeFaultRig{rig: newRig(t, rigConfig{stripe: url, http: map[string]string{"ctr": ctr.URL}, secrets: map[string]string{"STRIPE_API_KEY": key}}, doc), ctr: ctr}
+			fails := int64(-1)
+			if tc.retry {
+				fails = 1
+			}
+			var armed atomic.Bool
+			ctr.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					res, err := next(ctx, method, req)
+					if method == "tools/call" && !armed.Swap(true) {
+						f.fails.Store(fails)
+					}
+					return res, err
+				}
+			})
+			f.st.SetCommitFault(func() error {
+				switch n := f.fails.Load(); {
+				case n < 0:
+					return errDiskFull
+				case n > 0:
+					f.fails.Add(-1)
+					return errDiskFull
+				}
+				return nil
+			})
+			with := map[string]string{"ops": transcriptOf(map[string][]tcall{"act": {{"mcp.ctr.hang", map[string]any{"target": "k=" + key}}}})}
+			none := map[string]string{"ops": transcriptOf(map[string][]tcall{"act": {{"note.add", map[string]any{"customerId": "cus_ada", "body": "went on"}}}})}
+			eng := func() *runtime.Session { return f.engine(0, none, nil, nil) }
+			out, _ := f.engine(0, with, nil, nil).Start(ctx, nil)
+			run := out.Run
+			f.free()
+			var res runtime.Outcome
+			var err error
+			if tc.retry {
+				res, err = eng().Retry(ctx, run, runtime.RetryOptions{By: "t", Force: true})
+			} else {
+				res, err = eng().Resume(ctx, run)
+			}
+			wantOutcome(t, "resume or retry", res, err, runtime.Waiting)
+			if len(res.Waiting) != 1 || res.Waiting[0].Kind != string(store.KindOutcomeUnknown) {
+				t.Fatalf("waits for %+v, want one outcome-unknown decision", res.Waiting)
+			}
+			f.mustDecide(run, res.Waiting[0].ID, tc.approve)
+			res, err = eng().Resume(ctx, run)
+			if res.Status == runtime.Waiting {
+				t.Fatalf("after the decision the run still waits for %+v (%v): calls %+v", res.Waiting, err, f.calls(run))
+			}
+			wantOutcome(t, "resume after the decision", res, err, runtime.Completed)
+			if n := ctr.runs("hang"); n != 1 {
+				t.Fatalf("hang ran %d times, want 1 (its arguments as sent are not stored)", n)
+			}
+			for _, a := range ctr.argsOf("hang") {
+				if !strings.Contains(a, key) {
+					t.Fatalf("hang was sent %s, not the arguments the agent asked with", a)
+				}
+			}
+			for _, c := range f.calls(run) {
+				if c.State == store.CallStarted || c.State == store.CallOutcomeUnknown {
+					t.Fatalf("the run completed with call %+v unresolved", c)
+				}
+				if c.Tool == "mcp.ctr.hang" && c.State != store.CallFailed {
+					t.Fatalf("the hang call is %s, want failed", c.State)
+				}
+			}
+			if probs, err := runtime.Reconcile(ctx, f.st, run); err != nil || len(probs) > 0 {
+				t.Fatalf("reconcile: %v %v", probs, err)
+			}
+			if res, err := eng().Resume(ctx, run); err != nil || res.Status != runtime.Completed || ctr.runs("hang") != 1 {
+				t.Fatalf("resume of the completed run: %+v %v", res, err)
 			}
 		})
 	}

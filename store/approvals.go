@@ -191,6 +191,23 @@ func (t *Tx) ExpireAttemptApprovals(run, step string, attempt int, reason string
 	return t.expireWhere(`run = ?2 AND step = ?3 AND call_attempt = ?4 AND kind = 'call'`, reason, run, step, attempt)
 }
 
+// VoidOutcomeUnknownApproval marks an approved, unused approval of kind
+// outcome_unknown as expired, with reason: the runtime could not follow
+// it (the call it would run again is not in the store as it was sent).
+// It returns the approval as it is now, and false when it was not
+// approved and unused (nothing changed).
+func (t *Tx) VoidOutcomeUnknownApproval(id, reason string) (Approval, bool, error) {
+	if t.done {
+		return Approval{}, false, ErrTxDone
+	}
+	as, err := t.expired(`UPDATE approvals SET status = 'expired', reason = ?1
+		WHERE status = 'approved' AND kind = 'outcome_unknown' AND id = ?2 RETURNING id`, reason, id)
+	if err != nil || len(as) == 0 {
+		return Approval{}, false, err
+	}
+	return as[0], true, nil
+}
+
 func (t *Tx) expireWhere(where, reason string, args ...any) ([]Approval, error) {
 	if t.done {
 		return nil, ErrTxDone
