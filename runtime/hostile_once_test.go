@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync/atomic"
+	"time"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -313,6 +314,61 @@ func TestLostCallWithSecretArgsNotAskedAgain(t *testing.T) {
 			}
 			if res, err := eng().Resume(ctx, run); err != nil || res.Status != runtime.Completed || ctr.runs("hang") != 1 {
 				t.Fatalf("resume of the completed run: %+v %v", res, err)
+			}
+		})
+	}
+}
+
+// TestApprovedRerunLostAgain: a side-effecting call's answer is lost (the
+// server ran it and stalled past the call timeout), a person approves
+// running it again, and the re-run's answer is lost the same way. The
+// re-run is outcome-unknown again and waits for a new decision (it must
+// not fail the run with a state error); asked again or not, it is sent
+// once per approval.
+func TestApprovedRerunLostAgain(t *testing.T) {
+	t.Parallel()
+	for _, asked := range []bool{true, false} {
+		name := map[bool]string{true: "asked-again", false: "not-asked"}[asked]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctr := startCtr(t, true)
+			ctr.hangs = 2
+			doc := buildDoc(t, "lost-twice", agentStep("act", "ops", []string{"mcp.ctr.hang", "note.add"}, ""))
+			r := newRig(t, rigConfig{http: map[string]string{"ctr": ctr.URL}}, doc)
+			ctx := context.Background()
+			first := map[string]string{"ops": transcriptOf(map[string][]tcall{"act": {
+				{"mcp.ctr.hang", map[string]any{"target": "alpha"}},
+				{"note.add", map[string]any{"body": "after the launch"}},
+			}})}
+			tr := first
+			if !asked {
+				tr = map[string]string{"ops": transcriptOf(map[string][]tcall{"act": {{"note.add", map[string]any{"body": "went on"}}}})}
+			}
+			short := func(o *runtime.SessionOptions) { o.CallTimeout = 300 * time.Millisecond }
+			out, err := r.engine(0, first, nil, short).Start(ctx, nil)
+			wantOutcome(t, "start", out, err, runtime.Waiting)
+			r.mustDecide(out.Run, out.Waiting[0].ID, true)
+			res, err := r.engine(0, tr, nil, short).Resume(ctx, out.Run)
+			if n := ctr.runs("hang"); n != 2 {
+				t.Fatalf("hang ran %d times, want 2 (once lost, once approved and lost)", n)
+			}
+			wantOutcome(t, "resume after approving the re-run (lost again)", res, err, runtime.Waiting)
+			if len(res.Waiting) != 1 || res.Waiting[0].Kind != string(store.KindOutcomeUnknown) {
+				t.Fatalf("waits for %+v, want one new outcome-unknown decision", res.Waiting)
+			}
+			res, err = r.engine(0, tr, nil, short).Resume(ctx, out.Run)
+			wantOutcome(t, "resume without a new decision", res, err, runtime.Waiting)
+			if n := ctr.runs("hang"); n != 2 {
+				t.Fatalf("hang ran %d times without a new decision", n)
+			}
+			r.mustDecide(out.Run, res.Waiting[0].ID, true)
+			res, err = r.engine(0, tr, nil, short).Resume(ctx, out.Run)
+			wantOutcome(t, "resume after the second approval", res, err, runtime.Completed)
+			if n := ctr.runs("hang"); n != 3 {
+				t.Fatalf("hang ran %d times, want 3", n)
+			}
+			if probs, err := runtime.Reconcile(ctx, r.st, out.Run); err != nil || len(probs) > 0 {
+				t.Fatalf("reconcile: %v %v", probs, err)
 			}
 		})
 	}
