@@ -1283,7 +1283,8 @@ func (c *Caller) outcomeEvents(index int, started *readStart, o outcome) []Event
 
 // lost records a side-effecting call that was sent and not answered as
 // outcome-unknown, as after a crash, and suspends the step: a person
-// decides whether it runs again.
+// decides whether it runs again. A call already outcome-unknown (a
+// person's approved re-run of it) gets a new decision.
 func (c *Caller) lost(ctx context.Context, key store.CallKey, name string, cause error) (driver.Result, error) {
 	reason := fmt.Sprintf("the call was sent and no answer said what happened (%s)", clipText(c.s.opt.Redact(cause.Error()), maxErrorBytes))
 	var ap store.Approval
