@@ -373,3 +373,50 @@ func TestApprovedRerunLostAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelledLostCallsReconcile: runs cancelled while an outcome-unknown
+// call waits for a person (undecided, approved, denied; its arguments
+// with a secret value or not) are not taken for altered stores, and
+// nothing runs after the cancel.
+func TestCancelledLostCallsReconcile(t *testing.T) {
+	t.Parallel()
+	const key = "sk_test_51Hcancelledsecret42"
+	for _, tc := range []struct {
+		name   string
+		target string
+		decide string // "", "approve", "deny"
+	}{
+		{"undecided", "alpha", ""},
+		{"approved", "alpha", "approve"},
+		{"denied", "alpha", "deny"},
+		{"secret-undecided", "k=" + key, ""},
+		{"secret-approved", "k=" + key, "approve"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			url, _ := stripeMock(t)
+			ctr := startCtr(t, true)
+			ctr.hangs = 1
+			doc := buildDoc(t, "cancel-lost", agentStep("act", "ops", []string{"mcp.ctr.hang", "note.add"}, ""))
+			r := newRig(t, rigConfig{stripe: url, http: map[string]string{"ctr": ctr.URL}, secrets: map[string]string{"STRIPE_API_KEY": key}}, doc)
+			tr := map[string]string{"ops": transcriptOf(map[string][]tcall{"act": {{"mcp.ctr.hang", map[string]any{"target": tc.target}}}})}
+			short := func(o *runtime.SessionOptions) { o.CallTimeout = 300 * time.Millisecond }
+			out, err := r.engine(0, tr, nil, short).Start(ctx, nil)
+			wantOutcome(t, "start", out, err, runtime.Waiting)
+			if tc.decide != "" {
+				r.mustDecide(out.Run, out.Waiting[0].ID, tc.decide == "approve")
+			}
+			if err := runtime.Cancel(ctx, r.st, out.Run, "t", "enough with "+key); err != nil {
+				t.Fatal(err)
+			}
+			if probs, err := runtime.Reconcile(ctx, r.st, out.Run); err != nil || len(probs) > 0 {
+				t.Fatalf("reconcile of the cancelled run: %v %v", probs, err)
+			}
+			res, err := r.engine(0, tr, nil, short).Resume(ctx, out.Run)
+			if err != nil || ctr.runs("hang") != 1 {
+				t.Fatalf("resume of the cancelled run: %+v %v, hang ran %d", res, err, ctr.runs("hang"))
+			}
+		})
+	}
+}
