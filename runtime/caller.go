@@ -1320,13 +1320,28 @@ func (c *Caller) outcomeEvents(index int, started *readStart, o outcome) []Event
 
 // lost records a side-effecting call that was sent and not answered as
 // outcome-unknown, as after a crash, and suspends the step: a person
-// decides whether it runs again.
+// decides whether it runs again. A call already outcome-unknown (a
+// person's approved re-run of it) gets a new decision.
 func (c *Caller) lost(ctx context.Context, key store.CallKey, name string, cause error) (driver.Result, error) {
 	reason := fmt.Sprintf("the call was sent and no answer said what happened (%s)", clipText(c.s.opt.Redact(cause.Error()), maxErrorBytes))
 	var ap store.Approval
 	err := c.tx(ctx, func(tx store.Tx) error {
-		var err error
-		if ap, err = tx.MarkOutcomeUnknown(key, reason); err != nil {
+		m, err := tx.Call(key)
+		if err != nil {
+			return err
+		}
+		if m.State == store.CallOutcomeUnknown {
+			// A person's approved re-run of a call whose outcome was
+			// already unknown: it stays so, and a person decides again
+			// (as when the process stopped during the re-run).
+			ap, err = tx.CreateApproval(store.Approval{
+				Kind: store.KindOutcomeUnknown, Run: c.run, Step: c.step, Tool: m.Tool, DefDigest: m.DefDigest, ArgsDigest: m.ArgsDigest,
+				Call: &m.CallKey, Reason: "the call was run again and no answer said what happened",
+			})
+		} else {
+			ap, err = tx.MarkOutcomeUnknown(key, reason)
+		}
+		if err != nil {
 			return err
 		}
 		return c.append(tx, name, CallOutcomeUnknown{Attempt: c.attempt, Index: key.Index, Approval: ap.ID})

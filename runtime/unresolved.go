@@ -57,8 +57,9 @@ func (c *Caller) resolve(ctx context.Context) error {
 		case d.ArgsDigest != m.ArgsDigest:
 			// The recorded arguments are not what the agent sent (a
 			// secret in them was redacted): only the agent asking it
-			// again can run it again; a person's denial still settles it.
-			if _, err := c.outcomeUnknownDenied(ctx, m); err != nil {
+			// again can run it again; a person's decision still settles
+			// it (see unrunnable).
+			if _, err := c.unrunnable(ctx, m); err != nil {
 				return err
 			}
 		default:
@@ -76,7 +77,19 @@ func (c *Caller) resolve(ctx context.Context) error {
 		}
 		d := c.s.im.Decide(c.step, m.Tool, m.Args)
 		if d.ArgsDigest != m.ArgsDigest || !d.Allowed || d.tool == nil {
-			continue // only a decision can settle it; it stays in left below
+			// It cannot be run again from its record: a person's
+			// decision settles it (see unrunnable), or it stays in left
+			// below.
+			if m.State == store.CallOutcomeUnknown {
+				done, err := c.unrunnable(ctx, &c.prior[i])
+				if err != nil {
+					return err
+				}
+				if done {
+					c.prior[i].State = store.CallFailed
+				}
+			}
+			continue
 		}
 		c.priorUsed[i] = true
 		if _, err := c.rerunPrior(ctx, i, m.Tool, d); err != nil && !errors.Is(err, driver.ErrSuspended) {
@@ -112,31 +125,72 @@ func (c *Caller) failRecord(err error) error {
 	return c.storeErr
 }
 
-// outcomeUnknownDenied settles an outcome-unknown call a person denied
-// (recorded as failed, as [Caller.outcomeUnknown] does), and reports
-// whether it did; any other decision is left for the agent to ask.
-func (c *Caller) outcomeUnknownDenied(ctx context.Context, m *store.Call) (bool, error) {
-	const denied = "the outcome of this call is unknown and a person decided not to run it again"
-	settled := false
+// unrunnableReason is the error of an outcome-unknown call a person
+// approved running again that the runtime could not run again: its
+// arguments as sent held a secret value, which is stored redacted, and
+// its agent ended the step without asking it again.
+const unrunnableReason = "the outcome of this call is unknown; a person approved running it again, but its arguments held a secret value, which is not stored, and its agent did not ask it again, so it was not run again"
+
+// unrunnable settles an outcome-unknown call m (of this attempt or of a
+// failed attempt it retries) that cannot be run again from its record
+// (its stored arguments are redacted) and that its agent did not ask
+// again, by the person's decision on it: denied, it is recorded as failed
+// (as [Caller.outcomeUnknown] does); approved, the approval cannot be
+// followed: it is voided (approval.voided, said on the progress output)
+// and the call is recorded as failed with [unrunnableReason], so it is
+// never sent with arguments it was not asked with and the step does not
+// wait for a decision already taken. Undecided, nothing changes. The
+// decision is read in the transaction that settles it. It reports
+// whether the call was settled.
+func (c *Caller) unrunnable(ctx context.Context, m *store.Call) (bool, error) {
+	var (
+		settled bool
+		voided  []store.Approval
+	)
 	err := c.tx(ctx, func(tx store.Tx) error {
-		settled = false
+		settled, voided = false, nil
 		all, err := tx.Approvals(c.run)
 		if err != nil {
 			return err
 		}
 		for _, a := range all {
-			if a.Kind != store.KindOutcomeUnknown || a.Call == nil || *a.Call != m.CallKey || a.Status != store.ApprovalDenied {
+			if a.Kind != store.KindOutcomeUnknown || a.Call == nil || *a.Call != m.CallKey {
 				continue
 			}
-			if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, denied); err != nil {
-				return err
+			switch a.Status {
+			case store.ApprovalDenied:
+				if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, deniedReason); err != nil {
+					return err
+				}
+				settled = true
+				return c.append(tx, m.Tool, CallFailed{Attempt: m.Attempt, Index: m.Index, Approval: a.ID, Reason: deniedReason})
+			case store.ApprovalApproved:
+				v, ok, err := tx.VoidOutcomeUnknownApproval(a.ID, unrunnableReason)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("store: approval %s of call %d of attempt %d is no longer approved", a.ID, m.Index, m.Attempt)
+				}
+				if err := c.append(tx, m.Tool, ApprovalVoided{Approval: a.ID, Attempt: m.Attempt, Index: m.Index, Reason: unrunnableReason}); err != nil {
+					return err
+				}
+				if err := tx.FinishCall(m.CallKey, store.CallFailed, nil, unrunnableReason); err != nil {
+					return err
+				}
+				settled, voided = true, []store.Approval{v}
+				return c.append(tx, m.Tool, CallFailed{Attempt: m.Attempt, Index: m.Index, Approval: a.ID, Reason: unrunnableReason})
 			}
-			settled = true
-			return c.append(tx, m.Tool, CallFailed{Attempt: c.attempt, Index: m.Index, Approval: a.ID, Reason: denied})
 		}
 		return nil
 	})
-	return settled && err == nil, err
+	if err != nil {
+		return false, err
+	}
+	if len(voided) > 0 {
+		c.s.sayVoided(voided, "its arguments held a secret value, which is not stored, and its agent did not ask it again")
+	}
+	return settled, nil
 }
 
 // unsettled reports whether m, a call of a failed attempt this one

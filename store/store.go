@@ -127,6 +127,12 @@ type Tx interface {
 	VoidApprovals(k CallKey, reason string) ([]Approval, error)
 	ExpireAttemptApprovals(run, step string, attempt int, reason string) ([]Approval, error)
 	ExpireApprovals(run string) ([]Approval, error)
+	// VoidOutcomeUnknownApproval marks an approved, unused approval of
+	// kind outcome_unknown as expired, with reason: the runtime could not
+	// follow it (the call it would run again is not stored as sent). It
+	// returns the approval as it is now, and false when it was not
+	// approved and unused (nothing changed).
+	VoidOutcomeUnknownApproval(id, reason string) (Approval, bool, error)
 
 	OpenGate(run, step string, attempt int) (Gate, error)
 	DecideGate(run, step string, attempt int, approve bool, reason, decidedBy string) (Gate, error)

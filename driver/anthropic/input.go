@@ -18,11 +18,15 @@ import (
 // The input of a block is exactly one complete JSON value: the input of
 // its content_block_start when no input_json_delta follows, else the
 // deltas' partial_json pieces joined, when the start input is empty ({}).
-// Any other shape refuses the reply whole ([inputs.refusal]).
+// Any other shape refuses the reply whole ([inputs.refusal]), as does a
+// stream with a second message_start or one whose message_start carries
+// content.
 type inputs struct {
 	blocks []*blockInput
 	// refused is the first shape that refuses the reply ("" when none).
 	refused string
+	// started is set by the message_start event.
+	started bool
 }
 
 type blockInput struct {
@@ -43,6 +47,17 @@ func (s *inputs) refuse(format string, args ...any) {
 // the event.
 func (s *inputs) event(ev sdk.MessageStreamEventUnion) {
 	switch ev.Type {
+	case "message_start":
+		// One message_start, with no content of its own: the SDK starts
+		// its accumulation over at each, so that a call's id and name
+		// would come from one and its input from the blocks of another.
+		if s.started {
+			s.refuse("the response stream has a second message_start event")
+		}
+		s.started = true
+		if len(ev.Message.Content) > 0 {
+			s.refuse("the response stream's message_start event carries %d content block(s); blocks come only as content_block events", len(ev.Message.Content))
+		}
 	case "content_block_start":
 		if ev.Index != int64(len(s.blocks)) {
 			return

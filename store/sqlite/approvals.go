@@ -345,3 +345,20 @@ func listGates(ctx context.Context, q querier, where string, args ...any) ([]sto
 	}
 	return out, nil
 }
+
+// VoidOutcomeUnknownApproval marks an approved, unused approval of kind
+// outcome_unknown as expired, with reason: the runtime could not follow
+// it (the call it would run again is not in the store as it was sent).
+// It returns the approval as it is now, and false when it was not
+// approved and unused (nothing changed).
+func (t *Tx) VoidOutcomeUnknownApproval(id, reason string) (store.Approval, bool, error) {
+	if t.done {
+		return store.Approval{}, false, store.ErrTxDone
+	}
+	as, err := t.expired(`UPDATE approvals SET status = 'expired', reason = ?1
+		WHERE status = 'approved' AND kind = 'outcome_unknown' AND id = ?2 RETURNING id`, reason, id)
+	if err != nil || len(as) == 0 {
+		return store.Approval{}, false, err
+	}
+	return as[0], true, nil
+}
