@@ -516,6 +516,15 @@ const (
 	ReasonResumedSameTool = "resumed-same-tool"
 )
 
+// storedName is a tool name as the agent sends it, the way call rows
+// store it: with secret values redacted ([Caller.start]). The agent's
+// calls are compared with the recorded ones under it, so that a name
+// that holds a secret value (a short one: an account or database name)
+// still matches its own record and is never taken for a new call and
+// sent again. Two names that store alike are taken for the same tool:
+// an answer from the other's record, never a second send.
+func (c *Caller) storedName(name string) string { return c.s.opt.Redact(name) }
+
 // ranBefore reports whether a call to name that this attempt made before
 // this run of the step (read from the store), or a failed attempt this
 // one retries made, ran, or may have: it succeeded, failed after it was
@@ -527,6 +536,7 @@ const (
 // run of the step: the agent got every other answer itself, so its later
 // calls are new ones, and exactly the interrupted calls ask a person.
 func (c *Caller) ranBefore(name string) bool {
+	name = c.storedName(name)
 	mayHaveRun := func(m store.Call) bool {
 		return m.Tool == name && (ran(m) || m.State == store.CallStarted || m.State == store.CallOutcomeUnknown)
 	}
@@ -554,6 +564,7 @@ func (c *Caller) ranBefore(name string) bool {
 // step, with the same tool bytes and arguments digest, marking it
 // answered; -1 when none is.
 func (c *Caller) matchPrior(name, argsDigest string) int {
+	name = c.storedName(name)
 	for i, m := range c.prior {
 		if !c.priorUsed[i] && ran(m) && m.Tool == name && m.ArgsDigest == argsDigest {
 			c.priorUsed[i] = true
@@ -568,6 +579,7 @@ func (c *Caller) matchPrior(name, argsDigest string) int {
 // in this run of the step, with the same tool bytes and arguments digest,
 // marking it asked; -1 when none is.
 func (c *Caller) matchPriorLost(name, argsDigest string) int {
+	name = c.storedName(name)
 	for i, m := range c.prior {
 		if !c.priorUsed[i] && (m.State == store.CallOutcomeUnknown || m.State == store.CallStarted) && m.Tool == name && m.ArgsDigest == argsDigest {
 			c.priorUsed[i] = true
@@ -690,6 +702,7 @@ func (c *Caller) rerunPrior(ctx context.Context, i int, name string, d Decision)
 // attempt, not yet answered in this run of the step, with the same tool
 // bytes and arguments digest, marking it answered; -1 when none is.
 func (c *Caller) match(name, argsDigest string) int {
+	name = c.storedName(name)
 	for i := range c.memo {
 		if !c.used[i] && c.memo[i].Tool == name && c.memo[i].ArgsDigest == argsDigest {
 			c.used[i] = true
