@@ -3,6 +3,7 @@
 package scripts_test
 
 import (
+	"bufio"
 	"net"
 	"net/http"
 	"os"
@@ -10,8 +11,48 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
+
+// listenEnv, when set, makes the test binary a listener instead: it
+// listens on 127.0.0.1:0, prints the port and waits to be killed.
+const listenEnv = "OPENPLAYBOOK_TEST_SESSION_LISTENER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(listenEnv) != "" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			os.Exit(2)
+		}
+		os.Stdout.WriteString(strconv.Itoa(l.Addr().(*net.TCPAddr).Port) + "\n")
+		select {}
+	}
+	os.Exit(m.Run())
+}
+
+// sessionListener starts this test binary as a listener in a session of
+// its own (setsid: the session id is its pid) and returns that pid and the
+// port it listens on; the listener is killed when the test ends.
+func sessionListener(t *testing.T) (int, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), listenEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the session listener printed no port: %v", err)
+	}
+	return cmd.Process.Pid, strings.TrimSpace(line)
+}
 
 // mocksEnv is the environment mocks.sh runs in: stripe-mock on PATH (where
 // scripts/deps.sh installs it), and no MOCKS_PORTS unless extra sets it.
@@ -178,14 +219,17 @@ func TestMocksRefuseAListenerNotTheirs(t *testing.T) {
 	c.Close()
 	<-accepted
 
-	// ours PORT SID, sourced: the test's listener is held by the test's
-	// own session, not by session 1, and a closed port has no listener.
+	// ours PORT SID, sourced: a listener held by a process of its own
+	// session (started with setsid, as start starts a mock) is that
+	// session's and not session 1's, and a closed port has no listener.
+	// The test process's own session is not used: under some CI runners
+	// its leader is outside the PID namespace and ps shows it as 0.
+	held, heldPort := sessionListener(t)
 	closed, _ := net.Listen("tcp", "127.0.0.1:0")
 	free := strconv.Itoa(closed.Addr().(*net.TCPAddr).Port)
 	closed.Close()
-	self := strconv.Itoa(os.Getpid())
-	script := `source ./mocks.sh; sid=$(ps -o sid= -p ` + self + ` | tr -d ' ')
-for args in "` + port + ` $sid" "` + port + ` 1" "` + free + ` $sid"; do rc=0; ours $args || rc=$?; echo $rc; done`
+	script := `source ./mocks.sh
+for args in "` + heldPort + ` ` + strconv.Itoa(held) + `" "` + heldPort + ` 1" "` + free + ` ` + strconv.Itoa(held) + `"; do rc=0; ours $args || rc=$?; echo $rc; done`
 	cmd := exec.Command("bash", "-c", script)
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
