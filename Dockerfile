@@ -24,9 +24,9 @@ ARG DATE=""
 # needs no libc, as the static distroless image has none.
 RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
       -ldflags "-s -w \
-        -X github.com/openplaybook/openplaybook/internal/cli.Version=${VERSION} \
-        -X github.com/openplaybook/openplaybook/internal/cli.Commit=${COMMIT} \
-        -X github.com/openplaybook/openplaybook/internal/cli.Date=${DATE}" \
+        -X github.com/openplaybook/openplaybook/cmd/openplaybook/cli.Version=${VERSION} \
+        -X github.com/openplaybook/openplaybook/cmd/openplaybook/cli.Commit=${COMMIT} \
+        -X github.com/openplaybook/openplaybook/cmd/openplaybook/cli.Date=${DATE}" \
       -o /out/openplaybook ./cmd/openplaybook
 
 FROM gcr.io/distroless/static-debian12:nonroot

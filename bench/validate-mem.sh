@@ -43,7 +43,7 @@ if [ "$base" != none ]; then
 	rev=$(git rev-parse --short "$base")
 	mkdir "$tmp/src"
 	git archive "$rev" | tar -x -C "$tmp/src"
-	if ! grep -q 'max-size' "$tmp/src/internal/cli/validate.go"; then
+	if ! grep -q 'max-size' "$tmp/src/cmd/openplaybook/cli/validate.go"; then
 		sed -i 's/DefaultMaxSize   = 16 << 20/DefaultMaxSize   = 1 << 30/' "$tmp/src/syntax/parse.go"
 		grep -q 'DefaultMaxSize   = 1 << 30' "$tmp/src/syntax/parse.go" || {
 			echo "validate-mem.sh: cannot raise the size limit of $rev" >&2

@@ -188,7 +188,7 @@ func TestCheckLargeIsClean(t *testing.T) {
 // embedding 5,000 tools against a registry holding the same 5,000 (plus
 // the built-ins and the Stripe connector's), minus server start-up:
 // reading the document, validating it with the registry, resolution,
-// drift (5,000 comparisons) and preflight: what internal/cli's
+// drift (5,000 comparisons) and preflight: what cmd/openplaybook/cli's
 // checkInputs does per document. Target (BENCHMARKS.md): under 200 ms. The
 // registry's schemas are spelled as [benchEnv]'s form says.
 //

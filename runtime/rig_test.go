@@ -1,7 +1,7 @@
 package runtime_test
 
 // The test rig: the runtime's environment built the way the CLI builds it
-// (internal/cli/runtime.go), from real parts only: a harness file written
+// (cmd/openplaybook/cli/runtime.go), from real parts only: a harness file written
 // into t.TempDir() and loaded with harness.Load, preflight.Connect (the
 // built-ins, the Stripe connector on stripe-mock behind a counting proxy,
 // real MCP servers: npm server-memory over stdio, go-sdk servers over

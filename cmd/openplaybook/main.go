@@ -4,9 +4,9 @@
 // A release build sets the version, commit and date that
 // `openplaybook version` prints:
 //
-//	go build -ldflags "-X github.com/openplaybook/openplaybook/internal/cli.Version=v1.2.3 \
-//	  -X github.com/openplaybook/openplaybook/internal/cli.Commit=$(git rev-parse HEAD) \
-//	  -X github.com/openplaybook/openplaybook/internal/cli.Date=$(git log -1 --format=%cI)" ./cmd/openplaybook
+//	go build -ldflags "-X github.com/openplaybook/openplaybook/cmd/openplaybook/cli.Version=v1.2.3 \
+//	  -X github.com/openplaybook/openplaybook/cmd/openplaybook/cli.Commit=$(git rev-parse HEAD) \
+//	  -X github.com/openplaybook/openplaybook/cmd/openplaybook/cli.Date=$(git log -1 --format=%cI)" ./cmd/openplaybook
 //
 // Without them, the commit and date are those the go command records from
 // the clone.
@@ -15,7 +15,7 @@ package main
 import (
 	"os"
 
-	"github.com/openplaybook/openplaybook/internal/cli"
+	"github.com/openplaybook/openplaybook/cmd/openplaybook/cli"
 )
 
 func main() {

@@ -32,7 +32,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/openplaybook/openplaybook/internal/cli"
+	"github.com/openplaybook/openplaybook/cmd/openplaybook/cli"
 )
 
 // root is the repository root, from this package's directory.
@@ -287,8 +287,8 @@ func TestDockerfile(t *testing.T) {
 		t.Errorf("build: %q, want CGO_ENABLED=0 go build ... -o /out/openplaybook ./cmd/openplaybook", goBuild)
 	}
 	for _, v := range []string{"Version", "Commit", "Date"} {
-		if !strings.Contains(goBuild, "-X github.com/openplaybook/openplaybook/internal/cli."+v+"=") {
-			t.Errorf("build does not set internal/cli.%s", v)
+		if !strings.Contains(goBuild, "-X github.com/openplaybook/openplaybook/cmd/openplaybook/cli."+v+"=") {
+			t.Errorf("build does not set cmd/openplaybook/cli.%s", v)
 		}
 	}
 	want := []string{

@@ -1,6 +1,6 @@
 // Package inproc times echo calls to server-everything in one process,
 // side by side: BenchmarkDirect with a plain go-sdk client, BenchmarkRun
-// through `openplaybook run` (the CLI's package, internal/cli, driven in
+// through `openplaybook run` (the CLI's package, cmd/openplaybook/cli, driven in
 // process, so that go test -cpuprofile profiles the whole call path):
 //
 //	go test ./bench/echo/inproc -run '^$' -bench . -benchtime 2x -count 3
@@ -29,7 +29,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openplaybook/openplaybook/bench/echo/echogen"
-	"github.com/openplaybook/openplaybook/internal/cli"
+	"github.com/openplaybook/openplaybook/cmd/openplaybook/cli"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 )
 
@@ -55,7 +55,7 @@ func report(b *testing.B, lat []time.Duration) {
 // (the session's start-up is not timed).
 func BenchmarkDirect(b *testing.B) {
 	// Go's default collector target, whatever a run in this process set
-	// before (run sets its own; see internal/cli/gc.go).
+	// before (run sets its own; see cmd/openplaybook/cli/gc.go).
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	cfg := mcptest.EverythingServer(b, "everything")
 	ctx := context.Background()

@@ -37,7 +37,7 @@ const (
 // Version is the openplaybook version that `openplaybook version` and
 // SARIF output report. Release builds set it with
 //
-//	-ldflags "-X github.com/openplaybook/openplaybook/internal/cli.Version=v1.2.3"
+//	-ldflags "-X github.com/openplaybook/openplaybook/cmd/openplaybook/cli.Version=v1.2.3"
 //
 // When it is empty the module version from the build information is used
 // (set by `go install ...@version`), else "(devel)".

@@ -30,7 +30,7 @@ func run(t *testing.T, stdin io.Reader, args ...string) (int, string, string) {
 // variant returns examples/release-notes.json changed by edit, as JSON.
 func variant(t *testing.T, edit func(doc map[string]any)) []byte {
 	t.Helper()
-	src, err := os.ReadFile("../../examples/release-notes.json")
+	src, err := os.ReadFile("../../../examples/release-notes.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,11 +100,11 @@ func decodeJSON(t *testing.T, out string) []map[string]any {
 
 func TestValidateExamples(t *testing.T) {
 	t.Parallel()
-	code, out, errs := run(t, nil, "validate", "../../examples/")
+	code, out, errs := run(t, nil, "validate", "../../../examples/")
 	if code != ExitOK || out != "" || errs != "" {
 		t.Errorf("validate examples/: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	code, out, _ = run(t, nil, "validate", "--format", "json", "../../examples")
+	code, out, _ = run(t, nil, "validate", "--format", "json", "../../../examples")
 	if code != ExitOK || out != "[]\n" {
 		t.Errorf("validate --format json examples: exit %d, stdout %q; want 0 and []", code, out)
 	}
@@ -206,7 +206,7 @@ func TestStdin(t *testing.T) {
 			t.Errorf("a diagnostic of stdin names file %q, want %q", d["file"], StdinName)
 		}
 	}
-	src, _ := os.ReadFile("../../examples/release-notes.json")
+	src, _ := os.ReadFile("../../../examples/release-notes.json")
 	if code, out, _ := run(t, bytes.NewReader(src), "validate", "-"); code != ExitOK || out != "" {
 		t.Errorf("valid stdin: exit %d, stdout %q", code, out)
 	}
@@ -457,7 +457,7 @@ func TestExplain(t *testing.T) {
 	dir := t.TempDir()
 	bad := writeFile(t, dir, "bad.json", withUnknownMember(t, "nxt"))
 	for _, f := range []string{"text", "markdown", "html", "mermaid", "json"} {
-		code, out, errs := run(t, nil, "explain", "--format", f, "../../examples/release-notes.json")
+		code, out, errs := run(t, nil, "explain", "--format", f, "../../../examples/release-notes.json")
 		if code != ExitOK || out == "" || errs != "" {
 			t.Errorf("explain --format %s: exit %d, %d bytes out, stderr %q", f, code, len(out), errs)
 		}
@@ -497,7 +497,7 @@ func TestExplain(t *testing.T) {
 // TestDocs: docs/cli.md lists every command and has a section for each and every
 // validate format, and documents every exit code.
 func TestDocs(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/cli.md")
+	doc, err := os.ReadFile("../../../docs/cli.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ var exitComment = regexp.MustCompile(`#\s*exit (\d+)\s*$`)
 // after "$ ", each with the output shown under it), placeholders or not.
 func docExamples(t *testing.T) []docExample {
 	t.Helper()
-	f, err := os.Open("../../docs/cli.md")
+	f, err := os.Open("../../../docs/cli.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,18 +125,18 @@ func TestDocExamplesRun(t *testing.T) {
 
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "openplaybook"), "../../cmd/openplaybook")
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "openplaybook"), "../../../cmd/openplaybook")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	// The examples, copied (a run's store stays in the copy), and the
 	// npm packages the example harness's servers run from.
 	work := filepath.Join(dir, "repo")
-	if err := os.CopyFS(filepath.Join(work, "examples"), os.DirFS("../../examples")); err != nil {
+	if err := os.CopyFS(filepath.Join(work, "examples"), os.DirFS("../../../examples")); err != nil {
 		t.Fatal(err)
 	}
 	os.RemoveAll(filepath.Join(work, "examples", ".openplaybook"))
-	if nm, err := filepath.Abs("../../node_modules"); err == nil {
+	if nm, err := filepath.Abs("../../../node_modules"); err == nil {
 		if _, err := os.Stat(nm); err == nil {
 			os.Symlink(nm, filepath.Join(work, "node_modules"))
 		}

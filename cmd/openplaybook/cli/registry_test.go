@@ -53,7 +53,7 @@ func TestRegistryListsEveryProvider(t *testing.T) {
 			t.Errorf("%s: auth kinds %v, secrets %v, apiRoot %q", p.Provider, p.AuthKinds, p.Secrets, p.APIRoot)
 		}
 		if p.Provider != "stripe" {
-			if _, err := os.Stat(filepath.Join("..", "..", "docs", "connectors", p.Provider+".md")); err != nil {
+			if _, err := os.Stat(filepath.Join("..", "..", "..", "docs", "connectors", p.Provider+".md")); err != nil {
 				t.Errorf("%s: no page in docs/connectors/: %v", p.Provider, err)
 			}
 		}

@@ -30,7 +30,7 @@ func TestServeUsage(t *testing.T) {
 // externalHarness writes a harness binding agent "outside" to driver mcp.
 func externalHarness(t *testing.T) string {
 	t.Helper()
-	root, _ := filepath.Abs("../..")
+	root, _ := filepath.Abs("../../..")
 	if _, err := os.Stat(filepath.Join(root, "node_modules/@modelcontextprotocol/server-memory/dist/index.js")); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("the npm MCP reference servers are not installed (npm ci)")
@@ -62,7 +62,7 @@ store:
 // start, naming the secret.
 func TestRunWaitsForItsAgent(t *testing.T) {
 	h := externalHarness(t)
-	code, out, errs := run(t, nil, "run", "--harness", h, "-f", "json", "--input", `{"customerId":"cus_ada"}`, "../../serve/testdata/agent.json")
+	code, out, errs := run(t, nil, "run", "--harness", h, "-f", "json", "--input", `{"customerId":"cus_ada"}`, "../../../serve/testdata/agent.json")
 	if code != ExitWaiting {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errs)
 	}
@@ -78,7 +78,7 @@ func TestRunWaitsForItsAgent(t *testing.T) {
 	}
 	// In text, run and status say how to connect the agent, and name no
 	// approve command: a person has nothing to decide.
-	code, text, errs := run(t, nil, "run", "--harness", h, "--input", `{"customerId":"cus_ada"}`, "../../serve/testdata/agent.json")
+	code, text, errs := run(t, nil, "run", "--harness", h, "--input", `{"customerId":"cus_ada"}`, "../../../serve/testdata/agent.json")
 	if code != ExitWaiting || strings.Contains(text, "openplaybook approve") || !strings.Contains(text, "openplaybook mcp --harness "+h+" --run run_") {
 		t.Fatalf("run (text): exit %d\n%s\n%s", code, text, errs)
 	}
@@ -108,7 +108,7 @@ func TestRunDocumentWithoutManifest(t *testing.T) {
 	if err := os.WriteFile(p, []byte(`{"openplaybook":"1.6","steps":[]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs := run(t, nil, "run", "--harness", "../../examples/harness.yaml", p)
+	code, _, errs := run(t, nil, "run", "--harness", "../../../examples/harness.yaml", p)
 	if code != ExitProblems || !strings.Contains(errs, `missing required member "manifest"`) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

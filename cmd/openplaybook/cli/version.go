@@ -13,7 +13,7 @@ import (
 // Commit and Date are the commit and the commit time (RFC 3339) of a
 // release build, set like [Version]:
 //
-//	-ldflags "-X github.com/openplaybook/openplaybook/internal/cli.Commit=... -X github.com/openplaybook/openplaybook/internal/cli.Date=..."
+//	-ldflags "-X github.com/openplaybook/openplaybook/cmd/openplaybook/cli.Commit=... -X github.com/openplaybook/openplaybook/cmd/openplaybook/cli.Date=..."
 //
 // When empty, the vcs.revision and vcs.time the go command stamps into the
 // build information are used (a build from a clone), else "".
