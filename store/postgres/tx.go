@@ -27,12 +27,16 @@ import (
 // FinishCall, Append) is two round trips: the run's lock with the call's
 // INSERT, then the rest with COMMIT.
 //
-// A run's writes take its row lock first (SELECT ... FOR NO KEY UPDATE
+// A run's writes take its row lock first, in a statement of its own
+// (SELECT ... FOR NO KEY UPDATE
 // of its runs row: exclusive among the store's writers, while foreign
 // key checks of other rows may still share it), and read its status and
 // audit head from that row. The tx keeps both for the rest of the
 // transaction, which holds the lock: no other transaction can change
-// them meanwhile, and nothing is kept across transactions.
+// them meanwhile, and nothing is kept across transactions. The lock is
+// never folded into the statement that needs it: in READ COMMITTED a
+// statement that waits for a row lock reads the rest of the database as
+// of before the wait, so the next call index it computed would be stale.
 
 // item is one statement of a batch. rows reads a query's rows; without
 // it the statement's rows (if any) are discarded. onErr maps an error
