@@ -77,8 +77,6 @@ func newTx(s *Store, conn *pgxpool.Conn) *tx {
 
 var bg = context.Background()
 
-var debugTimes map[string]time.Duration
-
 // defer_ adds a statement to the next batch.
 func (t *tx) defer_(it item) error {
 	if t.done {
@@ -120,21 +118,11 @@ func (t *tx) send(items ...item) error {
 	for _, it := range all {
 		b.Queue(it.sql, it.args...)
 	}
-	t0 := time.Now()
-	defer func() {
-		if debugTimes != nil {
-			debugTimes[fmt.Sprintf("batch of %d %.30s", len(all), all[len(all)-1].sql)] += time.Since(t0)
-		}
-	}()
 	br := t.conn.SendBatch(bg, &b)
 	var first error
 	for _, it := range all {
 		if first != nil {
 			break
-		}
-		ti := time.Now()
-		if debugTimes != nil {
-			defer func() { debugTimes[fmt.Sprintf("  item %.40s", it.sql)] += time.Since(ti) }()
 		}
 		if it.rows != nil {
 			rows, err := br.Query()
