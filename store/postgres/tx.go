@@ -47,6 +47,7 @@ type item struct {
 	what  string
 	rows  func(pgx.Rows) error
 	onErr func(*pgconn.PgError) error
+	move  *callMove // set by moveCall
 }
 
 // runState is what the tx knows of a run it holds the lock of.
@@ -104,9 +105,31 @@ func (t *tx) send(items ...item) error {
 	if !t.begun {
 		all = append(all, item{sql: "BEGIN"})
 	}
-	all = append(all, t.pending...)
+	// A run's one pending call move goes in the statement of its audit
+	// records (one statement less per audited call).
+	moves := map[string]int{}
+	for _, it := range t.pending {
+		if it.move != nil {
+			moves[it.move.k.Run]++
+		}
+	}
+	fold := map[string]*callMove{}
 	for _, run := range t.order {
-		all = append(all, t.appendItem(run))
+		if moves[run] == 1 {
+			fold[run] = nil
+		}
+	}
+	for _, it := range t.pending {
+		if it.move != nil {
+			if _, ok := fold[it.move.k.Run]; ok {
+				fold[it.move.k.Run] = it.move
+				continue
+			}
+		}
+		all = append(all, it)
+	}
+	for _, run := range t.order {
+		all = append(all, t.appendItem(run, fold[run]))
 	}
 	all = append(all, items...)
 	t.pending, t.order = nil, nil
