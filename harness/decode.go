@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -53,7 +54,10 @@ var (
 	dotenvKeys     = []string{"path", "optional"}
 	storeKeys      = []string{"sqlite", "seed"}
 	runtimeKeys    = []string{"approvalExpiry", "maxToolCalls"}
-	serveKeys      = []string{"operatorTokenSecret", "approvalWait", "allowedOrigins"}
+	serveKeys      = []string{"operatorTokenSecret", "approvalWait", "allowedOrigins", "oidc"}
+	oidcKeys       = []string{"issuer", "clientID", "clientSecretSecret", "audience", "scopes", "claims", "operators", "deciders", "selfApproval", "operatorToken"}
+	claimKeys      = []string{"subject", "name", "email", "groups"}
+	principalKeys  = []string{"subjects", "groups"}
 )
 
 var (
@@ -902,6 +906,120 @@ func (d *decoder) serve(n *node) {
 			d.h.Serve.AllowedOrigins = append(d.h.Serve.AllowedOrigins, o)
 		}
 	}
+	if v := f["oidc"]; v != nil {
+		d.oidc(v)
+	}
+}
+
+// oidc reads serve.oidc (docs/identity.md).
+func (d *decoder) oidc(n *node) {
+	if !d.want(n, kMap, `"oidc"`) {
+		return
+	}
+	o := &OIDC{Scopes: []string{"openid", "profile", "email"}, SubjectClaim: "sub", NameClaim: "name",
+		EmailClaim: "email", GroupsClaim: "groups", OperatorToken: true, Pos: pos(n)}
+	f := d.fields(n, `"oidc"`, oidcKeys)
+	ok := true
+	if v := f["issuer"]; v == nil {
+		d.errN(n, RuleRequired, `"oidc" needs "issuer": the OpenID Connect issuer's URL, such as "https://accounts.example.com"`)
+		ok = false
+	} else if s, good := d.nonEmpty(v, `"issuer"`); good && d.noRefs(v, `"issuer"`) {
+		if u, err := url.Parse(s); err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" ||
+			!(u.Scheme == "https" || (u.Scheme == "http" && loopbackHost(u.Hostname()))) {
+			d.errN(v, RuleValue, `"issuer" must be an https URL with no query or fragment (http only on a loopback host, such as "http://127.0.0.1:4444"), as the issuer's discovery document names it`)
+			ok = false
+		} else {
+			o.Issuer = s
+		}
+	} else {
+		ok = false
+	}
+	if v := f["clientID"]; v == nil {
+		d.errN(n, RuleRequired, `"oidc" needs "clientID": the console's OAuth client id at the issuer`)
+		ok = false
+	} else if s, good := d.nonEmpty(v, `"clientID"`); good && d.noRefs(v, `"clientID"`) {
+		o.ClientID = s
+	} else {
+		ok = false
+	}
+	if v := f["clientSecretSecret"]; v != nil {
+		if s, good := d.str(v, `"clientSecretSecret"`); good {
+			if !envName.MatchString(s) {
+				d.errN(v, RuleName, `"clientSecretSecret" must be a secret's name (^[A-Za-z_][A-Za-z0-9_]*$, such as OIDC_CLIENT_SECRET), never the secret itself`)
+			} else {
+				o.ClientSecretSecret = s
+			}
+		}
+	}
+	if v := f["audience"]; v != nil {
+		o.Audience = d.nameList(v, `"audience"`)
+	}
+	if v := f["scopes"]; v != nil {
+		o.Scopes = d.nameList(v, `"scopes"`)
+		if !slices.Contains(o.Scopes, "openid") {
+			d.errN(v, RuleValue, `"scopes" must include "openid" (without it the issuer sends no ID token)`)
+		}
+	}
+	if v := f["claims"]; v != nil && d.want(v, kMap, `"claims"`) {
+		cf := d.fields(v, `"claims"`, claimKeys)
+		for key, dst := range map[string]*string{"subject": &o.SubjectClaim, "name": &o.NameClaim, "email": &o.EmailClaim, "groups": &o.GroupsClaim} {
+			if c := cf[key]; c != nil {
+				if s, good := d.nonEmpty(c, strconv.Quote(key)+" claim"); good {
+					*dst = s
+				}
+			}
+		}
+	}
+	for key, dst := range map[string]*Principals{"operators": &o.Operators, "deciders": &o.Deciders} {
+		v := f[key]
+		if v == nil || !d.want(v, kMap, strconv.Quote(key)) {
+			continue
+		}
+		pf := d.fields(v, strconv.Quote(key), principalKeys)
+		if s := pf["subjects"]; s != nil {
+			dst.Subjects = d.nameList(s, `"subjects"`)
+		}
+		if g := pf["groups"]; g != nil {
+			dst.Groups = d.nameList(g, `"groups"`)
+		}
+		if dst.Empty() {
+			d.errN(v, RuleValue, "%q names no one: list \"subjects\" or \"groups\", or remove it (absent, it does not restrict)", key)
+		}
+	}
+	if v := f["selfApproval"]; v != nil && d.want(v, kBool, `"selfApproval"`) {
+		o.SelfApproval = v.text == "true"
+	}
+	if v := f["operatorToken"]; v != nil && d.want(v, kBool, `"operatorToken"`) {
+		o.OperatorToken = v.text == "true"
+	}
+	if len(o.Audience) == 0 {
+		o.Audience = []string{o.ClientID}
+	}
+	if ok {
+		d.h.Serve.OIDC = o
+	}
+}
+
+// nameList reads a list of non-empty strings.
+func (d *decoder) nameList(n *node, label string) []string {
+	if !d.want(n, kList, label) {
+		return nil
+	}
+	var out []string
+	for _, item := range n.elems {
+		if s, ok := d.nonEmpty(item, "an item of "+label); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // originSyntax is an RFC 6454 origin as a browser sends it in Origin.
