@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/internal/suggest"
+	"github.com/openplaybook/openplaybook/policy"
 )
 
 // Providers are the connection providers of OpenPlaybook 1.6 (spec "The
@@ -46,7 +48,9 @@ func exampleRole(authKind string) string {
 }
 
 var (
-	topKeys        = []string{"$schema", "mcpServers", "connections", "secrets", "agents", "store", "runtime", "serve"}
+	topKeys        = []string{"$schema", "mcpServers", "connections", "secrets", "agents", "store", "runtime", "serve", "policy"}
+	policyKeys     = []string{"rules"}
+	ruleKeys       = []string{"name", "tools", "riskClasses", "steps", "when", "effect", "reason"}
 	serverKeys     = []string{"command", "args", "env", "cwd", "url", "headers", "timeout", "toolsCheck", "callTimeout"}
 	connectionKeys = []string{"authKind", "secrets", "scopes", "baseURL", "tokenURL", "callTimeout"}
 	secretsKeys    = []string{"env", "prefix", "dotenv", "declare"}
@@ -309,6 +313,9 @@ func (d *decoder) root(n *node) {
 	}
 	if v := f["serve"]; v != nil {
 		d.serve(v)
+	}
+	if v := f["policy"]; v != nil {
+		d.policy(v)
 	}
 	slices.SortStableFunc(d.h.refs, func(a, b SecretRef) int {
 		return cmp.Or(cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Column, b.Pos.Column))
@@ -1024,3 +1031,93 @@ func loopbackHost(h string) bool {
 
 // originSyntax is an RFC 6454 origin as a browser sends it in Origin.
 var originSyntax = regexp.MustCompile(`^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$`)
+
+// policy reads the approval policy (docs/policy.md): its rules, each
+// compiled (a CEL condition that does not compile is an error here).
+func (d *decoder) policy(n *node) {
+	if !d.want(n, kMap, `"policy"`) {
+		return
+	}
+	f := d.fields(n, `"policy"`, policyKeys)
+	v := f["rules"]
+	if v == nil || !d.want(v, kList, `"rules"`) {
+		return
+	}
+	var rules []policy.Rule
+	names := map[string]bool{}
+	ok := true
+	for i, item := range v.elems {
+		where := fmt.Sprintf("policy rule %d", i+1)
+		if !d.want(item, kMap, where) {
+			ok = false
+			continue
+		}
+		rf := d.fields(item, where, ruleKeys)
+		var r policy.Rule
+		if nv := rf["name"]; nv == nil {
+			d.errN(item, RuleRequired, "%s needs \"name\": what the audit log and messages call it", where)
+			ok = false
+		} else if s, good := d.nonEmpty(nv, where+"'s \"name\""); good {
+			if names[s] {
+				d.errN(nv, RuleValue, "policy rule name %q is given twice; each rule has a name of its own", s)
+				ok = false
+			}
+			names[s] = true
+			r.Name = s
+			where = fmt.Sprintf("policy rule %q", s)
+		} else {
+			ok = false
+		}
+		if tv := rf["tools"]; tv != nil {
+			r.Tools = d.nameList(tv, `"tools"`)
+			for j, pat := range r.Tools {
+				if _, err := path.Match(pat, ""); err != nil {
+					d.errN(tv.elems[j], RuleValue, "%s: tool pattern %q is not a pattern (* ? [...]): %v", where, pat, err)
+					ok = false
+				}
+			}
+		}
+		if rv := rf["riskClasses"]; rv != nil {
+			r.RiskClasses = d.nameList(rv, `"riskClasses"`)
+		}
+		if sv := rf["steps"]; sv != nil {
+			r.Steps = d.nameList(sv, `"steps"`)
+		}
+		if wv := rf["when"]; wv != nil {
+			if s, good := d.nonEmpty(wv, where+"'s \"when\""); good {
+				if _, err := policy.Compile(s); err != nil {
+					d.errN(wv, RuleValue, "%s: its condition is not a valid CEL expression of true or false: %v", where, strings.TrimSpace(err.Error()))
+					ok = false
+				}
+				r.When = s
+			} else {
+				ok = false
+			}
+		}
+		if ev := rf["effect"]; ev == nil {
+			d.errN(item, RuleRequired, "%s needs \"effect\": %q or %q", where, policy.RequireApproval, policy.Deny)
+			ok = false
+		} else if s, good := d.str(ev, where+"'s \"effect\""); good {
+			if s != policy.RequireApproval && s != policy.Deny {
+				d.errN(ev, RuleValue, "%s: effect %q is not %q or %q (a rule only tightens: there is no allow)", where, s, policy.RequireApproval, policy.Deny)
+				ok = false
+			}
+			r.Effect = s
+		} else {
+			ok = false
+		}
+		if rv := rf["reason"]; rv != nil {
+			r.Reason, _ = d.str(rv, where+"'s \"reason\"")
+		}
+		rules = append(rules, r)
+	}
+	if !ok || len(rules) == 0 {
+		return
+	}
+	p, err := policy.New(rules)
+	if err != nil {
+		d.errN(v, RuleValue, "%v", err)
+		return
+	}
+	d.h.Policy = p
+}

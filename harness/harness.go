@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/policy"
 )
 
 // Defaults applied when the harness file does not say.
@@ -90,6 +91,10 @@ type Harness struct {
 	Runtime *Runtime
 	// Serve configures `openplaybook serve` and `openplaybook mcp`.
 	Serve *Serve
+	// Policy is the approval policy (harness "policy"; docs/policy.md):
+	// rules that can only tighten what a document says about a call. Nil
+	// when the file has none.
+	Policy *policy.Policy
 
 	refs []SecretRef
 }

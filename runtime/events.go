@@ -317,7 +317,8 @@ type ApprovalRequested struct {
 	BindDigest string `json:"bindDigest"`
 	Binding    string `json:"binding"`
 	// Reason is why it is asked (the approval row's reason until a
-	// person decides): "requiresApproval" or "resumed-same-tool".
+	// person decides): "requiresApproval", "resumed-same-tool", or
+	// "policy:" and the name of the harness policy rule that asks.
 	Reason string `json:"reason,omitempty"`
 }
 
