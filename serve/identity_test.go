@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/openplaybook/openplaybook/internal/hydratest"
 )
 
@@ -356,5 +358,44 @@ func TestOIDCOperatorTokenOff(t *testing.T) {
 	rej := kinds(ir.audit(a, run), "gate.rejected")
 	if len(rej) != 1 || rej[0]["by"] != "alice" {
 		t.Fatalf("gate.rejected %v", rej)
+	}
+}
+
+// TestOIDCConsoleLoginInChromium: in Chromium, an operator opens a run's
+// page, is sent to the login form, chooses single sign-on, logs in at
+// Hydra (whose login and consent the test's app answers) and is back on
+// the run's page, whose decision form asks no name; approving the gate
+// there records the verified person, not anything typed.
+func TestOIDCConsoleLoginInChromium(t *testing.T) {
+	ir := newIdentityRig(t, "")
+	run := ir.startGateRun(ir.api(ir.token(alice, apiAudience)))
+	bctx := newBrowser(t) // after the rig: its cleanup runs first
+	problems := pageProblems(t, bctx)
+	ir.hy.SetUser(bob)
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		c, cancel := context.WithTimeout(bctx, 30*time.Second)
+		defer cancel()
+		if err := chromedp.Do(c, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	do("log in with single sign-on",
+		chromedp.Navigate(ir.ts.URL+"/runs/"+run),
+		chromedp.WaitVisible(chromedp.ID("sso")),
+		chromedp.Click(chromedp.ID("sso")),
+		chromedp.WaitVisible(chromedp.CSS(".pending.kind-gate form.decide")),
+	)
+	do("approve the gate",
+		chromedp.SendKeys(chromedp.CSS(`.pending.kind-gate input[name="reason"]`), "read it"),
+		chromedp.Click(chromedp.CSS(`.pending.kind-gate button[value="approve"]`)),
+	)
+	ir.waitStatus(run, "waiting", "agent")
+	ok := kinds(ir.audit(ir.api(ir.token(carol, apiAudience)), run), "gate.approved")
+	if len(ok) != 1 || ok[0]["by"] != "bob" || ok[0]["byEmail"] != "bob@example.com" || ok[0]["reason"] != "read it" {
+		t.Fatalf("gate.approved %v", ok)
+	}
+	if p := problems(); len(p) > 0 {
+		t.Fatalf("the pages had problems: %v", p)
 	}
 }
