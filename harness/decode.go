@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/internal/suggest"
+	"github.com/openplaybook/openplaybook/policy"
 )
 
 // Providers are the connection providers of OpenPlaybook 1.6 (spec "The
@@ -45,7 +48,9 @@ func exampleRole(authKind string) string {
 }
 
 var (
-	topKeys        = []string{"$schema", "mcpServers", "connections", "secrets", "agents", "store", "runtime", "serve"}
+	topKeys        = []string{"$schema", "mcpServers", "connections", "secrets", "agents", "store", "runtime", "serve", "policy"}
+	policyKeys     = []string{"rules"}
+	ruleKeys       = []string{"name", "tools", "riskClasses", "steps", "when", "effect", "reason"}
 	serverKeys     = []string{"command", "args", "env", "cwd", "url", "headers", "timeout", "toolsCheck", "callTimeout"}
 	connectionKeys = []string{"authKind", "secrets", "scopes", "baseURL", "tokenURL", "callTimeout"}
 	secretsKeys    = []string{"env", "prefix", "dotenv", "declare"}
@@ -53,7 +58,10 @@ var (
 	dotenvKeys     = []string{"path", "optional"}
 	storeKeys      = []string{"sqlite", "seed"}
 	runtimeKeys    = []string{"approvalExpiry", "maxToolCalls"}
-	serveKeys      = []string{"operatorTokenSecret", "approvalWait", "allowedOrigins"}
+	serveKeys      = []string{"operatorTokenSecret", "approvalWait", "allowedOrigins", "oidc"}
+	oidcKeys       = []string{"issuer", "clientID", "clientSecretSecret", "audience", "scopes", "claims", "operators", "deciders", "selfApproval", "operatorToken"}
+	claimKeys      = []string{"subject", "name", "email", "groups"}
+	principalKeys  = []string{"subjects", "groups"}
 )
 
 var (
@@ -305,6 +313,9 @@ func (d *decoder) root(n *node) {
 	}
 	if v := f["serve"]; v != nil {
 		d.serve(v)
+	}
+	if v := f["policy"]; v != nil {
+		d.policy(v)
 	}
 	slices.SortStableFunc(d.h.refs, func(a, b SecretRef) int {
 		return cmp.Or(cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Column, b.Pos.Column))
@@ -902,7 +913,211 @@ func (d *decoder) serve(n *node) {
 			d.h.Serve.AllowedOrigins = append(d.h.Serve.AllowedOrigins, o)
 		}
 	}
+	if v := f["oidc"]; v != nil {
+		d.oidc(v)
+	}
+}
+
+// oidc reads serve.oidc (docs/identity.md).
+func (d *decoder) oidc(n *node) {
+	if !d.want(n, kMap, `"oidc"`) {
+		return
+	}
+	o := &OIDC{Scopes: []string{"openid", "profile", "email"}, SubjectClaim: "sub", NameClaim: "name",
+		EmailClaim: "email", GroupsClaim: "groups", OperatorToken: true, Pos: pos(n)}
+	f := d.fields(n, `"oidc"`, oidcKeys)
+	ok := true
+	if v := f["issuer"]; v == nil {
+		d.errN(n, RuleRequired, `"oidc" needs "issuer": the OpenID Connect issuer's URL, such as "https://accounts.example.com"`)
+		ok = false
+	} else if s, good := d.nonEmpty(v, `"issuer"`); good && d.noRefs(v, `"issuer"`) {
+		if u, err := url.Parse(s); err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" ||
+			!(u.Scheme == "https" || (u.Scheme == "http" && loopbackHost(u.Hostname()))) {
+			d.errN(v, RuleValue, `"issuer" must be an https URL with no query or fragment (http only on a loopback host, such as "http://127.0.0.1:4444"), as the issuer's discovery document names it`)
+			ok = false
+		} else {
+			o.Issuer = s
+		}
+	} else {
+		ok = false
+	}
+	if v := f["clientID"]; v == nil {
+		d.errN(n, RuleRequired, `"oidc" needs "clientID": the console's OAuth client id at the issuer`)
+		ok = false
+	} else if s, good := d.nonEmpty(v, `"clientID"`); good && d.noRefs(v, `"clientID"`) {
+		o.ClientID = s
+	} else {
+		ok = false
+	}
+	if v := f["clientSecretSecret"]; v != nil {
+		if s, good := d.str(v, `"clientSecretSecret"`); good {
+			if !envName.MatchString(s) {
+				d.errN(v, RuleName, `"clientSecretSecret" must be a secret's name (^[A-Za-z_][A-Za-z0-9_]*$, such as OIDC_CLIENT_SECRET), never the secret itself`)
+			} else {
+				o.ClientSecretSecret = s
+			}
+		}
+	}
+	if v := f["audience"]; v != nil {
+		o.Audience = d.nameList(v, `"audience"`)
+	}
+	if v := f["scopes"]; v != nil {
+		o.Scopes = d.nameList(v, `"scopes"`)
+		if !slices.Contains(o.Scopes, "openid") {
+			d.errN(v, RuleValue, `"scopes" must include "openid" (without it the issuer sends no ID token)`)
+		}
+	}
+	if v := f["claims"]; v != nil && d.want(v, kMap, `"claims"`) {
+		cf := d.fields(v, `"claims"`, claimKeys)
+		for key, dst := range map[string]*string{"subject": &o.SubjectClaim, "name": &o.NameClaim, "email": &o.EmailClaim, "groups": &o.GroupsClaim} {
+			if c := cf[key]; c != nil {
+				if s, good := d.nonEmpty(c, strconv.Quote(key)+" claim"); good {
+					*dst = s
+				}
+			}
+		}
+	}
+	for key, dst := range map[string]*Principals{"operators": &o.Operators, "deciders": &o.Deciders} {
+		v := f[key]
+		if v == nil || !d.want(v, kMap, strconv.Quote(key)) {
+			continue
+		}
+		pf := d.fields(v, strconv.Quote(key), principalKeys)
+		if s := pf["subjects"]; s != nil {
+			dst.Subjects = d.nameList(s, `"subjects"`)
+		}
+		if g := pf["groups"]; g != nil {
+			dst.Groups = d.nameList(g, `"groups"`)
+		}
+		if dst.Empty() {
+			d.errN(v, RuleValue, "%q names no one: list \"subjects\" or \"groups\", or remove it (absent, it does not restrict)", key)
+		}
+	}
+	if v := f["selfApproval"]; v != nil && d.want(v, kBool, `"selfApproval"`) {
+		o.SelfApproval = v.text == "true"
+	}
+	if v := f["operatorToken"]; v != nil && d.want(v, kBool, `"operatorToken"`) {
+		o.OperatorToken = v.text == "true"
+	}
+	if len(o.Audience) == 0 {
+		o.Audience = []string{o.ClientID}
+	}
+	if ok {
+		d.h.Serve.OIDC = o
+	}
+}
+
+// nameList reads a list of non-empty strings.
+func (d *decoder) nameList(n *node, label string) []string {
+	if !d.want(n, kList, label) {
+		return nil
+	}
+	var out []string
+	for _, item := range n.elems {
+		if s, ok := d.nonEmpty(item, "an item of "+label); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // originSyntax is an RFC 6454 origin as a browser sends it in Origin.
 var originSyntax = regexp.MustCompile(`^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$`)
+
+// policy reads the approval policy (docs/policy.md): its rules, each
+// compiled (a CEL condition that does not compile is an error here).
+func (d *decoder) policy(n *node) {
+	if !d.want(n, kMap, `"policy"`) {
+		return
+	}
+	f := d.fields(n, `"policy"`, policyKeys)
+	v := f["rules"]
+	if v == nil || !d.want(v, kList, `"rules"`) {
+		return
+	}
+	var rules []policy.Rule
+	names := map[string]bool{}
+	ok := true
+	for i, item := range v.elems {
+		where := fmt.Sprintf("policy rule %d", i+1)
+		if !d.want(item, kMap, where) {
+			ok = false
+			continue
+		}
+		rf := d.fields(item, where, ruleKeys)
+		var r policy.Rule
+		if nv := rf["name"]; nv == nil {
+			d.errN(item, RuleRequired, "%s needs \"name\": what the audit log and messages call it", where)
+			ok = false
+		} else if s, good := d.nonEmpty(nv, where+"'s \"name\""); good {
+			if names[s] {
+				d.errN(nv, RuleValue, "policy rule name %q is given twice; each rule has a name of its own", s)
+				ok = false
+			}
+			names[s] = true
+			r.Name = s
+			where = fmt.Sprintf("policy rule %q", s)
+		} else {
+			ok = false
+		}
+		if tv := rf["tools"]; tv != nil {
+			r.Tools = d.nameList(tv, `"tools"`)
+			for j, pat := range r.Tools {
+				if _, err := path.Match(pat, ""); err != nil {
+					d.errN(tv.elems[j], RuleValue, "%s: tool pattern %q is not a pattern (* ? [...]): %v", where, pat, err)
+					ok = false
+				}
+			}
+		}
+		if rv := rf["riskClasses"]; rv != nil {
+			r.RiskClasses = d.nameList(rv, `"riskClasses"`)
+		}
+		if sv := rf["steps"]; sv != nil {
+			r.Steps = d.nameList(sv, `"steps"`)
+		}
+		if wv := rf["when"]; wv != nil {
+			if s, good := d.nonEmpty(wv, where+"'s \"when\""); good {
+				if _, err := policy.Compile(s); err != nil {
+					d.errN(wv, RuleValue, "%s: its condition is not a valid CEL expression of true or false: %v", where, strings.TrimSpace(err.Error()))
+					ok = false
+				}
+				r.When = s
+			} else {
+				ok = false
+			}
+		}
+		if ev := rf["effect"]; ev == nil {
+			d.errN(item, RuleRequired, "%s needs \"effect\": %q or %q", where, policy.RequireApproval, policy.Deny)
+			ok = false
+		} else if s, good := d.str(ev, where+"'s \"effect\""); good {
+			if s != policy.RequireApproval && s != policy.Deny {
+				d.errN(ev, RuleValue, "%s: effect %q is not %q or %q (a rule only tightens: there is no allow)", where, s, policy.RequireApproval, policy.Deny)
+				ok = false
+			}
+			r.Effect = s
+		} else {
+			ok = false
+		}
+		if rv := rf["reason"]; rv != nil {
+			r.Reason, _ = d.str(rv, where+"'s \"reason\"")
+		}
+		rules = append(rules, r)
+	}
+	if !ok || len(rules) == 0 {
+		return
+	}
+	p, err := policy.New(rules)
+	if err != nil {
+		d.errN(v, RuleValue, "%v", err)
+		return
+	}
+	d.h.Policy = p
+}

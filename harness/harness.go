@@ -27,10 +27,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/policy"
 )
 
 // Defaults applied when the harness file does not say.
@@ -89,6 +91,10 @@ type Harness struct {
 	Runtime *Runtime
 	// Serve configures `openplaybook serve` and `openplaybook mcp`.
 	Serve *Serve
+	// Policy is the approval policy (harness "policy"; docs/policy.md):
+	// rules that can only tighten what a document says about a call. Nil
+	// when the file has none.
+	Policy *policy.Policy
 
 	refs []SecretRef
 }
@@ -295,6 +301,69 @@ type Serve struct {
 	// server accepts (DNS rebinding protection). Empty: only the server's
 	// own origin.
 	AllowedOrigins []string
+	// OIDC, when set, has operators log in with OpenID Connect and be
+	// named by their verified identity (docs/identity.md). Nil: the
+	// operator token alone.
+	OIDC *OIDC
+}
+
+// OIDC configures operators' identity: an OpenID Connect issuer the
+// console logs in with (authorization code with PKCE) and whose JWT
+// access tokens the API accepts as bearer tokens (docs/identity.md).
+type OIDC struct {
+	// Issuer is the issuer URL; its discovery document is at
+	// Issuer + "/.well-known/openid-configuration". https, or http on a
+	// loopback host.
+	Issuer string
+	// ClientID is the console's OAuth client at the issuer. Required.
+	ClientID string
+	// ClientSecretSecret names the secret holding the client's secret;
+	// "" for a public client (PKCE alone).
+	ClientSecretSecret string
+	// Audience lists the "aud" values an API bearer token may carry (one
+	// of them is enough). Default: [ClientID].
+	Audience []string
+	// Scopes are asked for at login. Default: openid, profile, email.
+	Scopes []string
+	// SubjectClaim, NameClaim, EmailClaim and GroupsClaim name the
+	// claims that identify a person, give their name and e-mail, and
+	// list their groups. Defaults: sub, name, email, groups.
+	SubjectClaim, NameClaim, EmailClaim, GroupsClaim string
+	// Operators, when not empty, are the only people who may log in or
+	// call the API: a verified identity outside them is refused.
+	Operators Principals
+	// Deciders, when not empty, are the only people who may decide gates
+	// and approvals. Empty: every operator.
+	Deciders Principals
+	// SelfApproval lets the person who started a run decide its gates
+	// and approvals. Default false: they may not.
+	SelfApproval bool
+	// OperatorToken keeps the operator token (serve.operatorTokenSecret)
+	// as a bootstrap credential: it may do everything but decide. Default
+	// true; false turns it off (the secret need not be set).
+	OperatorToken bool
+	Pos           Pos
+}
+
+// Principals are people named by subject and by group.
+type Principals struct {
+	Subjects, Groups []string
+}
+
+// Empty reports whether p names no one.
+func (p Principals) Empty() bool { return len(p.Subjects) == 0 && len(p.Groups) == 0 }
+
+// Has reports whether the person with subject sub and groups is one of p.
+func (p Principals) Has(sub string, groups []string) bool {
+	if slices.Contains(p.Subjects, sub) {
+		return true
+	}
+	for _, g := range groups {
+		if slices.Contains(p.Groups, g) {
+			return true
+		}
+	}
+	return false
 }
 
 // SecretRef is one use of a named secret in the harness file.

@@ -840,3 +840,30 @@ func TestCommandPathWithBlank(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyDiagnostics: a condition that does not compile, a rule name
+// given twice and a bad tool pattern are errors at their place; a valid
+// policy is compiled.
+func TestPolicyDiagnostics(t *testing.T) {
+	src := "policy:\n  rules:\n    - {name: a, when: \"args.amount >\", effect: deny}\n    - {name: a, effect: deny}\n    - {name: b, tools: [\"[\"], effect: requireApproval}\n    - {name: c, when: \"1 + 2\", effect: deny}\n"
+	h, ds := Parse("h.yaml", []byte(src), "")
+	if h.Policy != nil {
+		t.Fatal("a policy with errors was compiled")
+	}
+	want := map[int]string{3: "not a valid CEL expression", 4: "given twice", 5: "not a pattern", 6: "not a valid CEL expression"}
+	for line, sub := range want {
+		found := false
+		for _, d := range ds {
+			if d.Line == line && strings.Contains(d.Message, sub) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("line %d: no diagnostic saying %q in %v", line, sub, ds)
+		}
+	}
+	h, ds = Parse("h.yaml", []byte("policy:\n  rules: [{name: a, when: \"args.amount > 10000\", effect: requireApproval}]\n"), "")
+	if len(ds) != 0 || h.Policy.Len() != 1 {
+		t.Fatalf("valid policy: %v, %d rules", ds, h.Policy.Len())
+	}
+}

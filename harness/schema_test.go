@@ -94,15 +94,18 @@ var structural = []string{RuleUnknownKey, RuleType, RuleRequired, RuleName, Rule
 func TestSchemaAgreesWithReader(t *testing.T) {
 	s := compileSchema(t)
 	valid := map[string]string{
-		"empty":       `{}`,
-		"stdio":       "mcpServers:\n  m:\n    command: node\n    args: [server.js, \"--token=${secret:T}\", \"$${literal}\", \"$5\"]\n    env: {A: \"1\", B: \"${secret:B}\"}\n    cwd: ..\n    timeout: 1m30s\n",
-		"http":        "mcpServers:\n  acme:\n    url: https://mcp.example.com/mcp\n    headers: {Authorization: \"Bearer ${secret:ACME_MCP_TOKEN}\"}\n",
-		"connections": "connections:\n  stripe: {authKind: api_token, secrets: {apiKey: K}, baseURL: \"http://127.0.0.1:12111\"}\n  gmail: {authKind: oauth, secrets: {accessToken: T, refreshToken: R}, scopes: [a]}\n  plaid: {authKind: aggregator_link, secrets: {accessToken: T2, clientId: C, clientSecret: S}}\n",
-		"secrets":     "secrets:\n  env: false\n  prefix: OPB_\n  dotenv: [.env, {path: .env.local, optional: true}]\n",
-		"declare":     "mcpServers:\n  m: {command: x, env: {K: \"${secret:K}\"}}\nconnections:\n  stripe: {authKind: api_token, secrets: {apiKey: K}}\nsecrets:\n  declare:\n    K: {mcpServers: [m], connections: [stripe]}\n",
-		"agents":      "agents:\n  lou: {driver: transcript, transcript: t/lou.json}\n  rita: {driver: openai, model: m, apiKeySecret: OPENAI_API_KEY, extra: {a: [1, true, null]}}\n",
-		"store":       "store: {sqlite: x.db}\nruntime: {approvalExpiry: 90m, maxToolCalls: 5}\n",
-		"json":        `{"$schema": "../schema/harness.schema.json", "mcpServers": {"m": {"command": "x"}}}`,
+		"empty":         `{}`,
+		"stdio":         "mcpServers:\n  m:\n    command: node\n    args: [server.js, \"--token=${secret:T}\", \"$${literal}\", \"$5\"]\n    env: {A: \"1\", B: \"${secret:B}\"}\n    cwd: ..\n    timeout: 1m30s\n",
+		"http":          "mcpServers:\n  acme:\n    url: https://mcp.example.com/mcp\n    headers: {Authorization: \"Bearer ${secret:ACME_MCP_TOKEN}\"}\n",
+		"connections":   "connections:\n  stripe: {authKind: api_token, secrets: {apiKey: K}, baseURL: \"http://127.0.0.1:12111\"}\n  gmail: {authKind: oauth, secrets: {accessToken: T, refreshToken: R}, scopes: [a]}\n  plaid: {authKind: aggregator_link, secrets: {accessToken: T2, clientId: C, clientSecret: S}}\n",
+		"secrets":       "secrets:\n  env: false\n  prefix: OPB_\n  dotenv: [.env, {path: .env.local, optional: true}]\n",
+		"declare":       "mcpServers:\n  m: {command: x, env: {K: \"${secret:K}\"}}\nconnections:\n  stripe: {authKind: api_token, secrets: {apiKey: K}}\nsecrets:\n  declare:\n    K: {mcpServers: [m], connections: [stripe]}\n",
+		"agents":        "agents:\n  lou: {driver: transcript, transcript: t/lou.json}\n  rita: {driver: openai, model: m, apiKeySecret: OPENAI_API_KEY, extra: {a: [1, true, null]}}\n",
+		"store":         "store: {sqlite: x.db}\nruntime: {approvalExpiry: 90m, maxToolCalls: 5}\n",
+		"oidc":          "serve:\n  oidc:\n    issuer: https://id.example.com/\n    clientID: console\n    clientSecretSecret: OIDC_SECRET\n    audience: [api]\n    scopes: [openid, email]\n    claims: {subject: sub, groups: roles}\n    operators: {groups: [ops]}\n    deciders: {subjects: [alice], groups: [finance]}\n    selfApproval: false\n    operatorToken: false\n",
+		"policy":        "policy:\n  rules:\n    - {name: big-refunds, tools: [\"stripe.*\", charge.refund], when: \"args.amount > 10000\", effect: requireApproval, reason: two people look}\n    - {name: no-test-money, riskClasses: [money_movement], steps: [pay], when: \"input.env == 'test'\", effect: deny}\n",
+		"oidc loopback": "serve: {oidc: {issuer: \"http://127.0.0.1:4444\", clientID: c}}\n",
+		"json":          `{"$schema": "../schema/harness.schema.json", "mcpServers": {"m": {"command": "x"}}}`,
 	}
 	invalid := map[string]string{
 		"unknown top-level key":    "stores: {}\n",
@@ -153,6 +156,18 @@ func TestSchemaAgreesWithReader(t *testing.T) {
 		"agent driver type":        "agents:\n  lou: {driver: 1}\n",
 		"agent apiKeySecret":       "agents:\n  lou: {driver: openai, apiKeySecret: \"not a name\"}\n",
 		"store path empty":         "store: {sqlite: \"\"}\n",
+		"policy allow":             "policy:\n  rules: [{name: a, effect: allow}]\n",
+		"policy no name":           "policy:\n  rules: [{effect: deny}]\n",
+		"policy no effect":         "policy:\n  rules: [{name: a}]\n",
+		"policy unknown key":       "policy:\n  rules: [{name: a, effect: deny, unless: x}]\n",
+		"policy rules a map":       "policy:\n  rules: {a: {effect: deny}}\n",
+		"oidc without issuer":      "serve: {oidc: {clientID: c}}\n",
+		"oidc http issuer":         "serve: {oidc: {issuer: \"http://id.example.com\", clientID: c}}\n",
+		"oidc unknown key":         "serve: {oidc: {issuer: \"https://id.example.com\", clientID: c, client: d}}\n",
+		"oidc scopes no openid":    "serve: {oidc: {issuer: \"https://id.example.com\", clientID: c, scopes: [email]}}\n",
+		"oidc deciders empty":      "serve: {oidc: {issuer: \"https://id.example.com\", clientID: c, deciders: {subjects: []}}}\n",
+		"oidc secret literal":      "serve: {oidc: {issuer: \"https://id.example.com\", clientID: c, clientSecretSecret: \"s3cr3t value\"}}\n",
+		"oidc selfApproval string": "serve: {oidc: {issuer: \"https://id.example.com\", clientID: c, selfApproval: \"no\"}}\n",
 		"JSON unknown key":         `{"mcpServers": {"m": {"command": "x", "Args": []}}}`,
 	}
 	for name, src := range valid {

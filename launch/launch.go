@@ -199,6 +199,7 @@ func Open(ctx context.Context, h *Harness, opt Options) (*Opened, []diag.Diagnos
 		MaxToolCalls:        h.H.Runtime.MaxToolCalls,
 		ApprovalExpiry:      h.H.Runtime.ApprovalExpiry,
 		Redact:              hst.Secrets.Redact,
+		Policy:              h.H.Policy,
 	})
 	ds = redactAll(ds, hst.Secrets.Redact)
 	if err != nil {

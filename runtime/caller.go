@@ -18,6 +18,7 @@ import (
 	"github.com/openplaybook/openplaybook/drift"
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/policy"
 	"github.com/openplaybook/openplaybook/registry"
 	"github.com/openplaybook/openplaybook/store"
 )
@@ -61,6 +62,9 @@ type Caller struct {
 	// the step.
 	prior     []store.Call
 	priorUsed []bool
+	// input is the run's input, for the policy (read once: inputRead).
+	input     jsontext.Value
+	inputRead bool
 
 	pending []store.Queued // call records handed to the store, not known durable yet
 	reads   *readGroup     // the read calls queued last, which the next may join
@@ -181,6 +185,19 @@ func (c *Caller) Calls() int {
 	return c.count
 }
 
+// runInput returns the run's input, read once (nil when it cannot be
+// read: a policy condition then sees {}, and one that reads a member of
+// it fails to evaluate, which refuses the call).
+func (c *Caller) runInput(ctx context.Context) jsontext.Value {
+	if !c.inputRead {
+		c.inputRead = true
+		if r, err := c.s.opt.Store.GetRun(ctx, c.run); err == nil {
+			c.input = r.Input
+		}
+	}
+	return c.input
+}
+
 // Err returns the store error that refused a call, if one did: the step
 // must then fail.
 func (c *Caller) Err() error {
@@ -273,8 +290,27 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 	if reason != "" {
 		return c.refuse(ctx, call.Name, d, CodeDrifted, reason)
 	}
+	why := ""
 	if d.tool.approval {
-		return c.approvalGate(ctx, call.Name, d, nil, bindDigest(d.tool, live, c.attempt), ReasonRequiresApproval)
+		why = ReasonRequiresApproval
+	}
+	if pol := c.s.opt.Policy; pol.Len() > 0 {
+		v, err := pol.Evaluate(policy.Call{Tool: d.tool.def.Name, RiskClass: d.tool.def.RiskClass, Step: c.step, Arguments: d.Args, Input: c.runInput(ctx)})
+		switch {
+		case err != nil:
+			return c.refuse(ctx, call.Name, d, CodePolicy, fmt.Sprintf("%v; a policy that fails to evaluate refuses: the call was refused and not run", err))
+		case v.Effect == policy.Deny:
+			msg := fmt.Sprintf("policy rule %q refuses calls to %s", v.Rule, quote(call.Name))
+			if v.Reason != "" {
+				msg += ": " + v.Reason
+			}
+			return c.refuse(ctx, call.Name, d, CodePolicy, msg+"; the call was refused and not run")
+		case v.Effect == policy.RequireApproval && why == "":
+			why = ReasonPolicy + v.Rule
+		}
+	}
+	if why != "" {
+		return c.approvalGate(ctx, call.Name, d, nil, bindDigest(d.tool, live, c.attempt), why)
 	}
 	if d.tool.sideEff && !c.replays && c.ranBefore(call.Name) {
 		// A resumed (or retried) step: a side-effecting call that matches
@@ -508,6 +544,9 @@ func (c *Caller) append(tx store.Tx, tool string, ev Event) error {
 const (
 	// ReasonRequiresApproval: the tool's definition says requiresApproval.
 	ReasonRequiresApproval = "requiresApproval"
+	// ReasonPolicy, followed by the rule's name: a rule of the harness's
+	// policy requires an approval of the call.
+	ReasonPolicy = "policy:"
 	// ReasonResumedSameTool: in a resumed (or retried) step, a
 	// side-effecting call that matches none of the attempt's recorded
 	// calls (or those of the failed attempt it retries) by name and

@@ -16,6 +16,9 @@ type Verdict struct {
 	// Reason says why; By says who. Both are recorded in the audit log
 	// as given: redact secret values before (the CLI does).
 	Reason, By string
+	// ByName and ByEmail, when By is a verified person's subject, are
+	// their name and e-mail claims, recorded beside By.
+	ByName, ByEmail string
 }
 
 // Decided says what [Decide] decided: Kind is "gate" or "approval", ID
@@ -57,7 +60,7 @@ func Decide(ctx context.Context, st store.Store, runID, id string, v Verdict) (D
 			if a.Run != runID {
 				return fmt.Errorf("approval %s belongs to run %s, not %s", id, a.Run, runID)
 			}
-			ev := ApprovalApproved{Approval: id, By: v.By, Reason: v.Reason, ApprovalKind: string(a.Kind)}
+			ev := ApprovalApproved{Approval: id, By: v.By, Reason: v.Reason, ApprovalKind: string(a.Kind), ByName: v.ByName, ByEmail: v.ByEmail}
 			var e Event = ev
 			if !v.Approve {
 				e = ApprovalDenied(ev)
@@ -77,7 +80,7 @@ func Decide(ctx context.Context, st store.Store, runID, id string, v Verdict) (D
 				if _, err := tx.DecideGate(runID, id, g.Attempt, v.Approve, v.Reason, v.By); err != nil {
 					return err
 				}
-				ev := GateApproved{Attempt: g.Attempt, By: v.By, Reason: v.Reason}
+				ev := GateApproved{Attempt: g.Attempt, By: v.By, Reason: v.Reason, ByName: v.ByName, ByEmail: v.ByEmail}
 				var e Event = ev
 				if !v.Approve {
 					e = GateRejected(ev)

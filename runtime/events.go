@@ -52,6 +52,7 @@ const (
 	KindApprovalDenied     EventKind = "approval.denied"
 	KindApprovalVoided     EventKind = "approval.voided"
 	KindRunCancelled       EventKind = "run.cancelled"
+	KindRunRequested       EventKind = "run.requested"
 	KindAgentTokenIssued   EventKind = "agent.token-issued"
 	KindAgentTokenRevoked  EventKind = "agent.token-revoked"
 	KindAgentAttached      EventKind = "agent.attached"
@@ -200,6 +201,10 @@ type GateApproved struct {
 	Attempt int    `json:"attempt"`
 	By      string `json:"by"`
 	Reason  string `json:"reason"`
+	// ByName and ByEmail are the name and e-mail claims of the verified
+	// person By names (serve.oidc); absent otherwise.
+	ByName  string `json:"byName,omitempty"`
+	ByEmail string `json:"byEmail,omitempty"`
 }
 
 // GateRejected: a person rejected a gate.
@@ -312,7 +317,8 @@ type ApprovalRequested struct {
 	BindDigest string `json:"bindDigest"`
 	Binding    string `json:"binding"`
 	// Reason is why it is asked (the approval row's reason until a
-	// person decides): "requiresApproval" or "resumed-same-tool".
+	// person decides): "requiresApproval", "resumed-same-tool", or
+	// "policy:" and the name of the harness policy rule that asks.
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -332,6 +338,9 @@ type ApprovalApproved struct {
 	By           string `json:"by"`
 	Reason       string `json:"reason"`
 	ApprovalKind string `json:"kind"`
+	// ByName and ByEmail are as in [GateApproved].
+	ByName  string `json:"byName,omitempty"`
+	ByEmail string `json:"byEmail,omitempty"`
 }
 
 // ApprovalDenied: a person denied an approval request.
@@ -407,6 +416,19 @@ func newRecord(redact func(string) string, run, step, tool string, ev Event) aud
 	}
 	return r
 }
+
+// RunRequested: a verified person started the run (`openplaybook serve`
+// with serve.oidc): By is their subject, ByName and ByEmail their name
+// and e-mail claims, Via how they proved it ("oidc", or "operator-token"
+// for the bootstrap credential). It follows run.created.
+type RunRequested struct {
+	By      string `json:"by"`
+	ByName  string `json:"byName,omitempty"`
+	ByEmail string `json:"byEmail,omitempty"`
+	Via     string `json:"via"`
+}
+
+func (RunRequested) Kind() EventKind { return KindRunRequested }
 
 // RunCancelled: a person cancelled the run. A run.failed record follows:
 // a cancelled run ends failed, with the reason "cancelled by ...".

@@ -19,6 +19,7 @@ const (
 	CodeTooLarge         Code = "too-large"         // the name and arguments are over the size limit
 	CodeCallLimit        Code = "call-limit"        // the step made as many calls as it may
 	CodeOutputInvalid    Code = "output-invalid"    // the result did not match the outputSchema
+	CodePolicy           Code = "policy"            // a rule of the harness's policy refused it, or failed to evaluate
 	// A model reply the driver refused whole (driver.ReplyError): none of
 	// its calls ran.
 	CodeReplyTruncated Code = "reply-truncated" // the reply was cut off (length, max_tokens)

@@ -67,6 +67,8 @@ type rigConfig struct {
 	// (zero: not given).
 	maxToolCalls   int
 	approvalExpiry string
+	// policy is the harness's policy section (nil: none).
+	policy any
 }
 
 type stdioServer struct {
@@ -135,6 +137,9 @@ func newRig(t *testing.T, cfg rigConfig, docs ...[]byte) *rig {
 	}
 	if len(rt) > 0 {
 		h["runtime"] = rt
+	}
+	if cfg.policy != nil {
+		h["policy"] = cfg.policy
 	}
 	var dotenv strings.Builder
 	for k, v := range cfg.secrets {
@@ -252,6 +257,7 @@ func (r *rig) engineWith(i int, drivers map[string]driver.Driver, seen *agentLog
 		Progress:       r.progress,
 		MaxToolCalls:   r.h.Runtime.MaxToolCalls,
 		ApprovalExpiry: r.h.Runtime.ApprovalExpiry,
+		Policy:         r.h.Policy,
 		Driver: func(agent string) (driver.Driver, error) {
 			d, ok := drivers[agent]
 			if !ok {

@@ -24,6 +24,7 @@ package runtime_test
 //	                     proxy: the want file lists every request that
 //	                     reached it), "maxToolCalls N",
 //	                     "approvalExpiry DURATION"
+//	policy.json          optional, the harness's "policy" section
 //	transcript/AGENT.json  the transcript the agent AGENT replays
 //	script               one command a line:
 //	                       start [JSON input]
@@ -106,6 +107,11 @@ func runScenario(t *testing.T, path string) {
 			cfg.approvalExpiry = v
 		default:
 			t.Fatalf("%s: config line %d: unknown setting %q", path, i+1, k)
+		}
+	}
+	if pj := files["policy.json"]; pj != nil {
+		if err := json.Unmarshal(pj, &cfg.policy); err != nil {
+			t.Fatalf("%s: policy.json: %v", path, err)
 		}
 	}
 	doc := files["playbook.json"]

@@ -45,6 +45,7 @@ import (
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/policy"
 	"github.com/openplaybook/openplaybook/registry"
 	"github.com/openplaybook/openplaybook/store"
 	"github.com/openplaybook/openplaybook/validate"
@@ -119,6 +120,12 @@ type SessionOptions struct {
 	// store, the audit log or the progress output, and before a tool may
 	// store it. Nil means no redaction.
 	Redact func(string) string
+	// Policy, when set, is asked about every call the document lets run
+	// (after checks 1 to 3 and the live definition check): a rule may
+	// refuse it ([CodePolicy]) or require a person's approval, never
+	// loosen what the document says. A rule that fails to evaluate
+	// refuses the call. Nil: the document alone decides.
+	Policy *policy.Policy
 }
 
 // ErrNotRunnable is returned by [Open] when the document has an

@@ -457,6 +457,9 @@ func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d, err := s.Decide(r.Context(), run, id, runtime.Verdict{Approve: *body.Approve, Reason: s.redact(body.Reason), By: s.redact(by)})
+	if errors.Is(err, ErrNotDecider) {
+		return apiErrorf(http.StatusForbidden, "%s", s.redact(err.Error()))
+	}
 	if err != nil {
 		return s.decideError(r, run, id, err)
 	}

@@ -17,7 +17,12 @@ import (
 // Paths the API and MCP handlers register are more specific and stay
 // theirs.
 func (s *Server) consoleRoutes() {
-	s.mux.Handle("/", console.New(consoleBackend{s: s, redact: s.redact}))
+	s.console = console.New(consoleBackend{s: s, redact: s.redact})
+	s.mux.Handle("/", s.console)
+	if s.oidc != nil {
+		s.mux.HandleFunc("GET /auth/login", s.authLogin)
+		s.mux.HandleFunc("GET /auth/callback", s.authCallback)
+	}
 }
 
 // consoleBackend is the server as the console sees it: the service
@@ -32,7 +37,7 @@ var _ console.Backend = consoleBackend{}
 func (b consoleBackend) Operator(h http.Handler) http.Handler { return b.s.Operator(h) }
 
 func (b consoleBackend) Authenticated(r *http.Request) bool {
-	ok, _, _ := b.s.operatorAuth(r)
+	ok, _, _, _ := b.s.operatorAuth(r)
 	return ok
 }
 
@@ -40,7 +45,13 @@ func (b consoleBackend) CheckOperatorToken(tok string) bool  { return b.s.CheckO
 func (b consoleBackend) Login() (*http.Cookie, string)       { return b.s.Login() }
 func (b consoleBackend) Logout(r *http.Request) *http.Cookie { return b.s.Logout(r) }
 func (b consoleBackend) Redact(s string) string              { return b.redact(s) }
-func (b consoleBackend) Closing() <-chan struct{}            { return b.s.runner.ctx.Done() }
+func (b consoleBackend) SSO() (sso, token bool) {
+	if b.s.oidc == nil {
+		return false, true
+	}
+	return true, b.s.oidc.cfg.OperatorToken
+}
+func (b consoleBackend) Closing() <-chan struct{} { return b.s.runner.ctx.Done() }
 
 func (b consoleBackend) Runs(ctx context.Context) ([]runtime.RunStatus, error) { return b.s.Runs(ctx) }
 func (b consoleBackend) Run(ctx context.Context, run string) (runtime.RunStatus, error) {

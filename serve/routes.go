@@ -8,6 +8,7 @@ import (
 func (s *Server) routes() {
 	s.mux.Handle("/mcp/runs/{run}", s.gateway)
 	s.apiRoutes()
+	s.oauthDiscoveryRoutes()
 	s.consoleRoutes()
 }
 

@@ -70,7 +70,10 @@ func (e inputError) Unwrap() []error { return []error{ErrInput, e.err} }
 // returns the run's id at once. With an error-level diagnostic it returns
 // them and [runtime.ErrNotRunnable] or [launch.ErrHarness]; an input that
 // does not match is wrapped in [ErrInput].
-func (r *Runner) Create(ctx context.Context, name string, src []byte, input jsontext.Value) (string, []diag.Diagnostic, error) {
+//
+// A non-nil note is appended to the run's audit log before it starts
+// executing (run.requested: who started it).
+func (r *Runner) Create(ctx context.Context, name string, src []byte, input jsontext.Value, note runtime.Event) (string, []diag.Diagnostic, error) {
 	pw := &progressWriter{b: r.events}
 	o, ds, err := r.openWith(ctx, name, src, pw)
 	if err != nil {
@@ -85,6 +88,12 @@ func (r *Runner) Create(ctx context.Context, name string, src []byte, input json
 			return "", ds, inputError{err}
 		}
 		return "", ds, err
+	}
+	if note != nil {
+		if err := runtime.Note(ctx, r.st, id, note, r.redact); err != nil {
+			o.Close()
+			return id, ds, fmt.Errorf("run %s was created but who started it could not be recorded (%v); it does not execute until resumed", id, err)
+		}
 	}
 	r.start(id, o)
 	return id, ds, nil

@@ -38,6 +38,7 @@ import (
 	"github.com/openplaybook/openplaybook/launch"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/runtime"
+	"github.com/openplaybook/openplaybook/serve/console"
 	"github.com/openplaybook/openplaybook/store"
 )
 
@@ -83,12 +84,15 @@ type Server struct {
 
 	mux     *http.ServeMux
 	gateway *gateway
+	oidc    *oidcAuth        // nil without serve.oidc
+	console *console.Console // the console mounted at /
 }
 
 // consoleSession is a logged-in console.
 type consoleSession struct {
 	csrf    string
 	expires time.Time
+	who     Identity
 }
 
 // ErrNoOperatorToken is returned by [New] when the operator token secret
@@ -132,7 +136,19 @@ func New(opt Options) (*Server, error) {
 	}
 	name := h.Serve.OperatorTokenSecret
 	var tok string
-	if opt.AgentsOnly {
+	var auth *oidcAuth
+	if o := h.Serve.OIDC; o != nil && !opt.AgentsOnly {
+		var secret string
+		if o.ClientSecretSecret != "" {
+			v, err := sec.Resolve(o.ClientSecretSecret)
+			if err != nil {
+				return nil, fmt.Errorf("serve: the OIDC client secret: %v (set %s, the secret serve.oidc.clientSecretSecret names; docs/identity.md)", err, o.ClientSecretSecret)
+			}
+			secret = v
+		}
+		auth = newOIDC(o, secret, strings.TrimSuffix(opt.BaseURL, "/"))
+	}
+	if opt.AgentsOnly || (auth != nil && !auth.cfg.OperatorToken) {
 		tok = randomToken("unused_") // no one is given it
 	} else {
 		var err error
@@ -147,7 +163,7 @@ func New(opt Options) (*Server, error) {
 	s := &Server{
 		opt: opt, st: opt.Store, x: external.New(), events: NewBroker(), operator: tok,
 		origin: u.Scheme + "://" + u.Host, tls: u.Scheme == "https", redact: sec.Redact,
-		sessions: map[string]*consoleSession{},
+		sessions: map[string]*consoleSession{}, oidc: auth,
 	}
 	s.runner = NewRunner(opt.Harness, opt.Store, s.x, s.events)
 	s.runner.sec = sec
@@ -303,10 +319,29 @@ func (s *Server) sessionCookie() string {
 // same name with a narrower Path, which the browser then sends first; a
 // server that read only the first would lock the operator out, even
 // after logging in again.
-func (s *Server) operatorAuth(r *http.Request) (ok, viaCookie bool, sess *consoleSession) {
+//
+// With serve.oidc set, a bearer token that is not the operator token is
+// verified as a JWT of the issuer ([oidcAuth.verifyBearer]); any failure
+// refuses. who is the request's identity (the operator token's is
+// {Subject: "operator-token", Via: "operator-token"}).
+func (s *Server) operatorAuth(r *http.Request) (ok, viaCookie bool, sess *consoleSession, who Identity) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		tok, found := strings.CutPrefix(h, "Bearer ")
-		return found && subtle.ConstantTimeCompare([]byte(tok), []byte(s.operator)) == 1, false, nil
+		if !found {
+			return false, false, nil, Identity{}
+		}
+		if s.CheckOperatorToken(tok) {
+			return true, false, nil, Identity{Subject: operatorTokenSubject, Via: "operator-token"}
+		}
+		if s.oidc != nil {
+			who, err := s.oidc.verifyBearer(r.Context(), tok)
+			if err != nil {
+				s.logf("bearer token refused: %s", s.redact(err.Error()))
+				return false, false, nil, Identity{}
+			}
+			return true, false, nil, who
+		}
+		return false, false, nil, Identity{}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -320,23 +355,36 @@ func (s *Server) operatorAuth(r *http.Request) (ok, viaCookie bool, sess *consol
 			delete(s.sessions, key)
 			continue
 		}
-		return true, true, sess
+		return true, true, sess, sess.who
 	}
-	return false, false, nil
+	return false, false, nil, Identity{}
 }
 
-// CheckOperatorToken reports whether tok is the operator token.
+// CheckOperatorToken reports whether tok is the operator token (never,
+// when serve.oidc.operatorToken is false).
 func (s *Server) CheckOperatorToken(tok string) bool {
+	if s.oidc != nil && !s.oidc.cfg.OperatorToken {
+		return false
+	}
 	return subtle.ConstantTimeCompare([]byte(tok), []byte(s.operator)) == 1
 }
 
-// Login starts a console session: it returns the cookie to set and the
-// session's CSRF token.
+// Login starts a console session of the operator token's holder: it
+// returns the cookie to set and the session's CSRF token.
 func (s *Server) Login() (*http.Cookie, string) {
+	who := Identity{}
+	if s.oidc != nil {
+		who = Identity{Subject: operatorTokenSubject, Via: "operator-token"}
+	}
+	return s.loginAs(who)
+}
+
+// loginAs starts a console session of who.
+func (s *Server) loginAs(who Identity) (*http.Cookie, string) {
 	val := randomToken("")
 	csrf := randomToken("")
 	s.mu.Lock()
-	s.sessions[hashHex(val)] = &consoleSession{csrf: csrf, expires: time.Now().Add(s.opt.SessionTTL)}
+	s.sessions[hashHex(val)] = &consoleSession{csrf: csrf, expires: time.Now().Add(s.opt.SessionTTL), who: who}
 	s.mu.Unlock()
 	return &http.Cookie{Name: s.sessionCookie(), Value: val, Path: "/", HttpOnly: true, Secure: s.tls,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(s.opt.SessionTTL / time.Second)}, csrf
@@ -364,12 +412,18 @@ func CSRFValid(sess *consoleSession, tok string) bool {
 // token in the X-CSRF-Token header or the csrf form field, else 403.
 func (s *Server) Operator(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ok, viaCookie, sess := s.operatorAuth(r)
+		ok, viaCookie, sess, who := s.operatorAuth(r)
 		if !ok {
 			msg := "an operator token is needed: send Authorization: Bearer <token> (the secret serve.operatorTokenSecret names), or log in to the console"
+			if s.oidc != nil {
+				msg = "an operator's credential is needed: send Authorization: Bearer <JWT access token from " + s.oidc.cfg.Issuer + ">, or log in to the console"
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook"`)
 			if r.Header.Get("Authorization") != "" {
 				msg = "the operator token sent is not this server's: send Authorization: Bearer <token> with the value of the secret serve.operatorTokenSecret names"
+				if s.oidc != nil {
+					msg = "the bearer token was refused: it is not the operator token, nor a JWT of " + s.oidc.cfg.Issuer + " that is signed by its keys, unexpired, for this server's audience and of an operator (serve.oidc)"
+				}
 				w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook", error="invalid_token"`)
 			} else if len(r.CookiesNamed(s.sessionCookie())) > 0 {
 				msg = "the console session has ended (it lasts 12 hours, and ends when the server restarts): log in again"
@@ -386,6 +440,9 @@ func (s *Server) Operator(h http.Handler) http.Handler {
 				writeError(w, http.StatusForbidden, "the request has no valid CSRF token; log in to the console again (its forms get the token at login), or send X-CSRF-Token")
 				return
 			}
+		}
+		if who.Via != "" {
+			r = r.WithContext(WithIdentity(r.Context(), who))
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -416,6 +473,7 @@ type IssuedToken struct {
 // another agent's step executes. "" serves every step bound to driver
 // mcp.
 func (s *Server) IssueAgentToken(ctx context.Context, runID, agent, by string) (IssuedToken, error) {
+	by = s.byFrom(ctx, by)
 	run, err := s.st.GetRun(ctx, runID)
 	if err != nil {
 		return IssuedToken{}, err
@@ -455,6 +513,7 @@ func (s *Server) IssueAgentToken(ctx context.Context, runID, agent, by string) (
 // RevokeAgentTokens revokes the run's agent tokens (id "" for all) and
 // ends the sessions that used them.
 func (s *Server) RevokeAgentTokens(ctx context.Context, runID, id, by string) (int, error) {
+	by = s.byFrom(ctx, by)
 	var ids []string
 	err := s.st.Tx(ctx, func(tx store.Tx) error {
 		toks, err := tx.RevokeAgentTokens(runID, id)

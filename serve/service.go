@@ -97,7 +97,15 @@ func (s *Server) Pending(ctx context.Context, runID string) ([]PendingItem, erro
 
 // Decide decides a gate (by step id) or an approval (by id) of a run and,
 // when the run then waits for nothing a person decides, resumes it here.
+//
+// With serve.oidc set, the decider is the verified identity ctx carries
+// ([IdentityFrom]), whatever v.By says; one serve.oidc does not let decide
+// gets an error wrapping [ErrNotDecider], and nothing is recorded.
 func (s *Server) Decide(ctx context.Context, runID, id string, v runtime.Verdict) (runtime.Decided, error) {
+	v, err := s.mayDecide(ctx, runID, v)
+	if err != nil {
+		return runtime.Decided{}, err
+	}
 	d, err := runtime.Decide(ctx, s.st, runID, id, v)
 	if err != nil {
 		return d, err
@@ -181,13 +189,17 @@ func (s *Server) Audit(ctx context.Context, runID string, verify bool) (AuditRes
 }
 
 // CreateRun checks the document and starts a run of it here.
+//
+// With serve.oidc set, the run's audit log records who started it
+// (run.requested, after run.created), from the identity ctx carries.
 func (s *Server) CreateRun(ctx context.Context, name string, doc []byte, input jsontext.Value) (string, []diag.Diagnostic, error) {
-	return s.runner.Create(ctx, name, doc, input)
+	return s.runner.Create(ctx, name, doc, input, s.requested(ctx))
 }
 
-// CancelRun stops and cancels a run.
+// CancelRun stops and cancels a run. With serve.oidc set, by is the
+// verified identity ctx carries.
 func (s *Server) CancelRun(ctx context.Context, runID, by, reason string) error {
-	return s.runner.Cancel(ctx, runID, by, reason)
+	return s.runner.Cancel(ctx, runID, s.byFrom(ctx, by), reason)
 }
 
 // ResumeRun resumes a run here.

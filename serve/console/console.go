@@ -58,6 +58,10 @@ type Backend interface {
 	Login() (*http.Cookie, string)
 	// Logout ends r's session and returns the cookie that clears it.
 	Logout(r *http.Request) *http.Cookie
+	// SSO says how operators log in: sso when single sign-on (OpenID
+	// Connect, at /auth/login) is on, token when the operator token is
+	// accepted.
+	SSO() (sso, token bool)
 	// Redact replaces every secret value of the harness in s.
 	Redact(s string) string
 	// Closing is closed when the server is closing: event streams end.
@@ -311,6 +315,11 @@ func refusalMessage(body string) string {
 
 // errorPage shows msg with status.
 func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	c.ErrorPage(w, r, status, msg)
+}
+
+// ErrorPage shows msg as the console's error page with status.
+func (c *Console) ErrorPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	c.render(w, r, status, "error", "Error", errorData{Status: status, StatusText: http.StatusText(status), Message: msg,
 		LoggedIn: status != http.StatusUnauthorized && c.b.Authenticated(r)})
 }

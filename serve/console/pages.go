@@ -26,28 +26,38 @@ import (
 type loginData struct {
 	Next  string
 	Error string
+	// SSO shows the single sign-on link; Token the operator token form.
+	SSO, Token bool
 }
 
 func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
-	c.render(w, r, http.StatusOK, "login", "Log in", loginData{Next: localPath(r.URL.Query().Get("next"), "/")})
+	sso, token := c.b.SSO()
+	c.render(w, r, http.StatusOK, "login", "Log in", loginData{Next: localPath(r.URL.Query().Get("next"), "/"), SSO: sso, Token: token})
 }
 
 // login exchanges the operator token for a session cookie. A wrong token
 // gets the form again, saying only that it is wrong.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	next := localPath(r.PostFormValue("next"), "/")
+	sso, token := c.b.SSO()
 	if !c.b.CheckOperatorToken(r.PostFormValue("token")) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook"`)
-		c.render(w, r, http.StatusUnauthorized, "login", "Log in", loginData{Next: next,
+		c.render(w, r, http.StatusUnauthorized, "login", "Log in", loginData{Next: next, SSO: sso, Token: token,
 			Error: "That is not the operator token. Paste the value of the secret that the harness's serve.operatorTokenSecret names."})
 		return
 	}
 	cookie, csrf := c.b.Login()
 	http.SetCookie(w, cookie)
-	// The CSRF token goes to this origin's storage through this one
-	// answer (to the POST with the operator token), never in a page
-	// (console.js; docs/console.md, "Security").
-	c.render(w, r, http.StatusOK, "signedin", "Logged in", signedIn{CSRF: csrf, Next: next})
+	c.SignedIn(w, r, csrf, next)
+}
+
+// SignedIn answers a login that started a session whose CSRF token is
+// csrf: the token goes to this origin's storage through this one answer
+// (to the POST with the operator token, or the single sign-on callback),
+// never in another page (console.js; docs/console.md, "Security"). next
+// is where to go then; one that is not a path of this server is "/".
+func (c *Console) SignedIn(w http.ResponseWriter, r *http.Request, csrf, next string) {
+	c.render(w, r, http.StatusOK, "signedin", "Logged in", signedIn{CSRF: csrf, Next: localPath(next, "/")})
 }
 
 // signedIn is the answer to a login: the session's CSRF token, for the
@@ -142,7 +152,9 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 	}
 	csrf := "" // filled in by console.js (see renderView)
 	for _, p := range pend {
-		d.Waiting = append(d.Waiting, rc.pendingView(p, csrf, "/runs/"+id))
+		v := rc.pendingView(p, csrf, "/runs/"+id)
+		v.SSO, _ = c.b.SSO()
+		d.Waiting = append(d.Waiting, v)
 	}
 	seen := map[string]bool{}
 	for _, st := range rc.checked.Explanation.Steps {
@@ -179,6 +191,8 @@ type runContext struct {
 type pendingView struct {
 	Pending
 	CSRF string
+	// SSO hides the form's "By": the server records the verified person.
+	SSO bool
 	// Back is where the decision form returns to.
 	Back string
 	// Purpose is the step's purpose in the run's document.
@@ -276,7 +290,9 @@ func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request) {
 		if rc == nil {
 			continue
 		}
-		d.Items = append(d.Items, rc.pendingView(p, csrf, "/approvals"))
+		v := rc.pendingView(p, csrf, "/approvals")
+		v.SSO, _ = c.b.SSO()
+		d.Items = append(d.Items, v)
 	}
 	c.renderView(w, r, http.StatusOK, "approvals", view{Title: "Approvals", Nav: "approvals", Events: "/events?since=" + since, Data: d})
 }
