@@ -110,7 +110,7 @@ type omittedArg struct {
 }
 
 // decisionArgs pairs a call's arguments with the tool's inputSchema.
-func (c *Console) decisionArgs(args jsontext.Value, schema jsontext.Value) ([]decisionArg, []omittedArg) {
+func (c *Console) decisionArgs(args jsontext.Value, schema jsontext.Value) ([]decisionArg, []omittedArg, []string) {
 	s := readInputSchema(schema)
 	req := map[string]bool{}
 	for _, r := range s.Required {
@@ -118,7 +118,8 @@ func (c *Console) decisionArgs(args jsontext.Value, schema jsontext.Value) ([]de
 	}
 	var out []decisionArg
 	given := map[string]bool{}
-	for _, a := range c.argumentsRaw(args) {
+	raws := c.argumentsRaw(args)
+	for _, a := range raws {
 		d := decisionArg{argument: a.shown}
 		if a.name != "" {
 			given[a.name] = true
@@ -143,7 +144,36 @@ func (c *Console) decisionArgs(args jsontext.Value, schema jsontext.Value) ([]de
 		}
 		omitted = append(omitted, o)
 	}
-	return out, omitted
+	// The summary names the arguments in the schema's order (then the
+	// others as given), not in whatever order the agent sent them.
+	var line []string
+	shown := map[string]string{}
+	for i, a := range raws {
+		if a.name != "" {
+			shown[a.name] = summaryValue(out[i].argument)
+		}
+	}
+	for _, name := range s.order {
+		if v, ok := shown[name]; ok {
+			line = append(line, c.line(name)+" "+v)
+			delete(shown, name)
+		}
+	}
+	for i, a := range raws {
+		if v, ok := shown[a.name]; ok && a.name != "" {
+			line = append(line, out[i].Name+" "+v)
+		}
+	}
+	return out, omitted, line
+}
+
+// summaryValue is an argument's value for the one-line summary: itself
+// when short, else its size.
+func summaryValue(a argument) string {
+	if len(a.Value) > 60 || strings.Contains(a.Value, "\n") {
+		return fmt.Sprintf("(%d bytes)", a.Bytes)
+	}
+	return a.Value
 }
 
 func (c *Console) schemaWords(p schemaProp) string {
@@ -214,7 +244,7 @@ func (c *Console) argumentsRaw(v jsontext.Value) []rawArg {
 
 // callSummary is the one line of what a call does: the tool's
 // description's first sentence and the arguments it is called with.
-func (c *Console) callSummary(tool string, def *explain.Tool, args []decisionArg, omitted []omittedArg) string {
+func (c *Console) callSummary(tool string, def *explain.Tool, with []string, omitted []omittedArg) string {
 	var b strings.Builder
 	what := ""
 	if def != nil {
@@ -223,18 +253,7 @@ func (c *Console) callSummary(tool string, def *explain.Tool, args []decisionArg
 	if what == "" {
 		what = "Call " + tool
 	}
-	b.WriteString(strings.TrimSuffix(what, "."))
-	var with []string
-	for _, a := range args {
-		if a.Name == "" {
-			continue
-		}
-		v := a.Value
-		if len(v) > 60 || strings.Contains(v, "\n") {
-			v = fmt.Sprintf("(%d bytes)", a.Bytes)
-		}
-		with = append(with, a.Name+" "+v)
-	}
+	b.WriteString(strings.TrimSuffix(c.line(what), "."))
 	if len(with) > 0 {
 		b.WriteString(" with " + strings.Join(with, ", "))
 	}
@@ -253,7 +272,7 @@ func (c *Console) callSummary(tool string, def *explain.Tool, args []decisionArg
 		b.WriteString(")")
 	}
 	b.WriteString(".")
-	return c.line(b.String())
+	return b.String()
 }
 
 func firstSentence(s string) string {
@@ -324,14 +343,14 @@ type priorText struct {
 }
 
 func (c *Console) outputText(v jsontext.Value) []priorText {
-	var out []priorText
+	var out, nested []priorText
 	var s string
 	if v.Kind() == '"' && json.Unmarshal(v, &s) == nil {
 		return []priorText{{Value: c.text(s)}}
 	}
 	var walk func(prefix string, v jsontext.Value, depth int)
 	walk = func(prefix string, v jsontext.Value, depth int) {
-		if depth > 3 || len(out) >= 8 {
+		if depth > 3 || len(out)+len(nested) >= 8 {
 			return
 		}
 		dec := jsontext.NewDecoder(bytes.NewReader(v))
@@ -353,8 +372,12 @@ func (c *Console) outputText(v jsontext.Value) []priorText {
 			}
 			switch val.Kind() {
 			case '"':
-				if json.Unmarshal(val, &s) == nil && strings.TrimSpace(s) != "" && len(out) < 8 {
-					out = append(out, priorText{Name: c.line(name), Value: c.text(s)})
+				if json.Unmarshal(val, &s) == nil && strings.TrimSpace(s) != "" && len(out)+len(nested) < 8 {
+					if depth == 0 {
+						out = append(out, priorText{Name: c.line(name), Value: c.text(s)})
+					} else {
+						nested = append(nested, priorText{Name: c.line(name), Value: c.text(s)})
+					}
 				}
 			case '{':
 				walk(name, val, depth+1)
@@ -362,5 +385,5 @@ func (c *Console) outputText(v jsontext.Value) []priorText {
 		}
 	}
 	walk("", v, 0)
-	return out
+	return append(out, nested...)
 }

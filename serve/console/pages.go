@@ -368,8 +368,9 @@ func (c *Console) pendingView(rc *runContext, p Pending, csrf, back string) pend
 			}
 		}
 		if p.Altered == "" {
-			v.Args, v.Omitted = c.decisionArgs(p.Arguments, schema)
-			v.Does = c.callSummary(p.Tool, v.Def, v.Args, v.Omitted)
+			var with []string
+			v.Args, v.Omitted, with = c.decisionArgs(p.Arguments, schema)
+			v.Does = c.callSummary(p.Tool, v.Def, with, v.Omitted)
 		}
 		if v.Approval != nil && v.Requested != nil && v.Requested.BindDigest != v.Approval.DefDigest {
 			v.BindMismatch = true
