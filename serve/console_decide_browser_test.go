@@ -266,6 +266,32 @@ func TestConsoleDecisionBrowser(t *testing.T) {
 		do("resize", chromedp.EmulateViewport(1280, 900))
 	}
 
+	// cardShot keeps a screenshot of the element sel selects, at both
+	// widths, in a window as tall as the page.
+	cardShot := func(name, sel string) {
+		t.Helper()
+		for _, width := range []int64{1280, 390} {
+			do("resize", chromedp.EmulateViewport(width, 900))
+			c, cancel := context.WithTimeout(bctx, 30*time.Second)
+			height, err := chromedp.Run(c, chromedp.Evaluate[int64](`document.documentElement.scrollHeight`))
+			cancel()
+			if err != nil {
+				t.Fatalf("the height of the page: %v", err)
+			}
+			do("resize", chromedp.EmulateViewport(width, max(height, 200)))
+			c, cancel = context.WithTimeout(bctx, 30*time.Second)
+			img, err := chromedp.Run(c, chromedp.Screenshot(chromedp.CSS(sel)))
+			cancel()
+			if err != nil {
+				t.Fatalf("screenshot of %s: %v", sel, err)
+			}
+			if err := os.WriteFile(filepath.Join(shots, fmt.Sprintf("%s-%d.png", name, width)), img, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		do("resize", chromedp.EmulateViewport(1280, 900))
+	}
+
 	// The login form.
 	do("the login form", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(r.ts.URL+"/"), chromedp.WaitVisible(chromedp.ID("token")))
 	check("login")
@@ -328,6 +354,7 @@ func TestConsoleDecisionBrowser(t *testing.T) {
 		t.Errorf("the arguments are not above a closed integrity section: %s", got)
 	}
 	check("call")
+	cardShot("card-call", ".pending.kind-call")
 	do("approve", chromedp.Click(chromedp.CSS(`.pending.kind-call button[value="approve"]`)), chromedp.WaitNotPresent(chromedp.CSS(".pending.kind-call")))
 	if a := approveAgent.answer(t); a.isErr || !strings.Contains(a.text, "re_") {
 		t.Errorf("the approved refund answered %q (error %t)", a.text, a.isErr)
@@ -353,6 +380,7 @@ func TestConsoleDecisionBrowser(t *testing.T) {
 		t.Errorf("the gate's earlier output shows %q, want the proposal's text", s)
 	}
 	check("approvals")
+	cardShot("card-gate", ".pending.kind-gate")
 	// At 390 px, with a card's heading at the top of the window, its
 	// Approve button is in view.
 	do("390", chromedp.EmulateViewport(390, 700), chromedp.ScrollIntoView(chromedp.CSS(".pending.kind-call h3")))
