@@ -102,6 +102,15 @@ func (nt *notifier) scan(ctx context.Context, run string) {
 	if err != nil {
 		return
 	}
+	nt.mu.Lock()
+	seen := nt.cursor[run]
+	if rec.AuditSeq != 0 && rec.AuditSeq <= seen {
+		// Nothing new since the last read.
+		nt.ended[run] = nt.ended[run] || rec.Status.Ended()
+		nt.mu.Unlock()
+		return
+	}
+	nt.mu.Unlock()
 	au, err := nt.s.Audit(ctx, run, false)
 	if err != nil {
 		nt.s.logf("notify: reading the audit log of %s: %v", run, err)
