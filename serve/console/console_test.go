@@ -85,7 +85,7 @@ func TestArguments(t *testing.T) {
 	want := []argument{
 		{Name: "to", Kind: "string", Value: "a@example.com", Bytes: 13, Lines: 1},
 		{Name: "body", Kind: "string", Value: "line 1\nline 2 \\u202e", Bytes: 17, Lines: 2},
-		{Name: "n", Kind: "JSON", Value: "[\n  1,\n  {\n    \"k\": true\n  }\n]", Bytes: 14, Lines: 1},
+		{Name: "n", Kind: "array", Value: "[\n  1,\n  {\n    \"k\": true\n  }\n]", Bytes: 14, Lines: 1},
 		{Name: "key", Kind: "string", Value: "[redacted]", Bytes: 14, Lines: 1},
 		{Name: "long", Kind: "string", Value: long, Bytes: 5000, Lines: 1},
 	}

@@ -51,6 +51,10 @@ func graph(e *explain.Explanation) template.HTML {
 		return ""
 	}
 	out := page[i : i+j+len("</svg>")]
+	// explain's page marks the graph role="img", which hides its links
+	// (to the steps' cards) from screen readers while keyboards still
+	// reach them; here it is a group of links, each named by its title.
+	out = strings.Replace(out, `role="img" aria-label="step graph"`, `role="group" aria-label="step graph: each step links to its card"`, 1)
 	const legend = `<div class="legend">`
 	if k := strings.Index(page[i+j:], legend); k >= 0 {
 		rest := page[i+j+k:]

@@ -8,7 +8,10 @@ import (
 	"html/template"
 	"io"
 	"net/http"
+	"net/url"
 	"path"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -78,17 +81,107 @@ type runRow struct {
 	Executing bool
 }
 
+// RunsPageSize is how many runs the runs page lists at a time.
+const RunsPageSize = 50
+
+// runsData is the runs page: the runs the filters keep, one page of them,
+// and counts.
+type runsData struct {
+	Rows []runRow
+	// Total is every run; Matched those the filters keep; From and To the
+	// 1-based positions shown (0 when none).
+	Total, Matched, From, To int
+	Page, Pages              int
+	// Status, Playbook and Decide are the filters (Decide: only runs
+	// that wait for a gate or call decision).
+	Status, Playbook string
+	Decide           bool
+	// Statuses and Playbooks are the filters' choices with their counts
+	// over every run.
+	Statuses, Playbooks []choice
+	// Prev and Next are the query strings of the pages around ("" for
+	// none).
+	Prev, Next string
+}
+
+type choice struct {
+	Value string
+	Count int
+}
+
+func counted(m map[string]int) []choice {
+	out := make([]choice, 0, len(m))
+	for k, n := range m {
+		out = append(out, choice{k, n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Value < out[j].Value })
+	return out
+}
+
+func waitsForDecision(rs runtime.RunStatus) bool {
+	for _, p := range rs.Waiting {
+		if p.Kind == "gate" || p.Kind == "call" || p.Kind == "outcome_unknown" {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 	runs, err := c.b.Runs(r.Context())
 	if err != nil {
 		c.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	rows := make([]runRow, len(runs))
-	for i, rs := range runs {
-		rows[i] = runRow{RunStatus: rs, Executing: c.b.Executing(rs.Run)}
+	q := r.URL.Query()
+	d := runsData{Total: len(runs), Status: q.Get("status"), Playbook: q.Get("playbook"), Decide: q.Get("decide") != ""}
+	statuses, playbooks := map[string]int{}, map[string]int{}
+	var kept []runtime.RunStatus
+	for _, rs := range runs {
+		statuses[rs.Status]++
+		playbooks[rs.Playbook]++
+		if (d.Status == "" || rs.Status == d.Status) && (d.Playbook == "" || rs.Playbook == d.Playbook) && (!d.Decide || waitsForDecision(rs)) {
+			kept = append(kept, rs)
+		}
 	}
-	c.renderView(w, r, http.StatusOK, "runs", view{Title: "Runs", Nav: "runs", Events: "/events?since=" + c.runsState(runs), Data: rows})
+	d.Statuses, d.Playbooks, d.Matched = counted(statuses), counted(playbooks), len(kept)
+	d.Pages = (len(kept) + RunsPageSize - 1) / RunsPageSize
+	d.Page = 1
+	if n, err := strconv.Atoi(q.Get("page")); err == nil && n > 1 {
+		d.Page = n
+	}
+	if d.Pages > 0 && d.Page > d.Pages {
+		d.Page = d.Pages
+	}
+	lo := (d.Page - 1) * RunsPageSize
+	hi := min(lo+RunsPageSize, len(kept))
+	if lo < hi {
+		d.From, d.To = lo+1, hi
+	}
+	for _, rs := range kept[lo:max(lo, hi)] {
+		d.Rows = append(d.Rows, runRow{RunStatus: rs, Executing: c.b.Executing(rs.Run)})
+	}
+	pageQuery := func(n int) string {
+		v := url.Values{}
+		if d.Status != "" {
+			v.Set("status", d.Status)
+		}
+		if d.Playbook != "" {
+			v.Set("playbook", d.Playbook)
+		}
+		if d.Decide {
+			v.Set("decide", "1")
+		}
+		v.Set("page", strconv.Itoa(n))
+		return "?" + v.Encode()
+	}
+	if d.Page > 1 {
+		d.Prev = pageQuery(d.Page - 1)
+	}
+	if d.Page < d.Pages {
+		d.Next = pageQuery(d.Page + 1)
+	}
+	c.renderView(w, r, http.StatusOK, "runs", view{Title: "Runs", Nav: "runs", Events: "/events?since=" + c.runsState(runs), Data: d})
 }
 
 // A run.
@@ -152,7 +245,7 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
 	}
 	csrf := "" // filled in by console.js (see renderView)
 	for _, p := range pend {
-		v := rc.pendingView(p, csrf, "/runs/"+id)
+		v := c.pendingView(rc, p, csrf, "/runs/"+id)
 		v.SSO, _ = c.b.SSO()
 		d.Waiting = append(d.Waiting, v)
 	}
@@ -212,10 +305,33 @@ type pendingView struct {
 	BindMismatch bool
 	// Prior are the run's step attempts before a gate, with their
 	// outputs: what its reviewer reads.
-	Prior []runtime.StepStatus
+	Prior []priorView
+
+	// Args are the call's arguments, each with what the tool's
+	// inputSchema says of it; Omitted the schema's properties the call
+	// leaves out (with their defaults); Does the one line of what the
+	// call does.
+	Args    []decisionArg
+	Omitted []omittedArg
+	Does    string
+	// GateSeq is the audit record of the last gate approval before the
+	// call was asked (0 for none): the decision that led here.
+	GateSeq int64
+	// Unlocks are the steps a gate's approval runs (up to the run's end
+	// or the next gate); Ends is set when the run ends after them;
+	// OnReject is the step a rejection goes to ("" ends the run).
+	Unlocks  []unlock
+	Ends     bool
+	OnReject string
 }
 
-func (rc *runContext) pendingView(p Pending, csrf, back string) pendingView {
+// priorView is an earlier step attempt before a gate: text first.
+type priorView struct {
+	runtime.StepStatus
+	Text []priorText
+}
+
+func (c *Console) pendingView(rc *runContext, p Pending, csrf, back string) pendingView {
 	v := pendingView{Pending: p, CSRF: csrf, Back: back}
 	e := rc.checked.Explanation
 	for _, st := range e.Steps {
@@ -244,7 +360,31 @@ func (rc *runContext) pendingView(p Pending, csrf, back string) pendingView {
 			var ar runtime.ApprovalRequested
 			if json.Unmarshal(rec.Data, &ar) == nil && ar.Approval == p.ID {
 				v.Requested = &ar
+				break
 			}
+		}
+	gates:
+		for _, rec := range rc.records {
+			switch rec.Kind {
+			case string(runtime.KindGateApproved):
+				v.GateSeq = rec.Seq
+			case string(runtime.KindApprovalRequested):
+				var ar runtime.ApprovalRequested
+				if json.Unmarshal(rec.Data, &ar) == nil && ar.Approval == p.ID {
+					break gates
+				}
+			}
+		}
+		var schema jsontext.Value
+		if rc.checked.Doc != nil {
+			if t := rc.checked.Doc.ToolNamed(p.Tool); t != nil {
+				schema = t.Definition(rc.rec.Document).InputSchema
+			}
+		}
+		if p.Altered == "" {
+			var with []string
+			v.Args, v.Omitted, with = c.decisionArgs(p.Arguments, schema)
+			v.Does = c.callSummary(p.Tool, v.Def, with, v.Omitted)
 		}
 		if v.Approval != nil && v.Requested != nil && v.Requested.BindDigest != v.Approval.DefDigest {
 			v.BindMismatch = true
@@ -253,7 +393,14 @@ func (rc *runContext) pendingView(p Pending, csrf, back string) pendingView {
 	if p.Kind == "gate" {
 		for _, a := range rc.rs.Steps {
 			if a.Step != p.Step && (len(a.Output) > 0 || a.Error != "") {
-				v.Prior = append(v.Prior, a)
+				v.Prior = append(v.Prior, priorView{StepStatus: a, Text: c.outputText(a.Output)})
+			}
+		}
+		v.Unlocks, v.Ends = unlocks(e, p.Step)
+		for _, st := range e.Steps {
+			if st.ID == p.Step {
+				v.OnReject = st.OnReject
+				break
 			}
 		}
 	}
@@ -290,7 +437,7 @@ func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request) {
 		if rc == nil {
 			continue
 		}
-		v := rc.pendingView(p, csrf, "/approvals")
+		v := c.pendingView(rc, p, csrf, "/approvals")
 		v.SSO, _ = c.b.SSO()
 		d.Items = append(d.Items, v)
 	}

@@ -112,8 +112,10 @@ func (c *Console) prettyJSON(v jsontext.Value) string {
 // argument is one member of a call's arguments, shown whole.
 type argument struct {
 	Name string
-	// Kind is "string" (Value is the string itself) or "JSON" (Value is
-	// the member's JSON, indented).
+	// Kind is "string" (Value is the string itself), or "number",
+	// "boolean", "null", "object", "array" or "JSON" (the whole
+	// arguments when they are not an object): Value is then the JSON,
+	// indented.
 	Kind  string
 	Value string
 	Bytes int
@@ -147,7 +149,7 @@ func (c *Console) arguments(v jsontext.Value) []argument {
 			out = append(out, argument{Name: name, Kind: "string", Value: c.text(s), Bytes: len(s), Lines: 1 + strings.Count(s, "\n")})
 			continue
 		}
-		out = append(out, argument{Name: name, Kind: "JSON", Value: c.prettyJSON(val), Bytes: len(val), Lines: 1})
+		out = append(out, argument{Name: name, Kind: jsonKind(val.Kind()), Value: c.prettyJSON(val), Bytes: len(val), Lines: 1})
 	}
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '}' {
 		return whole
@@ -156,6 +158,23 @@ func (c *Console) arguments(v jsontext.Value) []argument {
 		return []argument{{Kind: "JSON", Value: "{}", Bytes: 2, Lines: 1}}
 	}
 	return out
+}
+
+// jsonKind names a JSON value's kind.
+func jsonKind(k jsontext.Kind) string {
+	switch k {
+	case '0':
+		return "number"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	}
+	return "JSON"
 }
 
 func position(d diag.Diagnostic) string {

@@ -42,6 +42,53 @@
     return;
   }
   var timer = null;
+  var keep = "openplaybook-keep";
+  // What a reload keeps: the element that had focus (by id, else by its
+  // place among the page's focusable elements) and which <details> were
+  // open, so a live update neither moves focus nor closes what the
+  // operator opened.
+  var focusable = "a[href], button, input, select, textarea, summary, [tabindex]";
+  function save() {
+    var st = { path: window.location.pathname + window.location.search, open: [], focus: null, index: -1 };
+    var ds = document.querySelectorAll("details");
+    for (var i = 0; i < ds.length; i++) {
+      if (ds[i].open) {
+        st.open.push(ds[i].id || String(i));
+      }
+    }
+    var a = document.activeElement;
+    if (a && a !== document.body) {
+      if (a.id) {
+        st.focus = a.id;
+      } else {
+        st.index = Array.prototype.indexOf.call(document.querySelectorAll(focusable), a);
+      }
+    }
+    try { window.sessionStorage.setItem(keep, JSON.stringify(st)); } catch (e) {}
+  }
+  (function restore() {
+    var st = null;
+    try {
+      st = JSON.parse(window.sessionStorage.getItem(keep) || "null");
+      window.sessionStorage.removeItem(keep);
+    } catch (e) {}
+    if (!st || st.path !== window.location.pathname + window.location.search) {
+      return;
+    }
+    var ds = document.querySelectorAll("details");
+    for (var i = 0; i < ds.length; i++) {
+      if (st.open.indexOf(ds[i].id || String(i)) >= 0) {
+        ds[i].open = true;
+      }
+    }
+    var el = st.focus ? document.getElementById(st.focus) : null;
+    if (!el && st.index >= 0) {
+      el = document.querySelectorAll(focusable)[st.index] || null;
+    }
+    if (el && el.focus) {
+      el.focus({ preventScroll: true });
+    }
+  })();
   function busy() {
     var a = document.activeElement;
     if (a && (a.tagName === "INPUT" || a.tagName === "TEXTAREA") && a.type !== "hidden" && a.type !== "submit") {
@@ -64,6 +111,7 @@
       if (busy()) {
         document.getElementById("changed").hidden = false;
       } else {
+        save();
         window.location.reload();
       }
     }, 250);

@@ -1,0 +1,197 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/openplaybook/openplaybook/audit"
+	"github.com/openplaybook/openplaybook/notify"
+	"github.com/openplaybook/openplaybook/runtime"
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// notifySweep is how often the notifier reads the audit logs of the runs
+// that have not ended, besides whenever the event broker says a run
+// changed: an approval asked by an external agent's call is seen within
+// it.
+const notifySweep = time.Second
+
+// notifier turns the audit records of runs into notify events: each
+// approval.requested, gate.waiting, run.failed and run.completed record
+// is published once per process under the id evt_<run>_<seq>; the outbox
+// drops what it already holds, so reading every log again after a
+// restart publishes only what the last process missed.
+type notifier struct {
+	s      *Server
+	n      *notify.Notifier
+	public string
+
+	mu     sync.Mutex
+	cursor map[string]int64 // by run: the last seq read
+	ended  map[string]bool  // runs read to their end
+
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+// startNotify starts delivering the server's notifications with n, until
+// Close.
+func (s *Server) startNotify(n *notify.Notifier, public string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	nt := &notifier{s: s, n: n, public: strings.TrimSuffix(public, "/"), cursor: map[string]int64{}, ended: map[string]bool{}, cancel: cancel}
+	s.notify = nt
+	sub, unsub := s.events.Subscribe("")
+	nt.done.Add(2)
+	go func() {
+		defer nt.done.Done()
+		n.Run(ctx)
+	}()
+	go func() {
+		defer nt.done.Done()
+		defer unsub()
+		tick := time.NewTicker(notifySweep)
+		defer tick.Stop()
+		nt.sweep(ctx)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev := <-sub:
+				nt.scan(ctx, ev.Run)
+			case <-tick.C:
+				nt.sweep(ctx)
+			}
+		}
+	}()
+}
+
+func (nt *notifier) stop() {
+	nt.cancel()
+	nt.done.Wait()
+}
+
+// sweep reads every run not yet read to its end.
+func (nt *notifier) sweep(ctx context.Context) {
+	runs, err := nt.s.st.ListRuns(ctx)
+	if err != nil {
+		nt.s.logf("notify: listing runs: %v", err)
+		return
+	}
+	for _, r := range runs {
+		nt.mu.Lock()
+		done := nt.ended[r.ID]
+		nt.mu.Unlock()
+		if !done {
+			nt.scan(ctx, r.ID)
+		}
+	}
+}
+
+// scan publishes the run's records after its cursor.
+func (nt *notifier) scan(ctx context.Context, run string) {
+	if run == "" || ctx.Err() != nil {
+		return
+	}
+	rec, err := nt.s.st.GetRun(ctx, run)
+	if err != nil {
+		return
+	}
+	nt.mu.Lock()
+	seen := nt.cursor[run]
+	if rec.AuditSeq != 0 && rec.AuditSeq <= seen {
+		// Nothing new since the last read.
+		nt.ended[run] = nt.ended[run] || rec.Status.Ended()
+		nt.mu.Unlock()
+		return
+	}
+	nt.mu.Unlock()
+	au, err := nt.s.Audit(ctx, run, false)
+	if err != nil {
+		nt.s.logf("notify: reading the audit log of %s: %v", run, err)
+		return
+	}
+	nt.mu.Lock()
+	from := nt.cursor[run]
+	nt.mu.Unlock()
+	last := from
+	for _, r := range au.Records {
+		if r.Seq <= from {
+			continue
+		}
+		if ev, ok := nt.event(ctx, rec, r); ok {
+			if err := nt.n.Publish(ctx, ev); err != nil {
+				nt.s.logf("%v", err)
+				break // read again from here next time
+			}
+		}
+		last = r.Seq
+	}
+	nt.mu.Lock()
+	nt.cursor[run] = last
+	if rec.Status.Ended() && last >= rec.AuditSeq {
+		nt.ended[run] = true
+	}
+	nt.mu.Unlock()
+}
+
+// event is the notification of one audit record, if it makes one.
+func (nt *notifier) event(ctx context.Context, run store.Run, r audit.Record) (notify.Event, bool) {
+	ev := notify.Event{ID: fmt.Sprintf("evt_%s_%d", run.ID, r.Seq), Run: run.ID, Playbook: nt.s.redact(run.PlaybookID), Step: nt.s.redact(r.Step), Tool: nt.s.redact(r.Tool)}
+	if t, err := time.Parse(time.RFC3339Nano, r.Time); err == nil {
+		ev.Created = t.UTC()
+	}
+	link := func(frag string) string {
+		if nt.public == "" {
+			return ""
+		}
+		u := nt.public + "/runs/" + url.PathEscape(run.ID)
+		if frag != "" {
+			u += "#p-" + url.PathEscape(frag)
+		}
+		return u
+	}
+	switch r.Kind {
+	case string(runtime.KindApprovalRequested):
+		var ar runtime.ApprovalRequested
+		if json.Unmarshal(r.Data, &ar) != nil {
+			return ev, false
+		}
+		ev.Type, ev.Approval, ev.URL = notify.ApprovalRequested, ar.Approval, link(ar.Approval)
+		ev.Summary = fmt.Sprintf("call %q in step %s needs approval", ev.Tool, ev.Step)
+		// The arguments go only to endpoints that ask for them (the
+		// notifier leaves them out for the others).
+		if ps, err := nt.s.Pending(ctx, run.ID); err == nil {
+			for _, p := range ps {
+				if p.ID == ar.Approval && p.Altered == "" {
+					ev.Arguments = p.Arguments
+				}
+			}
+		}
+	case string(runtime.KindGateWaiting):
+		ev.Type, ev.URL = notify.GateWaiting, link(r.Step)
+		ev.Summary = fmt.Sprintf("gate %s waits for a person's decision", ev.Step)
+	case string(runtime.KindRunFailed):
+		ev.Type, ev.URL = notify.RunFailed, link("")
+		ev.Summary = "the run failed"
+		if run.Reason != "" {
+			ev.Summary += ": " + nt.s.redact(run.Reason)
+		}
+	case string(runtime.KindRunCompleted):
+		ev.Type, ev.URL = notify.RunCompleted, link("")
+		ev.Summary = "the run completed"
+	default:
+		return ev, false
+	}
+	return ev, true
+}
+
+// logf writes one line to the server's log, secret values redacted.
+func (s *Server) logf(format string, args ...any) {
+	fmt.Fprintln(s.opt.Log, "openplaybook serve: "+s.redact(fmt.Sprintf(format, args...)))
+}
