@@ -102,6 +102,7 @@ func TestSchemaAgreesWithReader(t *testing.T) {
 		"declare":     "mcpServers:\n  m: {command: x, env: {K: \"${secret:K}\"}}\nconnections:\n  stripe: {authKind: api_token, secrets: {apiKey: K}}\nsecrets:\n  declare:\n    K: {mcpServers: [m], connections: [stripe]}\n",
 		"agents":      "agents:\n  lou: {driver: transcript, transcript: t/lou.json}\n  rita: {driver: openai, model: m, apiKeySecret: OPENAI_API_KEY, extra: {a: [1, true, null]}}\n",
 		"store":       "store: {sqlite: x.db}\nruntime: {approvalExpiry: 90m, maxToolCalls: 5}\n",
+		"postgres":    "store: {postgres: {url: \"${secret:OPENPLAYBOOK_DATABASE_URL}\"}, seed: c.json}\n",
 		"json":        `{"$schema": "../schema/harness.schema.json", "mcpServers": {"m": {"command": "x"}}}`,
 	}
 	invalid := map[string]string{
@@ -153,6 +154,11 @@ func TestSchemaAgreesWithReader(t *testing.T) {
 		"agent driver type":        "agents:\n  lou: {driver: 1}\n",
 		"agent apiKeySecret":       "agents:\n  lou: {driver: openai, apiKeySecret: \"not a name\"}\n",
 		"store path empty":         "store: {sqlite: \"\"}\n",
+		"both engines":             "store: {sqlite: x.db, postgres: {url: \"${secret:U}\"}}\n",
+		"postgres without url":     "store: {postgres: {}}\n",
+		"postgres url empty":       "store: {postgres: {url: \"\"}}\n",
+		"postgres unknown key":     "store: {postgres: {url: \"${secret:U}\", pool: 4}}\n",
+		"postgres as a string":     "store: {postgres: \"${secret:U}\"}\n",
 		"JSON unknown key":         `{"mcpServers": {"m": {"command": "x", "Args": []}}}`,
 	}
 	for name, src := range valid {
