@@ -10,7 +10,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -131,5 +130,3 @@ type scrubbed struct {
 func (e *scrubbed) Error() string { return e.msg }
 func (e *scrubbed) Unwrap() error { return e.err }
 
-// errNoPostgres is returned while this build has no PostgreSQL engine.
-var errNoPostgres = errors.New("this build has no PostgreSQL engine")
