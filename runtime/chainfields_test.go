@@ -153,7 +153,7 @@ func TestChainedColumnsFlipped(t *testing.T) {
 // a time, a few times each, checking each change is detected.
 func flipAll(t *testing.T, cr *chainedRun, seed uint64, flipped map[store.Column]int) {
 	r, ctx := cr.r, context.Background()
-	db, err := sql.Open("sqlite", "file:"+r.st.Path()+"?_pragma=busy_timeout(10000)")
+	db, err := sql.Open("sqlite", "file:"+r.sqlite().Path()+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestApproveAlteredRowRefused(t *testing.T) {
 			if !strings.Contains(string(apr.Arguments), "beta") || apr.Altered != "" {
 				t.Fatalf("setup: pending %+v", apr)
 			}
-			hostileWrite(t, r.st.Path(), tc.query, cr.run)
+			hostileWrite(t, r.sqlite().Path(), tc.query, cr.run)
 			ps, err := runtime.Pendings(ctx, r.st, cr.run)
 			if err != nil {
 				t.Fatal(err)
@@ -442,7 +442,7 @@ func TestToolNameByteResumesNothing(t *testing.T) {
 			cr := newChainedRun(t)
 			ctx := context.Background()
 			before := cr.ctr.calls()
-			hostileWrite(t, cr.r.st.Path(), `UPDATE calls SET tool = CAST(? AS BLOB) WHERE run = ? AND `+tc.where, tc.tool, cr.run)
+			hostileWrite(t, cr.r.sqlite().Path(), `UPDATE calls SET tool = CAST(? AS BLOB) WHERE run = ? AND `+tc.where, tc.tool, cr.run)
 			_, err := cr.r.engine(0, cr.tr, nil, nil).Resume(ctx, cr.run)
 			if !errors.Is(err, runtime.ErrStoreAltered) || !strings.Contains(err.Error(), fmt.Sprintf(`column tool is %q in the store, but audit record`, tc.tool)) {
 				t.Errorf("resume: %v, want ErrStoreAltered naming the tool column", err)

@@ -191,11 +191,11 @@ func TestServerNotInStoreDir(t *testing.T) {
 	if err := json.Unmarshal(s[0].Res.Content, &got); err != nil {
 		t.Fatal(err)
 	}
-	storeDir, _ := filepath.EvalSymlinks(filepath.Dir(r.st.Path()))
+	storeDir, _ := filepath.EvalSymlinks(filepath.Dir(r.sqlite().Path()))
 	if got.Value == "" || got.Value == storeDir || strings.HasPrefix(got.Value, storeDir+string(filepath.Separator)) {
 		t.Errorf("the server ran in %q; the store is in %q", got.Value, storeDir)
 	}
-	fi, err := os.Stat(r.st.Path())
+	fi, err := os.Stat(r.sqlite().Path())
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the store file's mode is %v (%v), want 0600", fi.Mode().Perm(), err)
 	}

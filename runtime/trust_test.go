@@ -55,7 +55,7 @@ func TestFlippedDecisionsDoNothing(t *testing.T) {
 			tr := map[string]string{"ops": transcriptOf(map[string][]tcall{"act": {{"mcp.ctr.launch", map[string]any{"target": "alpha"}}}})}
 			out, err := r.engine(0, tr, nil, nil).Start(ctx, nil)
 			wantOutcome(t, "start", out, err, runtime.Waiting)
-			hostileWrite(t, r.st.Path(), tc.query, out.Run)
+			hostileWrite(t, r.sqlite().Path(), tc.query, out.Run)
 			_, err = r.engine(0, tr, nil, nil).Resume(ctx, out.Run)
 			if !errors.Is(err, runtime.ErrStoreAltered) {
 				t.Fatalf("resume after a flipped %s: %v, want ErrStoreAltered", tc.name, err)
@@ -86,8 +86,8 @@ func TestReconcileFindsEditedRows(t *testing.T) {
 	if probs, err := runtime.Reconcile(ctx, r.st, out.Run); err != nil || len(probs) != 0 {
 		t.Fatalf("an untouched run: %q %v", probs, err)
 	}
-	hostileWrite(t, r.st.Path(), `UPDATE calls SET state = 'failed', error = 'x' WHERE run = ?`, out.Run)
-	hostileWrite(t, r.st.Path(), `UPDATE runs SET status = 'failed' WHERE id = ?`, out.Run)
+	hostileWrite(t, r.sqlite().Path(), `UPDATE calls SET state = 'failed', error = 'x' WHERE run = ?`, out.Run)
+	hostileWrite(t, r.sqlite().Path(), `UPDATE runs SET status = 'failed' WHERE id = ?`, out.Run)
 	ds, err := runtime.Disagreements(ctx, r.st, out.Run)
 	if err != nil || !hasDisagreement(ds, "calls", "state") || !hasDisagreement(ds, "calls", "error") || !hasDisagreement(ds, "runs", "status") {
 		t.Errorf("Disagreements = %v, %v", ds, err)
