@@ -1,0 +1,69 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openplaybook/openplaybook/store"
+)
+
+// lockTimeout bounds connecting for a run lock and asking for it.
+const lockTimeout = 30 * time.Second
+
+// LockRun takes the exclusive right to execute run, across every process
+// using the same database and schema: a session advisory lock
+// (pg_try_advisory_lock) on a connection of its own, opened for it and
+// held, outside the pool, until unlock is called (which closes it) or the
+// store is closed. Another holder (in this process or another) makes it
+// return [store.ErrRunBusy] at once; a server that cannot be reached is
+// another error. The lock lives as long as that connection: when the
+// server ends it (a restart, pg_terminate_backend, a network cut that
+// outlasts the keepalives), the lock is released while the holder may go
+// on; see docs/store.md.
+func (s *Store) LockRun(run string) (func(), error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, store.ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, s.lockCf.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("store: locking run %s: connecting: %w", run, redactErr(err))
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, lockKey("run", s.schema+"\x00"+run)).Scan(&ok); err != nil {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("store: locking run %s: %w", run, err)
+	}
+	if !ok {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("%w (run %s)", store.ErrRunBusy, run)
+	}
+	s.locksMu.Lock()
+	if s.locks == nil { // closed meanwhile
+		s.locksMu.Unlock()
+		conn.Close(context.Background())
+		return nil, store.ErrClosed
+	}
+	s.locks[conn] = struct{}{}
+	s.locksMu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.locksMu.Lock()
+			_, held := s.locks[conn]
+			delete(s.locks, conn)
+			s.locksMu.Unlock()
+			if held {
+				conn.Close(context.Background()) // ends the session, and its lock
+			}
+		})
+	}, nil
+}
