@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -139,6 +140,7 @@ var enumValues = map[store.Column][]any{
 // flipped too. The seed is fixed; each change is undone before the next.
 func TestChainedColumnsFlipped(t *testing.T) {
 	t.Parallel()
+	teststore.SQLiteOnly(t, "it edits the SQLite file's rows by rowid")
 	flipped := map[store.Column]int{}
 	t.Run("waiting", func(t *testing.T) { flipAll(t, newChainedRun(t), 18, flipped) })
 	t.Run("completed", func(t *testing.T) { flipAll(t, newDeniedRun(t), 19, flipped) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,6 +176,7 @@ func TestSizeLimits(t *testing.T) {
 // instead, so a relative path it writes never lands next to the database.
 func TestServerNotInStoreDir(t *testing.T) {
 	t.Parallel()
+	teststore.SQLiteOnly(t, "a PostgreSQL store has no directory")
 	bin := buildEcho(t)
 	doc := buildDoc(t, "cwd", agentStep("look", "ops", []string{"mcp.echo.cwd"}, ""))
 	r := newRig(t, rigConfig{stdio: map[string]stdioServer{"echo": {command: bin, env: map[string]string{}, cwd: "state"}}}, doc)

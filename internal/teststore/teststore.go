@@ -13,12 +13,18 @@ package teststore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	_ "modernc.org/sqlite" // Exec's driver for the SQLite file
+
+	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/internal/pgtest"
 	"github.com/openplaybook/openplaybook/store"
 	"github.com/openplaybook/openplaybook/store/engine"
@@ -104,4 +110,71 @@ func Open(t testing.TB, path string) store.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// Exec runs one raw SQL statement on the store the harness h names, as
+// another process with direct database access would (a test of tampering
+// with the rows): on the SQLite file, or on the PostgreSQL URL (h's
+// store.postgres.url, secrets resolved). Write placeholders as "?"; on
+// PostgreSQL they become $1, $2, ...
+func Exec(t testing.TB, h *harness.Harness, query string, args ...any) {
+	t.Helper()
+	raw(t, h, query, args, nil)
+}
+
+// Int runs a query returning one integer (count(*)) on the store h names,
+// as [Exec] does.
+func Int(t testing.TB, h *harness.Harness, query string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	raw(t, h, query, args, &n)
+	return n
+}
+
+func raw(t testing.TB, h *harness.Harness, query string, args []any, into *int64) {
+	t.Helper()
+	ctx := context.Background()
+	if h.Store.Postgres != nil {
+		u, err := h.Store.Postgres.Expand(h.SecretResolver())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		n := 0
+		for _, r := range query {
+			if r == '?' {
+				n++
+				fmt.Fprintf(&b, "$%d", n)
+				continue
+			}
+			b.WriteRune(r)
+		}
+		conn, err := pgx.Connect(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if into != nil {
+			err = conn.QueryRow(ctx, b.String(), args...).Scan(into)
+		} else {
+			_, err = conn.Exec(ctx, b.String(), args...)
+		}
+		if err != nil {
+			t.Fatalf("teststore: %s: %v", query, err)
+		}
+		return
+	}
+	db, err := sql.Open("sqlite", "file:"+h.Store.SQLite+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if into != nil {
+		err = db.QueryRowContext(ctx, query, args...).Scan(into)
+	} else {
+		_, err = db.ExecContext(ctx, query, args...)
+	}
+	if err != nil {
+		t.Fatalf("teststore: %s: %v", query, err)
+	}
 }

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"github.com/openplaybook/openplaybook/store/engine"
 	"maps"
 	"os/user"
 	"slices"
@@ -11,7 +13,6 @@ import (
 
 	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/runtime"
-	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 // TestDecideErrorsNameTheNextStep: approve and deny word an unknown run
@@ -177,7 +178,7 @@ func TestRunJSONErrorShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(h.Store.SQLite, nil)
+	st, err := engine.Open(context.Background(), h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
