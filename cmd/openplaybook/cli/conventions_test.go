@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/openplaybook/openplaybook/store/engine"
 	"maps"
 	"os/user"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/runtime"
+	"github.com/openplaybook/openplaybook/store/engine"
 )
 
 // TestDecideErrorsNameTheNextStep: approve and deny word an unknown run

@@ -4,19 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/openplaybook/openplaybook/harness"
-	"github.com/openplaybook/openplaybook/internal/teststore"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	_ "modernc.org/sqlite"
+
+	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/internal/stripemock"
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 	"github.com/openplaybook/openplaybook/runtime"
-
-	_ "modernc.org/sqlite"
 )
 
 // The run commands (run, approve, deny, resume, status, audit, today)

@@ -1,13 +1,13 @@
 package cli
 
 import (
-	"github.com/openplaybook/openplaybook/internal/teststore"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/internal/stripemock"
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/runtime"
 )
 
