@@ -163,19 +163,21 @@ func copyStore(ctx context.Context, path, to string) (*Report, error) {
 // column is one column of the target table.
 type column struct {
 	name, typ string
+	defaulted bool // has a default or is an identity
 }
 
 // copyTable copies every row of table t, ordered by rowid, with the
 // target's columns (each must exist in the source).
 func copyTable(ctx context.Context, stx *sql.Tx, ptx pgx.Tx, t string) (int64, error) {
-	rows, err := ptx.Query(ctx, `SELECT column_name, data_type FROM information_schema.columns
+	rows, err := ptx.Query(ctx, `SELECT column_name, data_type, column_default IS NOT NULL OR is_identity = 'YES'
+		FROM information_schema.columns
 		WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position`, t)
 	if err != nil {
 		return 0, err
 	}
 	cols, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (column, error) {
 		var c column
-		err := r.Scan(&c.name, &c.typ)
+		err := r.Scan(&c.name, &c.typ, &c.defaulted)
 		return c, err
 	})
 	if err != nil {
@@ -188,15 +190,28 @@ func copyTable(ctx context.Context, stx *sql.Tx, ptx pgx.Tx, t string) (int64, e
 	if err != nil {
 		return 0, err
 	}
-	names := make([]string, len(cols))
-	sel := make([]string, len(cols))
-	for i, c := range cols {
-		if !slices.Contains(srcCols, c.name) {
-			return 0, fmt.Errorf("column %s is on PostgreSQL but not in the SQLite store", c.name)
+	// A PostgreSQL column SQLite lacks: rowid (the engine's explicit
+	// insertion order) takes SQLite's implicit rowid, so rows keep their
+	// order; another with a default takes it; any other is an error.
+	var names, sel []string
+	var kept []column
+	identity := false
+	for _, c := range cols {
+		switch {
+		case slices.Contains(srcCols, c.name):
+			sel = append(sel, `"`+c.name+`"`)
+		case c.name == "rowid":
+			sel = append(sel, "rowid")
+			identity = true
+		case c.defaulted:
+			continue
+		default:
+			return 0, fmt.Errorf("column %s is on PostgreSQL but not in the SQLite store, and has no default", c.name)
 		}
-		names[i] = c.name
-		sel[i] = `"` + c.name + `"`
+		names = append(names, c.name)
+		kept = append(kept, c)
 	}
+	cols = kept
 	for _, c := range srcCols {
 		if !slices.Contains(names, c) {
 			return 0, fmt.Errorf("column %s is in the SQLite store but not on PostgreSQL: it would be lost", c)
@@ -232,7 +247,13 @@ func copyTable(ctx context.Context, stx *sql.Tx, ptx pgx.Tx, t string) (int64, e
 	if len(batch) == 0 {
 		return 0, nil
 	}
-	return ptx.CopyFrom(ctx, pgx.Identifier{t}, names, pgx.CopyFromRows(batch))
+	n, err := ptx.CopyFrom(ctx, pgx.Identifier{t}, names, pgx.CopyFromRows(batch))
+	if err != nil || !identity {
+		return n, err
+	}
+	// The identity's next value comes after the copied rows.
+	_, err = ptx.Exec(ctx, `SELECT setval(pg_get_serial_sequence($1, 'rowid'), (SELECT max(rowid) FROM `+pgx.Identifier{t}.Sanitize()+`))`, pgx.Identifier{t}.Sanitize())
+	return n, err
 }
 
 func sqliteColumns(ctx context.Context, stx *sql.Tx, t string) ([]string, error) {
@@ -273,6 +294,9 @@ func convert(v any, typ string) (any, error) {
 	case "bytea":
 		switch x := v.(type) {
 		case []byte:
+			if x == nil {
+				return []byte{}, nil // an empty blob, not NULL
+			}
 			return x, nil
 		case string:
 			return []byte(x), nil

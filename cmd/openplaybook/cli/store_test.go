@@ -40,7 +40,7 @@ func (e *rtEnv) setStore(s map[string]any) string {
 // copied with `store migrate --to postgres`; on the PostgreSQL harness
 // every run's audit log is the same records with the same hashes and
 // verifies, status lists both, the waiting run resumes there to
-// completion; a second copy into the now non-empty target is refused.
+// completion (accepting the harness change, as for any edit of it); a second copy into the now non-empty target is refused.
 // The URL's password is never printed.
 func TestStoreMigrateToPostgres(t *testing.T) {
 	t.Parallel()
@@ -102,7 +102,10 @@ func TestStoreMigrateToPostgres(t *testing.T) {
 		t.Errorf("status on PostgreSQL: %s", status)
 	}
 	e.cli(ExitOK, "approve", waiting.Run, "confirm")
-	if o := e.outcome(ExitOK, "resume", waiting.Run); o.Status != runtime.Completed {
+	// The harness file changed (its store section): resuming says so in
+	// the audit log, as any change of the harness a run was started with.
+	e.cli(ExitProblems, "resume", waiting.Run)
+	if o := e.outcome(ExitOK, "resume", "--accept-harness-change", waiting.Run); o.Status != runtime.Completed {
 		t.Errorf("resume on PostgreSQL: %+v", o)
 	}
 	if ok, recs := e.auditJSON(waiting.Run); !ok || len(recs) <= len(before[waiting.Run]) {
