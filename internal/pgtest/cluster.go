@@ -40,6 +40,8 @@ type cluster struct {
 	pid  int                 // the postmaster's pid
 	cred *syscall.Credential // the "postgres" user when run as root; nil otherwise
 
+	durable bool // fsync and full_page_writes on (see [NewCluster])
+
 	sentinel *os.File  // write end of the watcher's stdin
 	watcher  *exec.Cmd // stops the postmaster and removes dir if the test binary dies
 }
@@ -102,8 +104,13 @@ func serverUser() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-// startCluster makes and starts a cluster; on error nothing is left.
-func startCluster() (_ *cluster, err error) {
+// startCluster makes and starts the package's cluster; on error nothing
+// is left.
+func startCluster() (*cluster, error) { return newCluster(false) }
+
+// newCluster makes and starts a cluster, durable or not; on error nothing
+// is left.
+func newCluster(durable bool) (_ *cluster, err error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -122,7 +129,7 @@ func startCluster() (_ *cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{bin: bin, dir: dir, data: filepath.Join(dir, "data"), cred: cred}
+	c := &cluster{bin: bin, dir: dir, data: filepath.Join(dir, "data"), cred: cred, durable: durable}
 	defer func() {
 		if err != nil {
 			c.stop()
@@ -173,6 +180,9 @@ func (c *cluster) configure() error {
 		"full_page_writes = off\n" +
 		"max_connections = 200\n" +
 		"shared_buffers = 32MB\n"
+	if c.durable {
+		conf += "fsync = on\nfull_page_writes = on\n"
+	}
 	f, err := os.OpenFile(filepath.Join(c.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return err
@@ -191,6 +201,11 @@ func (c *cluster) start() (retry bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	return c.startOn(port)
+}
+
+// startOn runs pg_ctl -w start on port.
+func (c *cluster) startOn(port int) (retry bool, err error) {
 	logPath := filepath.Join(c.dir, "postgres.log")
 	var off int64
 	if fi, err := os.Stat(logPath); err == nil {

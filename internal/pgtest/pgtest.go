@@ -72,6 +72,10 @@ var (
 	srvErr  error
 
 	seq atomic.Int64
+
+	durable        *cluster // see DurableSchema
+	durableStarted bool
+	durableErr     error
 )
 
 // Main runs the package's tests (m.Run), then stops the cluster that
@@ -105,12 +109,17 @@ func run(m *testing.M) int {
 func shutdown() error {
 	mu.Lock()
 	defer mu.Unlock()
-	c := local
+	c, d := local, durable
 	local, started, srvErr, admin = nil, false, nil, ""
-	if c == nil {
-		return nil
+	durable, durableStarted, durableErr = nil, false, nil
+	var errs []error
+	if c != nil {
+		errs = append(errs, c.stop())
 	}
-	return c.stop()
+	if d != nil {
+		errs = append(errs, d.stop())
+	}
+	return errors.Join(errs...)
 }
 
 // server returns the administrative URL, starting the cluster on the
@@ -165,6 +174,44 @@ func Schema(t testing.TB) string {
 		}
 		t.Fatalf("pgtest: %v", err)
 	}
+	return schemaOn(t, base)
+}
+
+// DurableSchema is [Schema] on a second cluster of the package's, started
+// on its first call, whose fsync and full_page_writes are on (see
+// [ClusterOptions.Durable]): for benchmarks of commits. With [EnvURL] set
+// it is Schema on that server. [Main] stops the cluster.
+func DurableSchema(t testing.TB) string {
+	t.Helper()
+	if !mainCalled.Load() {
+		t.Fatal("pgtest: DurableSchema needs pgtest.Main(m) in the package's TestMain (it stops the cluster after the tests)")
+	}
+	if os.Getenv(EnvURL) != "" {
+		return Schema(t)
+	}
+	mu.Lock()
+	if !durableStarted {
+		durableStarted = true
+		durable, durableErr = newCluster(true)
+	}
+	d, err := durable, durableErr
+	mu.Unlock()
+	if err != nil {
+		if errors.Is(err, errUnavailable) {
+			if inCI() {
+				t.Fatalf("pgtest: %v (CI is set, so this is a failure, not a skip)", err)
+			}
+			t.Skipf("pgtest: %v", err)
+		}
+		t.Fatalf("pgtest: %v", err)
+	}
+	return schemaOn(t, d.url())
+}
+
+// schemaOn creates the test's schema on the server at base and returns
+// its URL.
+func schemaOn(t testing.TB, base string) string {
+	t.Helper()
 	name := schemaName(t.Name())
 	if err := execSQL(base, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
 		t.Fatalf("pgtest: create schema %s: %v", name, err)
@@ -263,3 +310,6 @@ func inCI() bool {
 	}
 	return true
 }
+
+// isUnavailable reports whether err means no server can be had here.
+func isUnavailable(err error) bool { return errors.Is(err, errUnavailable) }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -72,8 +74,9 @@ func (t *tx) AppendAll(recs ...audit.Record) ([]audit.Record, error) {
 
 // appendItem is the statement that inserts run's unsent records and moves
 // its head, which must be where this transaction last left it (it holds
-// the lock: anything else is a bug, and fails the transaction).
-func (t *tx) appendItem(run string) item {
+// the lock: anything else is a bug, and fails the transaction), and
+// makes mv's update of a call when mv is not nil.
+func (t *tx) appendItem(run string, mv *callMove) item {
 	st := t.runs[run]
 	n := len(st.unsent)
 	seqs := make([]int64, n)
@@ -92,6 +95,24 @@ func (t *tx) appendItem(run string) item {
 		SELECT op_check(EXISTS (SELECT 1 FROM up), '` + codeHead + `', 'the audit head of the run moved while this transaction held its lock')`,
 		args: []any{run, seqs, times, kinds, steps, tools, data, prevs, hashes, st.seq, st.hash, st.dbSeq},
 		what: "appending audit records",
+	}
+	if mv != nil {
+		// The call's placeholders follow: step, attempt, index and
+		// states at $13 to $16, set's own ($6, ...) from $17.
+		set := placeholder.ReplaceAllStringFunc(mv.set, func(p string) string {
+			n, _ := strconv.Atoi(p[1:])
+			return "$" + strconv.Itoa(n-6+17)
+		})
+		it.sql = `WITH ins AS (INSERT INTO audit (run, seq, time, kind, step, tool, data, prev, hash)
+			SELECT $1, u.* FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::text[], $9::text[]) AS u),
+		up AS (UPDATE runs SET audit_last_seq = $10, audit_last_hash = $11 WHERE id = $1 AND audit_last_seq = $12 RETURNING 1),
+		mv AS (UPDATE calls SET ` + set + ` WHERE run = $1 AND step = $13 AND attempt = $14 AND idx = $15 AND state = ANY($16::text[]) RETURNING 1)
+		SELECT op_check(EXISTS (SELECT 1 FROM up), '` + codeHead + `', 'the audit head of the run moved while this transaction held its lock'),
+			op_check(EXISTS (SELECT 1 FROM mv), CASE WHEN c.state IS NULL THEN '` + codeNotFound + `' ELSE '` + codeState + `' END, coalesce(c.state, ''))
+		FROM (SELECT 1) AS one LEFT JOIN calls c ON c.run = $1 AND c.step = $13 AND c.attempt = $14 AND c.idx = $15`
+		it.args = append(append(it.args, mv.k.Step, mv.k.Attempt, mv.k.Index, mv.from), mv.args...)
+		it.what = mv.k.String()
+		it.onErr = mv.mapErr
 	}
 	st.dbSeq = st.seq
 	st.unsent = nil
@@ -212,5 +233,8 @@ func verifyRows(rows pgx.Rows, run string) ([]audit.Problem, error) {
 	}
 	return probs, nil
 }
+
+// placeholder matches a statement's $N.
+var placeholder = regexp.MustCompile(`\$[0-9]+`)
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

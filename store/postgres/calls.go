@@ -273,22 +273,36 @@ func (t *tx) moveCall(k store.CallKey, from []string, set string, args ...any) e
 	if err := t.lockLater(k.Run); err != nil {
 		return err
 	}
+	mv := &callMove{k: k, from: from, set: set, args: args}
 	return t.defer_(item{
 		sql: `WITH u AS (UPDATE calls SET ` + set + ` WHERE run = $1 AND step = $2 AND attempt = $3 AND idx = $4 AND state = ANY($5::text[]) RETURNING 1)
 		SELECT op_check(EXISTS (SELECT 1 FROM u), CASE WHEN c.state IS NULL THEN '` + codeNotFound + `' ELSE '` + codeState + `' END, coalesce(c.state, ''))
 		FROM (SELECT 1) AS one LEFT JOIN calls c ON c.run = $1 AND c.step = $2 AND c.attempt = $3 AND c.idx = $4`,
-		args: append([]any{k.Run, k.Step, k.Attempt, k.Index, from}, args...),
-		what: k.String(),
-		onErr: func(pe *pgconn.PgError) error {
-			switch pe.Code {
-			case codeNotFound:
-				return fmt.Errorf("%w: %s", store.ErrNotFound, k)
-			case codeState:
-				return fmt.Errorf("%w: %s is %s", store.ErrState, k, pe.Message)
-			}
-			return nil
-		},
+		args:  append([]any{k.Run, k.Step, k.Attempt, k.Index, from}, args...),
+		what:  k.String(),
+		onErr: mv.mapErr,
+		move:  mv,
 	})
+}
+
+// callMove is a queued UPDATE of one call (see [tx.moveCall]): set's
+// placeholders start at $6. [tx.appendItem] folds it into the statement
+// of its run's audit records when it is the run's only one pending.
+type callMove struct {
+	k    store.CallKey
+	from []string
+	set  string
+	args []any
+}
+
+func (mv *callMove) mapErr(pe *pgconn.PgError) error {
+	switch pe.Code {
+	case codeNotFound:
+		return fmt.Errorf("%w: %s", store.ErrNotFound, mv.k)
+	case codeState:
+		return fmt.Errorf("%w: %s is %s", store.ErrState, mv.k, pe.Message)
+	}
+	return nil
 }
 
 // Call reads one call inside the transaction, or [store.ErrNotFound].

@@ -114,6 +114,11 @@ func Open(ctx context.Context, url string, opt *Options) (*Store, error) {
 	cfg.MaxConns = o.MaxConns
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = syncCommit
 	cfg.ConnConfig.RuntimeParams["application_name"] = "openplaybook"
+	// The store's statements are prepared once per connection (pgx's
+	// statement cache) and are index lookups whichever the values: a
+	// generic plan is as good as a custom one, and planning each
+	// execution again costs more than running it.
+	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	lockCf := cfg.ConnConfig.Copy()
 
 	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy())

@@ -27,12 +27,16 @@ import (
 // FinishCall, Append) is two round trips: the run's lock with the call's
 // INSERT, then the rest with COMMIT.
 //
-// A run's writes take its row lock first (SELECT ... FOR NO KEY UPDATE
+// A run's writes take its row lock first, in a statement of its own
+// (SELECT ... FOR NO KEY UPDATE
 // of its runs row: exclusive among the store's writers, while foreign
 // key checks of other rows may still share it), and read its status and
 // audit head from that row. The tx keeps both for the rest of the
 // transaction, which holds the lock: no other transaction can change
-// them meanwhile, and nothing is kept across transactions.
+// them meanwhile, and nothing is kept across transactions. The lock is
+// never folded into the statement that needs it: in READ COMMITTED a
+// statement that waits for a row lock reads the rest of the database as
+// of before the wait, so the next call index it computed would be stale.
 
 // item is one statement of a batch. rows reads a query's rows; without
 // it the statement's rows (if any) are discarded. onErr maps an error
@@ -43,6 +47,7 @@ type item struct {
 	what  string
 	rows  func(pgx.Rows) error
 	onErr func(*pgconn.PgError) error
+	move  *callMove // set by moveCall
 }
 
 // runState is what the tx knows of a run it holds the lock of.
@@ -100,9 +105,31 @@ func (t *tx) send(items ...item) error {
 	if !t.begun {
 		all = append(all, item{sql: "BEGIN"})
 	}
-	all = append(all, t.pending...)
+	// A run's one pending call move goes in the statement of its audit
+	// records (one statement less per audited call).
+	moves := map[string]int{}
+	for _, it := range t.pending {
+		if it.move != nil {
+			moves[it.move.k.Run]++
+		}
+	}
+	fold := map[string]*callMove{}
 	for _, run := range t.order {
-		all = append(all, t.appendItem(run))
+		if moves[run] == 1 {
+			fold[run] = nil
+		}
+	}
+	for _, it := range t.pending {
+		if it.move != nil {
+			if _, ok := fold[it.move.k.Run]; ok {
+				fold[it.move.k.Run] = it.move
+				continue
+			}
+		}
+		all = append(all, it)
+	}
+	for _, run := range t.order {
+		all = append(all, t.appendItem(run, fold[run]))
 	}
 	all = append(all, items...)
 	t.pending, t.order = nil, nil
