@@ -2,8 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -114,5 +116,61 @@ func TestStoreMigrateToPostgres(t *testing.T) {
 	e.cli(ExitOK, "check")
 	if strings.Contains(e.printed.String(), pw) {
 		t.Errorf("the database password was printed:\n%s", e.printed.String())
+	}
+}
+
+// TestCheckPreflightsPostgres: check of a harness whose PostgreSQL store
+// cannot be reached, or names a database the server lacks, reports it at
+// store.postgres.url (rule preflight-store) and exits 1; a reachable,
+// empty database is a warning only. status on the unreachable one fails
+// too. The password never shows.
+func TestCheckPreflightsPostgres(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	const pw = "check-pw-0b9a8c7d"
+	good, err := url.Parse(pgtest.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good.User = url.UserPassword(good.User.Username(), pw)
+	noDB := *good
+	noDB.Path = "/no_such_database"
+	for _, tc := range []struct {
+		name, url string
+		code      int
+		want      string
+	}{
+		{"unreachable", "postgres://app:" + pw + "@" + closed + "/openplaybook?sslmode=disable", ExitProblems, "cannot reach the PostgreSQL server at 127.0.0.1"},
+		{"no database", noDB.String(), ExitProblems, `has no database "no_such_database"`},
+		{"empty", good.String(), ExitOK, "no openplaybook tables yet: the first run creates them"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := filepath.Join(dir, "h.yaml")
+			if err := os.WriteFile(filepath.Join(dir, ".env"), []byte("OPENPLAYBOOK_DATABASE_URL="+tc.url+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(h, []byte("secrets: {env: false, dotenv: [.env]}\nstore:\n  postgres:\n    url: \"${secret:OPENPLAYBOOK_DATABASE_URL}\"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := run(t, nil, "check", "--harness", h)
+			if code != tc.code || !strings.Contains(out+errs, tc.want) || !strings.Contains(out+errs, "preflight-store") || !strings.Contains(out+errs, h+":4:10") {
+				t.Errorf("check: exit %d, want %d with %q at %s:4:10\nstdout:\n%s\nstderr:\n%s", code, tc.code, tc.want, h, out, errs)
+			}
+			if strings.Contains(out+errs, pw) {
+				t.Errorf("check printed the password:\n%s%s", out, errs)
+			}
+			if tc.name == "unreachable" {
+				code, out, errs := run(t, nil, "status", "--harness", h)
+				if code == ExitOK || strings.Contains(out+errs, pw) || !strings.Contains(errs, "opening the PostgreSQL store") {
+					t.Errorf("status: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+				}
+			}
+		})
 	}
 }
