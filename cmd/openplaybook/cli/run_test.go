@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -17,6 +18,7 @@ import (
 	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 	"github.com/openplaybook/openplaybook/runtime"
+	"github.com/openplaybook/openplaybook/store/engine"
 )
 
 // The run commands (run, approve, deny, resume, status, audit, today)
@@ -386,6 +388,20 @@ func (e *rtEnv) noSecrets() {
 		}
 	}
 	look("the commands' output", e.printed.Bytes())
+	if h := e.loadHarness(); h.Store.Postgres != nil {
+		// Every row the database holds, as the store dumps it.
+		st, err := engine.Open(context.Background(), h, nil)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		defer st.Close()
+		dump, err := st.Dump(context.Background())
+		if err != nil || len(dump) == 0 {
+			e.t.Fatalf("the store's dump: %v", err)
+		}
+		look("the store's dump", dump)
+		return
+	}
 	state := filepath.Join(e.dir, "state")
 	ents, err := os.ReadDir(state)
 	if err != nil || len(ents) == 0 {
