@@ -75,16 +75,6 @@ func OpenPostgres(ctx context.Context, u string) (store.Store, error) {
 	return st, nil
 }
 
-// Describe names the store hs holds for a message: the SQLite file's
-// path, or "the PostgreSQL database of store.postgres.url" (never the
-// URL).
-func Describe(hs *harness.Harness) string {
-	if hs.Store.Postgres != nil {
-		return "the PostgreSQL database of store.postgres.url"
-	}
-	return hs.Store.SQLite
-}
-
 // Scrub returns err with its message cleaned of the URL u, its password
 // (as written and decoded) and its user info, or nil for nil. errors.Is
 // and errors.As still see the original chain.
