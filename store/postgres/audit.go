@@ -92,7 +92,7 @@ func (t *tx) appendItem(run string, mv *callMove) item {
 		sql: `WITH ins AS (INSERT INTO audit (run, seq, time, kind, step, tool, data, prev, hash)
 			SELECT $1, u.* FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::text[], $9::text[]) AS u),
 		up AS (UPDATE runs SET audit_last_seq = $10, audit_last_hash = $11 WHERE id = $1 AND audit_last_seq = $12 RETURNING 1)
-		SELECT op_check(EXISTS (SELECT 1 FROM up), '` + codeHead + `', 'the audit head of the run moved while this transaction held its lock')`,
+		SELECT CASE WHEN EXISTS (SELECT 1 FROM up) THEN true ELSE op_check(false, '` + codeHead + `', 'the audit head of the run moved while this transaction held its lock') END`,
 		args: []any{run, seqs, times, kinds, steps, tools, data, prevs, hashes, st.seq, st.hash, st.dbSeq},
 		what: "appending audit records",
 	}
@@ -107,8 +107,8 @@ func (t *tx) appendItem(run string, mv *callMove) item {
 			SELECT $1, u.* FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::text[], $9::text[]) AS u),
 		up AS (UPDATE runs SET audit_last_seq = $10, audit_last_hash = $11 WHERE id = $1 AND audit_last_seq = $12 RETURNING 1),
 		mv AS (UPDATE calls SET ` + set + ` WHERE run = $1 AND step = $13 AND attempt = $14 AND idx = $15 AND state = ANY($16::text[]) RETURNING 1)
-		SELECT op_check(EXISTS (SELECT 1 FROM up), '` + codeHead + `', 'the audit head of the run moved while this transaction held its lock'),
-			op_check(EXISTS (SELECT 1 FROM mv), CASE WHEN c.state IS NULL THEN '` + codeNotFound + `' ELSE '` + codeState + `' END, coalesce(c.state, ''))
+		SELECT CASE WHEN EXISTS (SELECT 1 FROM up) THEN true ELSE op_check(false, '` + codeHead + `', 'the audit head of the run moved while this transaction held its lock') END,
+			CASE WHEN EXISTS (SELECT 1 FROM mv) THEN true ELSE op_check(false, CASE WHEN c.state IS NULL THEN '` + codeNotFound + `' ELSE '` + codeState + `' END, coalesce(c.state, '')) END
 		FROM (SELECT 1) AS one LEFT JOIN calls c ON c.run = $1 AND c.step = $13 AND c.attempt = $14 AND c.idx = $15`
 		it.args = append(append(it.args, mv.k.Step, mv.k.Attempt, mv.k.Index, mv.from), mv.args...)
 		it.what = mv.k.String()

@@ -276,7 +276,7 @@ func (t *tx) moveCall(k store.CallKey, from []string, set string, args ...any) e
 	mv := &callMove{k: k, from: from, set: set, args: args}
 	return t.defer_(item{
 		sql: `WITH u AS (UPDATE calls SET ` + set + ` WHERE run = $1 AND step = $2 AND attempt = $3 AND idx = $4 AND state = ANY($5::text[]) RETURNING 1)
-		SELECT op_check(EXISTS (SELECT 1 FROM u), CASE WHEN c.state IS NULL THEN '` + codeNotFound + `' ELSE '` + codeState + `' END, coalesce(c.state, ''))
+		SELECT CASE WHEN EXISTS (SELECT 1 FROM u) THEN true ELSE op_check(false, CASE WHEN c.state IS NULL THEN '` + codeNotFound + `' ELSE '` + codeState + `' END, coalesce(c.state, '')) END
 		FROM (SELECT 1) AS one LEFT JOIN calls c ON c.run = $1 AND c.step = $2 AND c.attempt = $3 AND c.idx = $4`,
 		args:  append([]any{k.Run, k.Step, k.Attempt, k.Index, from}, args...),
 		what:  k.String(),

@@ -40,7 +40,8 @@ import (
 //     pages (fillfactor) for those in-place updates of the head and of
 //     a call's state.
 //   - op_check raises an error with a given SQLSTATE when its condition
-//     is false: the checks of the statements that are sent together with
+//     is false (the statements call it only then, inside a CASE, so that
+//     a check that holds costs no PL/pgSQL call): the checks of the statements that are sent together with
 //     COMMIT (see tx.go), so that a failed check aborts the transaction in
 //     the server instead of being read back first.
 //
@@ -172,11 +173,12 @@ $$;
 CREATE TRIGGER audit_head_forward BEFORE UPDATE OF audit_last_seq ON runs
 	FOR EACH ROW WHEN (NEW.audit_last_seq < OLD.audit_last_seq) EXECUTE FUNCTION audit_head_forward();
 
-CREATE FUNCTION op_check(ok boolean, code text, msg text) RETURNS void LANGUAGE plpgsql AS $$
+CREATE FUNCTION op_check(ok boolean, code text, msg text) RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
 	IF ok IS NOT TRUE THEN
 		RAISE EXCEPTION USING ERRCODE = code, MESSAGE = msg;
 	END IF;
+	RETURN true;
 END
 $$;
 
