@@ -388,7 +388,7 @@ func TestApproveAlteredRowRefused(t *testing.T) {
 			if !strings.Contains(string(apr.Arguments), "beta") || apr.Altered != "" {
 				t.Fatalf("setup: pending %+v", apr)
 			}
-			hostileWrite(t, r.sqlite().Path(), tc.query, cr.run)
+			r.hostileWrite(tc.query, cr.run)
 			ps, err := runtime.Pendings(ctx, r.st, cr.run)
 			if err != nil {
 				t.Fatal(err)

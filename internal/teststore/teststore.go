@@ -22,6 +22,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "modernc.org/sqlite" // Exec's driver for the SQLite file
 
 	"github.com/openplaybook/openplaybook/harness"
@@ -116,10 +117,10 @@ func Open(t testing.TB, path string) store.Store {
 // another process with direct database access would (a test of tampering
 // with the rows): on the SQLite file, or on the PostgreSQL URL (h's
 // store.postgres.url, secrets resolved). Write placeholders as "?"; on
-// PostgreSQL they become $1, $2, ...
-func Exec(t testing.TB, h *harness.Harness, query string, args ...any) {
+// PostgreSQL they become $1, $2, ... It returns the rows changed.
+func Exec(t testing.TB, h *harness.Harness, query string, args ...any) int64 {
 	t.Helper()
-	raw(t, h, query, args, nil)
+	return raw(t, h, query, args, nil)
 }
 
 // Int runs a query returning one integer (count(*)) on the store h names,
@@ -131,7 +132,7 @@ func Int(t testing.TB, h *harness.Harness, query string, args ...any) int64 {
 	return n
 }
 
-func raw(t testing.TB, h *harness.Harness, query string, args []any, into *int64) {
+func raw(t testing.TB, h *harness.Harness, query string, args []any, into *int64) int64 {
 	t.Helper()
 	ctx := context.Background()
 	if h.Store.Postgres != nil {
@@ -154,27 +155,35 @@ func raw(t testing.TB, h *harness.Harness, query string, args []any, into *int64
 			t.Fatal(err)
 		}
 		defer conn.Close(ctx)
+		var changed int64
 		if into != nil {
 			err = conn.QueryRow(ctx, b.String(), args...).Scan(into)
 		} else {
-			_, err = conn.Exec(ctx, b.String(), args...)
+			var tag pgconn.CommandTag
+			tag, err = conn.Exec(ctx, b.String(), args...)
+			changed = tag.RowsAffected()
 		}
 		if err != nil {
 			t.Fatalf("teststore: %s: %v", query, err)
 		}
-		return
+		return changed
 	}
 	db, err := sql.Open("sqlite", "file:"+h.Store.SQLite+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	var changed int64
 	if into != nil {
 		err = db.QueryRowContext(ctx, query, args...).Scan(into)
 	} else {
-		_, err = db.ExecContext(ctx, query, args...)
+		var res sql.Result
+		if res, err = db.ExecContext(ctx, query, args...); err == nil {
+			changed, _ = res.RowsAffected()
+		}
 	}
 	if err != nil {
 		t.Fatalf("teststore: %s: %v", query, err)
 	}
+	return changed
 }
