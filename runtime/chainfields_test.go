@@ -372,13 +372,16 @@ func show(v any) string {
 // denying it is still possible.
 func TestApproveAlteredRowRefused(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ name, query string }{
-		{"edited arguments", `UPDATE calls SET args = '{"target":"harmless"}' WHERE run = ? AND state = 'waiting'`},
-		{"edited arguments and their digest", `UPDATE calls SET args = '{"target":"harmless"}', args_digest = '` + strings.Repeat("a", 64) + `' WHERE run = ? AND state = 'waiting'`},
-		{"edited tool", `UPDATE calls SET tool = CAST('mcp.ctr.lookup' AS BLOB) WHERE run = ? AND state = 'waiting'`},
-		{"edited approval tool", `UPDATE approvals SET tool = CAST('mcp.ctr.lookup' AS BLOB) WHERE run = ? AND status = 'pending'`},
-		{"edited approval arguments digest", `UPDATE approvals SET args_digest = '` + strings.Repeat("b", 64) + `' WHERE run = ? AND status = 'pending'`},
-		{"edited approval bind", `UPDATE approvals SET def_digest = '` + strings.Repeat("c", 64) + `' WHERE run = ? AND status = 'pending'`},
+	for _, tc := range []struct {
+		name, query string
+		tool        []byte // the first argument, when set (a blob on both engines)
+	}{
+		{"edited arguments", `UPDATE calls SET args = '{"target":"harmless"}' WHERE run = ? AND state = 'waiting'`, nil},
+		{"edited arguments and their digest", `UPDATE calls SET args = '{"target":"harmless"}', args_digest = '` + strings.Repeat("a", 64) + `' WHERE run = ? AND state = 'waiting'`, nil},
+		{"edited tool", `UPDATE calls SET tool = ? WHERE run = ? AND state = 'waiting'`, []byte("mcp.ctr.lookup")},
+		{"edited approval tool", `UPDATE approvals SET tool = ? WHERE run = ? AND status = 'pending'`, []byte("mcp.ctr.lookup")},
+		{"edited approval arguments digest", `UPDATE approvals SET args_digest = '` + strings.Repeat("b", 64) + `' WHERE run = ? AND status = 'pending'`, nil},
+		{"edited approval bind", `UPDATE approvals SET def_digest = '` + strings.Repeat("c", 64) + `' WHERE run = ? AND status = 'pending'`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -388,7 +391,11 @@ func TestApproveAlteredRowRefused(t *testing.T) {
 			if !strings.Contains(string(apr.Arguments), "beta") || apr.Altered != "" {
 				t.Fatalf("setup: pending %+v", apr)
 			}
-			r.hostileWrite(tc.query, cr.run)
+			if tc.tool != nil {
+				r.hostileWrite(tc.query, tc.tool, cr.run)
+			} else {
+				r.hostileWrite(tc.query, cr.run)
+			}
 			ps, err := runtime.Pendings(ctx, r.st, cr.run)
 			if err != nil {
 				t.Fatal(err)
