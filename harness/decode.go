@@ -56,7 +56,8 @@ var (
 	secretsKeys    = []string{"env", "prefix", "dotenv", "declare"}
 	declKeys       = []string{"mcpServers", "connections", "agents"} // in the order of destinationKinds
 	dotenvKeys     = []string{"path", "optional"}
-	storeKeys      = []string{"sqlite", "seed"}
+	storeKeys      = []string{"sqlite", "postgres", "seed"}
+	postgresKeys   = []string{"url"}
 	runtimeKeys    = []string{"approvalExpiry", "maxToolCalls"}
 	serveKeys      = []string{"operatorTokenSecret", "approvalWait", "allowedOrigins", "oidc"}
 	oidcKeys       = []string{"issuer", "clientID", "clientSecretSecret", "audience", "scopes", "claims", "operators", "deciders", "selfApproval", "operatorToken"}
@@ -847,7 +848,18 @@ func (d *decoder) store(n *node) {
 		return
 	}
 	f := d.fields(n, `"store"`, storeKeys)
-	if v := f["sqlite"]; v != nil {
+	if f["sqlite"] != nil && f["postgres"] != nil {
+		second := f["postgres"]
+		for _, m := range n.members {
+			if m.key == "postgres" || m.key == "sqlite" {
+				second = m.val // the later of the two, in file order
+			}
+		}
+		d.errN(second, RuleValue, "\"store\" has both \"sqlite\" and \"postgres\"; give one engine: sqlite (a file, the default) or postgres (a database URL)")
+	} else if v := f["postgres"]; v != nil {
+		d.postgres(v)
+	}
+	if v := f["sqlite"]; v != nil && f["postgres"] == nil {
 		if p, ok := d.nonEmpty(v, `"sqlite"`); ok && d.noRefs(v, `"sqlite"`) {
 			d.h.Store.SQLite = d.h.ResolvePath(p)
 		}
@@ -857,6 +869,67 @@ func (d *decoder) store(n *node) {
 			d.h.Store.Seed = d.h.ResolvePath(p)
 		}
 	}
+}
+
+// postgres reads store.postgres: {url: URL}. The URL may hold secret
+// references (expanded for the runtime's own connection: no destination,
+// no binding); its literal parts must make a postgres:// or postgresql://
+// URL without a literal password.
+func (d *decoder) postgres(n *node) {
+	if !d.want(n, kMap, `"postgres"`) {
+		return
+	}
+	f := d.fields(n, `"postgres"`, postgresKeys)
+	v := f["url"]
+	if v == nil {
+		d.errN(n, RuleRequired, "\"postgres\" needs \"url\": the database's postgres:// URL, written as a secret reference such as \"${secret:OPENPLAYBOOK_DATABASE_URL}\"")
+		return
+	}
+	u, ok := d.nonEmpty(v, `"url"`)
+	if !ok || !d.refs(v) {
+		return
+	}
+	if d.flagged[v.ptr] {
+		return // reported as a credential already
+	}
+	blank := blankRefs(u)
+	if strings.TrimSpace(blank) != "" && !strings.HasPrefix(strings.TrimLeft(u, " "), "${") {
+		if !PostgresURL(blank) {
+			d.errN(v, RuleValue, "\"url\" must be a postgres:// or postgresql:// URL, or a secret reference holding one (\"${secret:OPENPLAYBOOK_DATABASE_URL}\")")
+			return
+		}
+		if p, err := url.Parse(withRefsAs(u, "SECRET")); err == nil && p.User != nil {
+			if pw, set := p.User.Password(); set && pw != "SECRET" {
+				d.flagged[v.ptr] = true
+				d.errN(v, RuleCredential, "\"url\" holds a literal password; the harness file never holds credentials: put the whole URL in the environment or a dotenv file as OPENPLAYBOOK_DATABASE_URL and write url: \"${secret:OPENPLAYBOOK_DATABASE_URL}\"")
+				return
+			}
+		}
+		if name, bad := sensitiveQueryParam(blank); bad {
+			d.flagged[v.ptr] = true
+			d.errN(v, RuleCredential, "query parameter %q of \"url\" holds literal text, and its name says it is a credential; put the whole URL in the environment or a dotenv file as OPENPLAYBOOK_DATABASE_URL and write url: \"${secret:OPENPLAYBOOK_DATABASE_URL}\"", name)
+			return
+		}
+	}
+	d.h.Store.Postgres = &Postgres{URL: u, Pos: pos(v)}
+	d.h.Store.SQLite = ""
+}
+
+// withRefsAs returns s with each well-formed secret reference replaced by
+// repl.
+func withRefsAs(s, repl string) string {
+	refs, _ := scanRefs(s)
+	if len(refs) == 0 {
+		return s
+	}
+	var out []byte
+	prev := 0
+	for _, r := range refs {
+		out = append(out, s[prev:r.start]...)
+		out = append(out, repl...)
+		prev = r.end
+	}
+	return string(append(out, s[prev:]...))
 }
 
 func (d *decoder) runtime(n *node) {

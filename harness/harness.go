@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/openplaybook/openplaybook/diag"
@@ -258,16 +259,74 @@ type Agent struct {
 	Pos Pos
 }
 
-// Store says where the runtime keeps its state.
+// Store says where the runtime keeps its state: an SQLite file (the
+// default) or a PostgreSQL database. Exactly one engine is set: SQLite is
+// "" when Postgres is non-nil.
 type Store struct {
 	// SQLite is the database file, resolved against the harness
-	// directory. Default [DefaultSQLite] in the harness directory.
+	// directory. Default [DefaultSQLite] in the harness directory; "" when
+	// the harness says store.postgres.
 	SQLite string
+	// Postgres is the PostgreSQL database the harness names under
+	// store.postgres, or nil.
+	Postgres *Postgres
 	// Seed is a JSON file of customers (an array of objects with id,
 	// name, email and optionally company, plan, tags) that the runtime
 	// loads into the store's customer records, replacing records with the
 	// same id, each time it opens the store. "" means none.
 	Seed string
+}
+
+// Engine names the store's engine: "sqlite" or "postgres".
+func (s *Store) Engine() string {
+	if s != nil && s.Postgres != nil {
+		return "postgres"
+	}
+	return "sqlite"
+}
+
+// Postgres is store.postgres: the PostgreSQL database the runtime keeps
+// its state in.
+type Postgres struct {
+	// URL is the database's connection URL as written: a postgres:// or
+	// postgresql:// URL (libpq's URI form, as pgx reads it), usually a
+	// single ${secret:NAME} reference such as
+	// "${secret:OPENPLAYBOOK_DATABASE_URL}", since the URL carries the
+	// password. A literal part never holds a password (the decoder refuses
+	// one: rule harness-credential). Resolve it with [Postgres.Expand];
+	// the resolved URL is a credential: never print it.
+	URL string
+	// Pos is where the url value is in the harness file.
+	Pos Pos
+}
+
+// Expand returns the URL with every ${secret:NAME} replaced by the
+// secret's value (see [Secrets.Expand]): a postgres:// or postgresql://
+// URL. The error names the secret that cannot be resolved, or says the
+// resolved value is not such a URL; it never holds the value. The URL's
+// secrets go to the runtime's own database connection only, never to a
+// tool: they need no binding under secrets.declare.
+func (p *Postgres) Expand(sec *Secrets) (string, error) {
+	u, err := sec.Expand(p.URL)
+	if err != nil {
+		return "", fmt.Errorf("store.postgres.url: %w", err)
+	}
+	if !PostgresURL(u) {
+		return "", fmt.Errorf("store.postgres.url: the value is not a postgres:// or postgresql:// URL (not shown: it may hold a password)")
+	}
+	return u, nil
+}
+
+// PostgresURL reports whether u has the shape of a PostgreSQL connection
+// URL: scheme postgres or postgresql and nothing else. It does not
+// connect and does not validate the parameters.
+func PostgresURL(u string) bool {
+	scheme, _, ok := strings.Cut(u, "://")
+	if !ok {
+		return false
+	}
+	scheme = strings.ToLower(scheme)
+	return scheme == "postgres" || scheme == "postgresql"
 }
 
 // Runtime holds the runtime's limits.

@@ -106,6 +106,7 @@ func TestSchemaAgreesWithReader(t *testing.T) {
 		"policy":        "policy:\n  rules:\n    - {name: big-refunds, tools: [\"stripe.*\", charge.refund], when: \"args.amount > 10000\", effect: requireApproval, reason: two people look}\n    - {name: no-test-money, riskClasses: [money_movement], steps: [pay], when: \"input.env == 'test'\", effect: deny}\n",
 		"oidc loopback": "serve: {oidc: {issuer: \"http://127.0.0.1:4444\", clientID: c}}\n",
 		"json":          `{"$schema": "../schema/harness.schema.json", "mcpServers": {"m": {"command": "x"}}}`,
+		"postgres":      "store: {postgres: {url: \"${secret:OPENPLAYBOOK_DATABASE_URL}\"}, seed: c.json}\n",
 	}
 	invalid := map[string]string{
 		"unknown top-level key":    "stores: {}\n",
@@ -168,6 +169,11 @@ func TestSchemaAgreesWithReader(t *testing.T) {
 		"oidc deciders empty":      "serve: {oidc: {issuer: \"https://id.example.com\", clientID: c, deciders: {subjects: []}}}\n",
 		"oidc secret literal":      "serve: {oidc: {issuer: \"https://id.example.com\", clientID: c, clientSecretSecret: \"s3cr3t value\"}}\n",
 		"oidc selfApproval string": "serve: {oidc: {issuer: \"https://id.example.com\", clientID: c, selfApproval: \"no\"}}\n",
+		"both engines":             "store: {sqlite: x.db, postgres: {url: \"${secret:U}\"}}\n",
+		"postgres without url":     "store: {postgres: {}}\n",
+		"postgres url empty":       "store: {postgres: {url: \"\"}}\n",
+		"postgres unknown key":     "store: {postgres: {url: \"${secret:U}\", pool: 4}}\n",
+		"postgres as a string":     "store: {postgres: \"${secret:U}\"}\n",
 		"JSON unknown key":         `{"mcpServers": {"m": {"command": "x", "Args": []}}}`,
 	}
 	for name, src := range valid {

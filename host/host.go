@@ -32,7 +32,7 @@ import (
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/registry"
 	"github.com/openplaybook/openplaybook/store"
-	"github.com/openplaybook/openplaybook/store/sqlite"
+	"github.com/openplaybook/openplaybook/store/engine"
 )
 
 // Rule ids of the diagnostics a Host itself reports (docs/check.md).
@@ -240,7 +240,7 @@ func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document
 			continue
 		}
 		dir := expanded.Cwd
-		if expanded.Stdio() && hs.Store != nil && sameDir(dir, filepath.Dir(hs.Store.SQLite)) {
+		if expanded.Stdio() && hs.Store != nil && hs.Store.SQLite != "" && sameDir(dir, filepath.Dir(hs.Store.SQLite)) {
 			// A server never runs in the store's directory: it runs in
 			// an empty directory of its own (docs/store.md, "What a tool
 			// can reach").
@@ -498,7 +498,7 @@ func (h *Host) Drivers(playbookID string) func(agent string) (driver.Driver, err
 // no other user of the machine can read or write the store. A tool that
 // runs as the same user can; see docs/store.md, "What a tool can reach".
 func OpenStore(ctx context.Context, hs *harness.Harness) (store.Store, error) {
-	st, err := OpenStoreFile(hs)
+	st, err := engine.Open(ctx, hs, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -509,23 +509,13 @@ func OpenStore(ctx context.Context, hs *harness.Harness) (store.Store, error) {
 	return st, nil
 }
 
-// OpenStoreFile opens the harness's store as [OpenStore] does (the
-// directory and file modes included), without loading the seed: what
+// OpenStoreFile opens the harness's store as [OpenStore] does (for
+// SQLite, the directory and file modes included; for PostgreSQL, the
+// connection and the schema migration), without loading the seed: what
 // opens an existing run loads it only once the run's recorded harness is
-// confirmed (package launch).
+// confirmed (package launch). See package store/engine.
 func OpenStoreFile(hs *harness.Harness) (store.Store, error) {
-	if err := os.MkdirAll(filepath.Dir(hs.Store.SQLite), 0o700); err != nil {
-		return nil, err
-	}
-	st, err := sqlite.Open(hs.Store.SQLite, nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(hs.Store.SQLite, 0o600); err != nil {
-		st.Close()
-		return nil, err
-	}
-	return st, nil
+	return engine.Open(context.Background(), hs, nil)
 }
 
 // SeedStore loads the harness's customer seed (store.seed) into st;

@@ -12,6 +12,7 @@ import (
 	"github.com/openplaybook/openplaybook/driver/drivers"
 	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/host"
+	"github.com/openplaybook/openplaybook/store/engine"
 )
 
 // Harness is the preflight of a harness alone, with no document: what
@@ -117,4 +118,29 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// Store is the preflight of the harness's store (rule store, at
+// store.postgres.url): for PostgreSQL, the server answers, accepts the
+// URL's role and has its database (errors), and the schema version is
+// this build's (newer: an error; older or none yet: a warning, since the
+// first run migrates it). See [engine.Probe]; nothing is written. A URL
+// whose secret does not resolve is left to the secret's own error. SQLite
+// gives nothing: the first run creates the file.
+func Store(ctx context.Context, h *host.Host) []diag.Diagnostic {
+	hs := h.Harness
+	if hs.Store == nil || hs.Store.Postgres == nil {
+		return nil
+	}
+	pos := hs.Store.Postgres.Pos
+	var ds []diag.Diagnostic
+	for _, f := range engine.Probe(ctx, hs, h.Secrets) {
+		sev := diag.Warning
+		if f.Error {
+			sev = diag.Error
+		}
+		ds = append(ds, diag.Diagnostic{File: hs.Path, Line: pos.Line, Column: pos.Column, Pointer: pos.Pointer,
+			Severity: sev, Rule: RuleStore, Message: h.Secrets.Redact("the PostgreSQL store: " + f.Message)})
+	}
+	return ds
 }

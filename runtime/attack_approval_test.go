@@ -29,7 +29,7 @@ func TestAttackApprovalRebindArgs(t *testing.T) {
 	wantOutcome(t, "start", out, err, runtime.Waiting)
 	apr := r.onlyApproval(out.Run)
 	r.mustDecide(out.Run, apr.ID, true) // the person approves alpha
-	hostileWrite(t, r.st.Path(), `UPDATE approvals SET args_digest = ? WHERE id = ?`, sha(`{"target":"omega"}`), apr.ID)
+	r.hostileWrite(`UPDATE approvals SET args_digest = ? WHERE id = ?`, sha(`{"target":"omega"}`), apr.ID)
 	out2, err := r.engine(0, omega, nil, nil).Resume(ctx, out.Run)
 	t.Logf("resume: %+v %v", out2, err)
 	t.Logf("ctr: %s args %q", ctr, ctr.argsOf("launch"))
@@ -61,7 +61,7 @@ func TestAttackApprovalReuse(t *testing.T) {
 	if ctr.runs("launch") != 1 {
 		t.Fatalf("ctr %s", ctr)
 	}
-	hostileWrite(t, r.st.Path(), `UPDATE approvals SET status = 'approved', used_at = NULL WHERE id = ?`, apr.ID)
+	r.hostileWrite(`UPDATE approvals SET status = 'approved', used_at = NULL WHERE id = ?`, apr.ID)
 	out2, err := r.engine(0, tr, nil, nil).Resume(ctx, out.Run)
 	t.Logf("resume 2: %+v %v", out2, err)
 	if ctr.runs("launch") != 1 {

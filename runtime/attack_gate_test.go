@@ -22,8 +22,8 @@ func TestAttackGateSkippedByCurrentStep(t *testing.T) {
 	tr := map[string]string{"ops": transcriptOf(map[string][]tcall{"act": {{"mcp.ctr.hang", map[string]any{"target": "alpha"}}}})}
 	out, err := r.engine(0, tr, nil, nil).Start(ctx, nil)
 	wantOutcome(t, "start", out, err, runtime.Waiting)
-	hostileWrite(t, r.st.Path(), `INSERT INTO steps (run, step, attempt, status, error, started_at) VALUES (?, 'act', 1, 'running', '', '2026-01-01T00:00:00.000000000Z')`, out.Run)
-	hostileWrite(t, r.st.Path(), `UPDATE runs SET current_step = 'act' WHERE id = ?`, out.Run)
+	r.hostileWrite(`INSERT INTO steps (run, step, attempt, status, error, started_at) VALUES (?, 'act', 1, 'running', '', '2026-01-01T00:00:00.000000000Z')`, out.Run)
+	r.hostileWrite(`UPDATE runs SET current_step = 'act' WHERE id = ?`, out.Run)
 	if probs, err := runtime.Reconcile(ctx, r.st, out.Run); len(probs) > 0 || err != nil {
 		t.Logf("Reconcile sees: %q %v", probs, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
 )
@@ -139,6 +140,7 @@ var enumValues = map[store.Column][]any{
 // flipped too. The seed is fixed; each change is undone before the next.
 func TestChainedColumnsFlipped(t *testing.T) {
 	t.Parallel()
+	teststore.SQLiteOnly(t, "it edits the SQLite file's rows by rowid")
 	flipped := map[store.Column]int{}
 	t.Run("waiting", func(t *testing.T) { flipAll(t, newChainedRun(t), 18, flipped) })
 	t.Run("completed", func(t *testing.T) { flipAll(t, newDeniedRun(t), 19, flipped) })
@@ -153,7 +155,7 @@ func TestChainedColumnsFlipped(t *testing.T) {
 // a time, a few times each, checking each change is detected.
 func flipAll(t *testing.T, cr *chainedRun, seed uint64, flipped map[store.Column]int) {
 	r, ctx := cr.r, context.Background()
-	db, err := sql.Open("sqlite", "file:"+r.st.Path()+"?_pragma=busy_timeout(10000)")
+	db, err := sql.Open("sqlite", "file:"+r.sqlite().Path()+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,13 +372,16 @@ func show(v any) string {
 // denying it is still possible.
 func TestApproveAlteredRowRefused(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ name, query string }{
-		{"edited arguments", `UPDATE calls SET args = '{"target":"harmless"}' WHERE run = ? AND state = 'waiting'`},
-		{"edited arguments and their digest", `UPDATE calls SET args = '{"target":"harmless"}', args_digest = '` + strings.Repeat("a", 64) + `' WHERE run = ? AND state = 'waiting'`},
-		{"edited tool", `UPDATE calls SET tool = CAST('mcp.ctr.lookup' AS BLOB) WHERE run = ? AND state = 'waiting'`},
-		{"edited approval tool", `UPDATE approvals SET tool = CAST('mcp.ctr.lookup' AS BLOB) WHERE run = ? AND status = 'pending'`},
-		{"edited approval arguments digest", `UPDATE approvals SET args_digest = '` + strings.Repeat("b", 64) + `' WHERE run = ? AND status = 'pending'`},
-		{"edited approval bind", `UPDATE approvals SET def_digest = '` + strings.Repeat("c", 64) + `' WHERE run = ? AND status = 'pending'`},
+	for _, tc := range []struct {
+		name, query string
+		tool        []byte // the first argument, when set (a blob on both engines)
+	}{
+		{"edited arguments", `UPDATE calls SET args = '{"target":"harmless"}' WHERE run = ? AND state = 'waiting'`, nil},
+		{"edited arguments and their digest", `UPDATE calls SET args = '{"target":"harmless"}', args_digest = '` + strings.Repeat("a", 64) + `' WHERE run = ? AND state = 'waiting'`, nil},
+		{"edited tool", `UPDATE calls SET tool = ? WHERE run = ? AND state = 'waiting'`, []byte("mcp.ctr.lookup")},
+		{"edited approval tool", `UPDATE approvals SET tool = ? WHERE run = ? AND status = 'pending'`, []byte("mcp.ctr.lookup")},
+		{"edited approval arguments digest", `UPDATE approvals SET args_digest = '` + strings.Repeat("b", 64) + `' WHERE run = ? AND status = 'pending'`, nil},
+		{"edited approval bind", `UPDATE approvals SET def_digest = '` + strings.Repeat("c", 64) + `' WHERE run = ? AND status = 'pending'`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -386,7 +391,11 @@ func TestApproveAlteredRowRefused(t *testing.T) {
 			if !strings.Contains(string(apr.Arguments), "beta") || apr.Altered != "" {
 				t.Fatalf("setup: pending %+v", apr)
 			}
-			hostileWrite(t, r.st.Path(), tc.query, cr.run)
+			if tc.tool != nil {
+				r.hostileWrite(tc.query, tc.tool, cr.run)
+			} else {
+				r.hostileWrite(tc.query, cr.run)
+			}
 			ps, err := runtime.Pendings(ctx, r.st, cr.run)
 			if err != nil {
 				t.Fatal(err)
@@ -442,7 +451,7 @@ func TestToolNameByteResumesNothing(t *testing.T) {
 			cr := newChainedRun(t)
 			ctx := context.Background()
 			before := cr.ctr.calls()
-			hostileWrite(t, cr.r.st.Path(), `UPDATE calls SET tool = CAST(? AS BLOB) WHERE run = ? AND `+tc.where, tc.tool, cr.run)
+			hostileWrite(t, cr.r.sqlite().Path(), `UPDATE calls SET tool = CAST(? AS BLOB) WHERE run = ? AND `+tc.where, tc.tool, cr.run)
 			_, err := cr.r.engine(0, cr.tr, nil, nil).Resume(ctx, cr.run)
 			if !errors.Is(err, runtime.ErrStoreAltered) || !strings.Contains(err.Error(), fmt.Sprintf(`column tool is %q in the store, but audit record`, tc.tool)) {
 				t.Errorf("resume: %v, want ErrStoreAltered naming the tool column", err)

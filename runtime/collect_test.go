@@ -3,23 +3,18 @@ package runtime
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/store"
-	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 // TestCollectKeepsFailures: the queued records a Caller drops once they
 // are settled (collect) still report their failure, the first one, at
 // the next settle, and so fail the step at Flush.
 func TestCollectKeepsFailures(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := teststore.Open(t, "")
 	c := &Caller{s: &Session{opt: SessionOptions{Store: st}}}
 	ctx := context.Background()
 	fails := func(msg string) func(store.Tx) error { return func(store.Tx) error { return errors.New(msg) } }
@@ -36,7 +31,7 @@ func TestCollectKeepsFailures(t *testing.T) {
 		t.Fatalf("after collect: %d pending, collected %v; want 1 and the first failure", len(c.pending), c.collected)
 	}
 	c.mu.Unlock()
-	err = c.Flush()
+	err := c.Flush()
 	if err == nil || !strings.Contains(err.Error(), "first") {
 		t.Fatalf("Flush = %v, want the first failure", err)
 	}

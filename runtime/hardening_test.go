@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openplaybook/openplaybook/driver"
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
 )
@@ -175,6 +176,7 @@ func TestSizeLimits(t *testing.T) {
 // instead, so a relative path it writes never lands next to the database.
 func TestServerNotInStoreDir(t *testing.T) {
 	t.Parallel()
+	teststore.SQLiteOnly(t, "a PostgreSQL store has no directory")
 	bin := buildEcho(t)
 	doc := buildDoc(t, "cwd", agentStep("look", "ops", []string{"mcp.echo.cwd"}, ""))
 	r := newRig(t, rigConfig{stdio: map[string]stdioServer{"echo": {command: bin, env: map[string]string{}, cwd: "state"}}}, doc)
@@ -191,11 +193,11 @@ func TestServerNotInStoreDir(t *testing.T) {
 	if err := json.Unmarshal(s[0].Res.Content, &got); err != nil {
 		t.Fatal(err)
 	}
-	storeDir, _ := filepath.EvalSymlinks(filepath.Dir(r.st.Path()))
+	storeDir, _ := filepath.EvalSymlinks(filepath.Dir(r.sqlite().Path()))
 	if got.Value == "" || got.Value == storeDir || strings.HasPrefix(got.Value, storeDir+string(filepath.Separator)) {
 		t.Errorf("the server ran in %q; the store is in %q", got.Value, storeDir)
 	}
-	fi, err := os.Stat(r.st.Path())
+	fi, err := os.Stat(r.sqlite().Path())
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the store file's mode is %v (%v), want 0600", fi.Mode().Perm(), err)
 	}

@@ -33,7 +33,7 @@ func TestSecretInToolNameResume(t *testing.T) {
 			return res, err
 		}
 	})
-	f.st.SetCommitFault(func() error {
+	f.sqlite().SetCommitFault(func() error {
 		if f.fails.Load() < 0 {
 			return errDiskFull
 		}

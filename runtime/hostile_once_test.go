@@ -39,7 +39,7 @@ func newRearmedFaultRigN(t *testing.T, tr map[string]string, fails int64) (*stor
 			return res, err
 		}
 	})
-	f.st.SetCommitFault(func() error {
+	f.sqlite().SetCommitFault(func() error {
 		switch n := f.fails.Load(); {
 		case n < 0:
 			return errDiskFull
@@ -260,7 +260,7 @@ func TestLostCallWithSecretArgsNotAskedAgain(t *testing.T) {
 					return res, err
 				}
 			})
-			f.st.SetCommitFault(func() error {
+			f.sqlite().SetCommitFault(func() error {
 				switch n := f.fails.Load(); {
 				case n < 0:
 					return errDiskFull

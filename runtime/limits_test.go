@@ -46,6 +46,9 @@ func TestOutputNotMatchingItsSchema(t *testing.T) {
 	if ctr.runs("badout") != 1 || ctr.runs("lookup") != 1 {
 		t.Errorf("ctr: %s", ctr)
 	}
+	if dump, err := r.st.Dump(context.Background()); err != nil || bytes.Contains(dump, []byte("never passed on")) {
+		t.Errorf("the store's dump holds the invalid result (or fails: %v)", err)
+	}
 	r.st.Close()
 	for _, f := range storeFiles(t, r) {
 		if b, _ := os.ReadFile(f); bytes.Contains(b, []byte("never passed on")) {
@@ -56,8 +59,14 @@ func TestOutputNotMatchingItsSchema(t *testing.T) {
 
 // storeFiles returns the files of the store's directory (the database
 // and its -wal and -shm files).
+//
+// On PostgreSQL there are none here: the callers check the store's Dump,
+// and store/postgres's own tests look at what the server writes.
 func storeFiles(t *testing.T, r *rig) []string {
 	t.Helper()
+	if r.h.Store.Postgres != nil {
+		return nil
+	}
 	ents, err := os.ReadDir(filepath.Dir(r.h.Store.SQLite))
 	if err != nil {
 		t.Fatal(err)

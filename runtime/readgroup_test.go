@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -11,8 +10,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/audit"
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/store"
-	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 // groupRig is a Caller on a real store whose writer a test can hold up
@@ -26,14 +25,10 @@ type groupRig struct {
 
 func newGroupRig(t *testing.T) *groupRig {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := teststore.Open(t, "")
 	var run string
 	var attempt int
-	err = st.Tx(context.Background(), func(tx store.Tx) error {
+	err := st.Tx(context.Background(), func(tx store.Tx) error {
 		r, err := tx.CreateRun(store.Run{PlaybookID: "p", PlaybookVersion: "1.0.0", Document: []byte(`{}`), HarnessPath: "h.yaml"})
 		if err != nil {
 			return err

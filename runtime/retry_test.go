@@ -295,7 +295,7 @@ func TestReopenedRunWithoutRetry(t *testing.T) {
 	sess := r.engineWith(0, map[string]driver.Driver{"model": f}, nil, nil)
 	out, err := sess.Start(ctx, nil)
 	wantOutcome(t, "start", out, err, runtime.Failed)
-	hostileWrite(t, r.st.Path(), `UPDATE runs SET status = 'running' WHERE id = ?`, out.Run)
+	r.hostileWrite(`UPDATE runs SET status = 'running' WHERE id = ?`, out.Run)
 	probs, err := runtime.Disagreements(ctx, r.st, out.Run)
 	if err != nil || len(probs) != 1 || probs[0].Table != "runs" || probs[0].Column != "status" || !strings.Contains(probs[0].Message, "(run.failed) says it ended failed, and no run.retried came after") {
 		t.Errorf("Disagreements: %v %v", probs, err)

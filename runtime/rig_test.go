@@ -30,12 +30,14 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/audit"
+	"github.com/openplaybook/openplaybook/builtin"
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/transcript"
 	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/host"
 	"github.com/openplaybook/openplaybook/internal/stripemock"
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/preflight"
@@ -83,9 +85,37 @@ type rig struct {
 	dir      string
 	h        *harness.Harness
 	env      *host.Host
-	st       *sqlite.Store // the engine's own type: tests write its file, set its clock
+	st       rigStore // the engine's own type (see sqlite)
 	docs     []*playbook.Document
 	progress *progressBuffer
+}
+
+// rigStore is what the tests use of the store beyond the contract: the
+// built-ins' tables and the engine's clock. Both engines have them.
+type rigStore interface {
+	store.Store
+	builtin.Data
+	SetClock(now func() time.Time)
+}
+
+// sqlite returns the SQLite engine of the rig, for a test of the SQLite
+// file itself (its raw rows, its commit faults), and skips the test on
+// PostgreSQL (OPENPLAYBOOK_TEST_STORE=postgres).
+func (r *rig) sqlite() *sqlite.Store {
+	r.t.Helper()
+	s, ok := r.st.(*sqlite.Store)
+	if !ok {
+		r.t.Skip("SQLite only: the test reads or writes the SQLite file, or injects an SQLite commit fault")
+	}
+	return s
+}
+
+// storeSection is the rig harness's store: the engine the run selects
+// (internal/teststore), seeded with examples/data/customers.json.
+func storeSection(t *testing.T) map[string]any {
+	s := teststore.Section(t, "state/openplaybook.db")
+	s["seed"] = filepath.Join(mcptest.RepoRoot(t), "examples", "data", "customers.json")
+	return s
 }
 
 // newRig writes the harness, connects what docs need, checks each document
@@ -120,7 +150,7 @@ func newRig(t *testing.T, cfg rigConfig, docs ...[]byte) *rig {
 	h := map[string]any{
 		"mcpServers": servers,
 		"secrets":    map[string]any{"env": false, "dotenv": []any{"secrets.env"}},
-		"store":      map[string]any{"sqlite": "state/openplaybook.db", "seed": filepath.Join(mcptest.RepoRoot(t), "examples", "data", "customers.json")},
+		"store":      storeSection(t),
 		"agents":     agentsOf(t, docs),
 	}
 	if cfg.stripe != "" {
@@ -171,7 +201,7 @@ func newRig(t *testing.T, cfg rigConfig, docs ...[]byte) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.st = st.(*sqlite.Store)
+	r.st = st.(rigStore)
 	t.Cleanup(func() { r.st.Close() })
 	r.env = host.Connect(ctx, hh, r.docs, &host.Options{Store: r.st})
 	t.Cleanup(r.env.Close)

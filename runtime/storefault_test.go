@@ -44,7 +44,7 @@ func newStoreFaultRig(t *testing.T, fails int64) *storeFaultRig {
 			return res, err
 		}
 	})
-	f.st.SetCommitFault(func() error {
+	f.sqlite().SetCommitFault(func() error {
 		switch n := f.fails.Load(); {
 		case n < 0:
 			return errDiskFull
@@ -219,7 +219,7 @@ func TestBuiltinWriteInterruptedIsNotUnknown(t *testing.T) {
 		r := newRig(t, rigConfig{}, doc)
 		var commits, fail atomic.Int64
 		fail.Store(at)
-		r.st.SetCommitFault(func() error {
+		r.sqlite().SetCommitFault(func() error {
 			if n := commits.Add(1); fail.Load() > 0 && n >= fail.Load() {
 				return errDiskFull
 			}

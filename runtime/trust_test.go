@@ -10,6 +10,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/runtime"
 )
 
@@ -28,6 +29,16 @@ func hostileWrite(t *testing.T, path, query string, args ...any) {
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		t.Fatalf("the hostile write changed %d rows, want 1", n)
+	}
+}
+
+// hostileWrite is the package's hostileWrite on the rig's store, whichever
+// engine it is (internal/teststore.Exec): another process writing the
+// database directly.
+func (r *rig) hostileWrite(query string, args ...any) {
+	r.t.Helper()
+	if n := teststore.Exec(r.t, r.h, query, args...); n != 1 {
+		r.t.Fatalf("the hostile write changed %d rows, want 1", n)
 	}
 }
 
@@ -55,7 +66,7 @@ func TestFlippedDecisionsDoNothing(t *testing.T) {
 			tr := map[string]string{"ops": transcriptOf(map[string][]tcall{"act": {{"mcp.ctr.launch", map[string]any{"target": "alpha"}}}})}
 			out, err := r.engine(0, tr, nil, nil).Start(ctx, nil)
 			wantOutcome(t, "start", out, err, runtime.Waiting)
-			hostileWrite(t, r.st.Path(), tc.query, out.Run)
+			r.hostileWrite(tc.query, out.Run)
 			_, err = r.engine(0, tr, nil, nil).Resume(ctx, out.Run)
 			if !errors.Is(err, runtime.ErrStoreAltered) {
 				t.Fatalf("resume after a flipped %s: %v, want ErrStoreAltered", tc.name, err)
@@ -86,8 +97,8 @@ func TestReconcileFindsEditedRows(t *testing.T) {
 	if probs, err := runtime.Reconcile(ctx, r.st, out.Run); err != nil || len(probs) != 0 {
 		t.Fatalf("an untouched run: %q %v", probs, err)
 	}
-	hostileWrite(t, r.st.Path(), `UPDATE calls SET state = 'failed', error = 'x' WHERE run = ?`, out.Run)
-	hostileWrite(t, r.st.Path(), `UPDATE runs SET status = 'failed' WHERE id = ?`, out.Run)
+	r.hostileWrite(`UPDATE calls SET state = 'failed', error = 'x' WHERE run = ?`, out.Run)
+	r.hostileWrite(`UPDATE runs SET status = 'failed' WHERE id = ?`, out.Run)
 	ds, err := runtime.Disagreements(ctx, r.st, out.Run)
 	if err != nil || !hasDisagreement(ds, "calls", "state") || !hasDisagreement(ds, "calls", "error") || !hasDisagreement(ds, "runs", "status") {
 		t.Errorf("Disagreements = %v, %v", ds, err)

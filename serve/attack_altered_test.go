@@ -2,11 +2,10 @@ package serve_test
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"testing"
 
-	_ "modernc.org/sqlite"
+	"github.com/openplaybook/openplaybook/internal/teststore"
 )
 
 // TestAttackAlteredApprovalArguments: another process rewrites the
@@ -33,15 +32,10 @@ func TestAttackAlteredApprovalArguments(t *testing.T) {
 	if id == "" {
 		t.Fatalf("first ask: %q", text)
 	}
-	db, err := sql.Open("sqlite", "file:"+r.st.Path()+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
+	if n := teststore.Int(t, r.h, `SELECT count(*) FROM calls WHERE run = ? AND state = 'waiting'`, run); n != 1 {
+		t.Fatalf("%d waiting calls, want 1", n)
 	}
-	defer db.Close()
-	res, err := db.Exec(`UPDATE calls SET args = '{"chargeId":"ch_harmless","reason":"duplicate"}' WHERE run = ? AND state = 'waiting'`, run)
-	if n, _ := res.RowsAffected(); err != nil || n != 1 {
-		t.Fatalf("the hostile write: %v (%d rows)", err, n)
-	}
+	teststore.Exec(t, r.h, `UPDATE calls SET args = '{"chargeId":"ch_harmless","reason":"duplicate"}' WHERE run = ? AND state = 'waiting'`, run)
 
 	b := r.browser()
 	b.login()

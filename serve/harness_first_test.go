@@ -18,11 +18,11 @@ import (
 
 	"github.com/openplaybook/openplaybook/host"
 	"github.com/openplaybook/openplaybook/internal/stripemock"
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/launch"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/serve"
-	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 // TestServeRefusesRewrittenHarnessFirst: a run started under one harness
@@ -57,8 +57,9 @@ func TestServeRefusesRewrittenHarnessFirst(t *testing.T) {
 		"connections": map[string]any{"stripe": map[string]any{"authKind": "api_token", "secrets": map[string]any{"apiKey": "STRIPE_API_KEY"}, "baseURL": rec.URL}},
 		"secrets":     map[string]any{"env": false, "dotenv": []string{"secrets.env"}},
 		"agents":      map[string]any{"rita": map[string]any{"driver": "mcp"}},
-		"store":       map[string]any{"sqlite": "store.db", "seed": filepath.Join(root, "examples/data/customers.json")},
+		"store":       teststore.Section(t, "store.db"),
 	}
+	orig["store"].(map[string]any)["seed"] = filepath.Join(root, "examples/data/customers.json")
 	hb, _ := json.Marshal(orig)
 	hp := write("harness.json", hb)
 	doc, err := os.ReadFile(filepath.Join(root, "examples/refund-review.json"))
@@ -171,7 +172,7 @@ func TestServeRefusesRewrittenHarnessFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, dir: dir, srv: srv, ts: ts, st: st.(*sqlite.Store)}
+	r := &rig{t: t, dir: dir, srv: srv, ts: ts, st: st}
 	ag := r.connect(tok.MCPURL, tok.Token)
 	said := ""
 	for wait := time.After(30 * time.Second); said == ""; {

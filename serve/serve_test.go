@@ -15,13 +15,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openplaybook/openplaybook/builtin"
+	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/host"
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/launch"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/serve"
 	"github.com/openplaybook/openplaybook/store"
-	"github.com/openplaybook/openplaybook/store/sqlite"
 )
 
 const operatorToken = "op-token-for-tests-0123456789"
@@ -34,8 +35,9 @@ type rig struct {
 	dir    string
 	srv    *serve.Server
 	ts     *httptest.Server
-	st     *sqlite.Store // the engine's own type: tests write its file
-	memory string        // the memory server's graph file
+	st     store.Store      // the engine OPENPLAYBOOK_TEST_STORE selects (internal/teststore)
+	h      *harness.Harness // the harness, for raw writes to its store (teststore.Exec)
+	memory string           // the memory server's graph file
 }
 
 func newRig(t *testing.T, extra string) *rig {
@@ -57,10 +59,7 @@ agents:
   outside: {driver: mcp}
   researcher: {driver: mcp}
   writer: {driver: mcp}
-store:
-  sqlite: store.db
-  seed: ` + filepath.Join(root, "examples/data/customers.json") + `
-serve:
+` + teststore.YAML(t, "store.db", filepath.Join(root, "examples/data/customers.json")) + `serve:
   approvalWait: 2s
 ` + extra
 	hp := filepath.Join(dir, "harness.yaml")
@@ -78,7 +77,7 @@ serve:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, dir: dir, st: st.(*sqlite.Store), memory: mem}
+	r := &rig{t: t, dir: dir, st: st, h: lh.H, memory: mem}
 	r.ts = httptest.NewUnstartedServer(nil)
 	r.ts.Start()
 	r.srv, err = serve.New(serve.Options{Harness: lh, Store: st, BaseURL: r.ts.URL, Version: "test"})

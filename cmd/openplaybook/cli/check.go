@@ -130,6 +130,7 @@ func (c *CLI) checkHarnessAlone(ctx context.Context, harnessPath string, _ []str
 	res.env = host.Connect(ctx, h, nil, &host.Options{AllServers: true})
 	res.diags = append(res.diags, res.env.Diagnostics...)
 	res.diags = append(res.diags, preflight.Harness(ctx, res.env)...)
+	res.diags = append(res.diags, preflight.Store(ctx, res.env)...)
 	for i := range res.diags {
 		res.diags[i].Message = res.env.Secrets.Redact(res.diags[i].Message)
 	}
@@ -181,6 +182,9 @@ func (c *CLI) checkInputs(ctx context.Context, harnessPath string, inputs []inpu
 		res.env = host.Connect(ctx, h, res.docs, nil)
 	}
 	res.diags = append(res.diags, res.env.Diagnostics...)
+	if diag.Count(hds, diag.Error) == 0 {
+		res.diags = append(res.diags, preflight.Store(ctx, res.env)...)
+	}
 	for i, doc := range res.docs {
 		res.diags = append(res.diags, readDiags[i]...)
 		res.diags = append(res.diags, validate.Document(doc, &validate.Options{Registry: res.env.Registry.Has})...)

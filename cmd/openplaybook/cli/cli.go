@@ -163,6 +163,7 @@ at a gate).`,
 		c.serveCommand(),
 		c.mcpCommand(),
 		c.agentTokenCommand(),
+		c.storeCommand(),
 		c.docsCommand(),
 	)
 	// cobra's completion command (bash, zsh, fish, powershell), added here

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -11,7 +12,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/runtime"
-	"github.com/openplaybook/openplaybook/store/sqlite"
+	"github.com/openplaybook/openplaybook/store/engine"
 )
 
 // TestDecideErrorsNameTheNextStep: approve and deny word an unknown run
@@ -177,7 +178,7 @@ func TestRunJSONErrorShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(h.Store.SQLite, nil)
+	st, err := engine.Open(context.Background(), h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -20,7 +21,7 @@ import (
 	"github.com/openplaybook/openplaybook/internal/textsafe"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
-	"github.com/openplaybook/openplaybook/store/sqlite"
+	"github.com/openplaybook/openplaybook/store/engine"
 )
 
 // storeFor opens the store a harness names (without connecting anything
@@ -35,10 +36,12 @@ func (c *CLI) storeFor(harnessPath string) (store.Store, *harness.Harness, error
 			return nil, nil, &exitError{code: ExitUsage, err: fmt.Errorf("%s:%d:%d: %s [%s]", d.File, d.Line, d.Column, d.Message, d.Rule)}
 		}
 	}
-	if _, err := os.Stat(h.Store.SQLite); err != nil {
-		return nil, nil, &exitError{code: ExitProblems, err: fmt.Errorf("there is no store at %s yet: no run was started with this harness (%v)", h.Store.SQLite, err)}
+	if h.Store.Postgres == nil {
+		if _, err := os.Stat(h.Store.SQLite); err != nil {
+			return nil, nil, &exitError{code: ExitProblems, err: fmt.Errorf("there is no store at %s yet: no run was started with this harness (%v)", h.Store.SQLite, err)}
+		}
 	}
-	st, err := sqlite.Open(h.Store.SQLite, nil)
+	st, err := engine.Open(context.Background(), h, nil)
 	if err != nil {
 		return nil, nil, ioError(err)
 	}

@@ -2,7 +2,7 @@ package cli
 
 import (
 	"bytes"
-	"database/sql"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -11,11 +11,14 @@ import (
 	"strings"
 	"testing"
 
+	_ "modernc.org/sqlite"
+
+	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/internal/stripemock"
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 	"github.com/openplaybook/openplaybook/runtime"
-
-	_ "modernc.org/sqlite"
+	"github.com/openplaybook/openplaybook/store/engine"
 )
 
 // The run commands (run, approve, deny, resume, status, audit, today)
@@ -80,8 +83,9 @@ func newRTEnv(t *testing.T, cfg rtConfig) *rtEnv {
 		"mcpServers": servers,
 		"secrets":    map[string]any{"env": false, "dotenv": []any{"secrets.env"}},
 		"agents":     agents,
-		"store":      map[string]any{"sqlite": "state/openplaybook.db", "seed": filepath.Join(root, "examples", "data", "customers.json")},
+		"store":      teststore.Section(t, "state/openplaybook.db"),
 	}
+	h["store"].(map[string]any)["seed"] = filepath.Join(root, "examples", "data", "customers.json")
 	if cfg.stripe != "" {
 		h["connections"] = map[string]any{"stripe": map[string]any{"authKind": "api_token", "secrets": map[string]any{"apiKey": "STRIPE_API_KEY"}, "baseURL": cfg.stripe}}
 	}
@@ -102,6 +106,16 @@ func newRTEnv(t *testing.T, cfg rtConfig) *rtEnv {
 	}
 	e.harness = e.write("harness.json", string(b))
 	return e
+}
+
+// loadHarness reads the env's harness file.
+func (e *rtEnv) loadHarness() *harness.Harness {
+	e.t.Helper()
+	h, _, err := harness.Load(e.harness)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return h
 }
 
 func (e *rtEnv) write(name, data string) string {
@@ -374,6 +388,20 @@ func (e *rtEnv) noSecrets() {
 		}
 	}
 	look("the commands' output", e.printed.Bytes())
+	if h := e.loadHarness(); h.Store.Postgres != nil {
+		// Every row the database holds, as the store dumps it.
+		st, err := engine.Open(context.Background(), h, nil)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		defer st.Close()
+		dump, err := st.Dump(context.Background())
+		if err != nil || len(dump) == 0 {
+			e.t.Fatalf("the store's dump: %v", err)
+		}
+		look("the store's dump", dump)
+		return
+	}
 	state := filepath.Join(e.dir, "state")
 	ents, err := os.ReadDir(state)
 	if err != nil || len(ents) == 0 {
@@ -568,14 +596,7 @@ func TestAuditVerifyReconcilesRows(t *testing.T) {
 	e, doc := newGatedEnv(t)
 	o := e.outcome(ExitWaiting, "run", doc)
 	e.cli(ExitOK, "audit", "--verify", o.Run)
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "state", "openplaybook.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`UPDATE gates SET status = 'approved', decided_by = 'mallory' WHERE run = ?`, o.Run); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	teststore.Exec(t, e.loadHarness(), `UPDATE gates SET status = 'approved', decided_by = 'mallory' WHERE run = ?`, o.Run)
 	stdout, _ := e.cli(ExitProblems, "audit", "--verify", o.Run)
 	if !strings.Contains(stdout, `TAMPERED: the store disagrees with the audit log: gates row gate "confirm" attempt 1: column status is "approved" in the store, but audit record 3 (gate.waiting) says "waiting"`) {
 		t.Errorf("audit --verify printed:\n%s", stdout)

@@ -1,14 +1,13 @@
 package cli
 
 import (
-	"database/sql"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/internal/stripemock"
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/runtime"
 )
 
@@ -83,14 +82,5 @@ func TestStricterDocumentIsAccepted(t *testing.T) {
 // countRows counts the rows of a table of the run store.
 func countRows(t *testing.T, e *rtEnv, table string) int {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, "state", "openplaybook.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM ` + table).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return int(teststore.Int(t, e.loadHarness(), `SELECT count(*) FROM `+table))
 }

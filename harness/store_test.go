@@ -1,0 +1,99 @@
+package harness
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/openplaybook/openplaybook/diag"
+)
+
+// TestStorePostgres: store.postgres is read with its URL as written (the
+// secret reference kept), SQLite is then "", and the secret the URL names
+// is a use of a secret like any other (checked by preflight, redacted).
+func TestStorePostgres(t *testing.T) {
+	h, ds := Parse("h.yaml", []byte("store:\n  postgres:\n    url: \"${secret:OPENPLAYBOOK_DATABASE_URL}\"\n"), "/h")
+	if diag.Count(ds, diag.Error) > 0 {
+		t.Fatalf("diagnostics:\n%s", render(ds))
+	}
+	if h.Store.Postgres == nil || h.Store.Postgres.URL != "${secret:OPENPLAYBOOK_DATABASE_URL}" || h.Store.SQLite != "" || h.Store.Engine() != "postgres" {
+		t.Fatalf("store = %+v, postgres %+v", h.Store, h.Store.Postgres)
+	}
+	if p := h.Store.Postgres.Pos; p.Line != 3 || p.Pointer != "/store/postgres/url" {
+		t.Errorf("pos = %+v", p)
+	}
+	if names := h.SecretNames(); len(names) != 1 || names[0] != "OPENPLAYBOOK_DATABASE_URL" {
+		t.Errorf("secret names = %v", names)
+	}
+
+	const url = "postgres://app:s3cr3t-pw@db.internal:5432/openplaybook?sslmode=require"
+	sec := NewSecrets(h.Secrets, &SecretsOptions{LookupEnv: func(k string) (string, bool) {
+		if k == "OPENPLAYBOOK_DATABASE_URL" {
+			return url, true
+		}
+		return "", false
+	}})
+	got, err := h.Store.Postgres.Expand(sec)
+	if err != nil || got != url {
+		t.Fatalf("Expand = %q, %v", got, err)
+	}
+	if r := sec.Redact("connecting to " + url); strings.Contains(r, "s3cr3t") {
+		t.Errorf("the resolved URL is not redacted: %q", r)
+	}
+	ds = h.CheckSecrets(NewSecrets(h.Secrets, &SecretsOptions{LookupEnv: func(string) (string, bool) { return "", false }}))
+	expect(t, ds, problem{3, 10, "/store/postgres/url", RuleSecretMissing, `secret "OPENPLAYBOOK_DATABASE_URL" is not set`})
+
+	// A value that is not a PostgreSQL URL is refused without being shown.
+	bad := NewSecrets(h.Secrets, &SecretsOptions{LookupEnv: func(k string) (string, bool) { return "mysql://u:pw@h/db", true }})
+	if _, err := h.Store.Postgres.Expand(bad); err == nil || strings.Contains(err.Error(), "pw") || !strings.Contains(err.Error(), "postgres://") {
+		t.Errorf("Expand of a mysql URL: %v", err)
+	}
+}
+
+// TestStoreDefaultSQLite: without a store section, or with store.sqlite,
+// the engine is SQLite.
+func TestStoreDefaultSQLite(t *testing.T) {
+	for _, src := range []string{"{}", "store: {sqlite: x.db}\n"} {
+		h, ds := Parse("h.yaml", []byte(src), "/h")
+		if diag.Count(ds, diag.Error) > 0 || h.Store.Engine() != "sqlite" || h.Store.SQLite == "" || h.Store.Postgres != nil {
+			t.Errorf("%q: store %+v, diagnostics:\n%s", src, h.Store, render(ds))
+		}
+	}
+}
+
+func TestStorePostgresErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      problem
+	}{
+		{"both engines", "store:\n  sqlite: x.db\n  postgres: {url: \"${secret:U}\"}\n",
+			problem{3, 13, "/store/postgres", RuleValue, `"store" has both "sqlite" and "postgres"; give one engine`}},
+		{"both engines, postgres first", "store:\n  postgres: {url: \"${secret:U}\"}\n  sqlite: x.db\n",
+			problem{3, 11, "/store/sqlite", RuleValue, `has both "sqlite" and "postgres"`}},
+		{"no url", "store: {postgres: {}}\n",
+			problem{1, 19, "/store/postgres", RuleRequired, `"postgres" needs "url"`}},
+		{"not a postgres URL", "store: {postgres: {url: \"mysql://db/x\"}}\n",
+			problem{1, 25, "/store/postgres/url", RuleValue, `must be a postgres:// or postgresql:// URL`}},
+		{"literal password", "store: {postgres: {url: \"postgres://app:hunter2hunter2@db/x\"}}\n",
+			problem{1, 25, "/store/postgres/url", RuleCredential, ``}},
+		{"literal password parameter", "store: {postgres: {url: \"postgresql://db/x?user=app&password=hunter2\"}}\n",
+			problem{1, 25, "/store/postgres/url", RuleCredential, `"password"`}},
+		{"malformed reference", "store: {postgres: {url: \"${secret:}\"}}\n",
+			problem{1, 25, "/store/postgres/url", RuleSecretRef, ``}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, ds := Parse("h.yaml", []byte(tc.src), "/h")
+			expect(t, ds, tc.want)
+			for _, d := range ds {
+				if strings.Contains(d.Message, "hunter2") {
+					t.Errorf("a diagnostic quotes the password: %s", d.Message)
+				}
+			}
+			_ = h
+		})
+	}
+	// A password given by reference, the rest literal, is fine.
+	h, ds := Parse("h.yaml", []byte("store: {postgres: {url: \"postgres://app:${secret:PGPASSWORD}@db/x\"}}\n"), "/h")
+	if diag.Count(ds, diag.Error) > 0 || h.Store.Postgres == nil {
+		t.Errorf("password by reference: %s", render(ds))
+	}
+}
