@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -28,11 +29,21 @@ import (
 //
 //	go test ./runtime -run '^$' -bench StepsVsCalls -benchtime 3x -count 3
 func BenchmarkStepsVsCalls(b *testing.B) {
-	for _, n := range []int{100, 1000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
+	for _, tool := range []string{"records.read", "records.write"} {
+		for _, n := range []int{100, 1000} {
+			b.Run(fmt.Sprintf("%s/%d", map[string]string{"records.read": "read", "records.write": "side-effecting"}[tool], n), func(b *testing.B) {
+				stepsVsCalls(b, tool, n)
+			})
+		}
+	}
+}
+
+func stepsVsCalls(b *testing.B, tool string, n int) {
+	{
+		{
 			dir := b.TempDir()
-			steps, st := growthSession(b, filepath.Join(dir, "steps.db"), n, 1)
-			one, _ := growthSession(b, filepath.Join(dir, "one.db"), 1, n)
+			steps, st := growthSession(b, filepath.Join(dir, "steps.db"), tool, n, 1)
+			one, _ := growthSession(b, filepath.Join(dir, "one.db"), tool, 1, n)
 			var tSteps, tOne time.Duration
 			for b.Loop() {
 				c0 := cpuTime()
@@ -56,7 +67,7 @@ func BenchmarkStepsVsCalls(b *testing.B) {
 			b.ReportMetric(float64(tSteps.Microseconds())/per, "µs/step")
 			b.ReportMetric(float64(tOne.Microseconds())/per, "µs/call-in-one-step")
 			b.ReportMetric(float64(tSteps)/float64(tOne), "steps/calls")
-		})
+		}
 	}
 }
 
@@ -67,13 +78,16 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// growthDriver makes calls read calls of records.read, each with an
-// argument of its own.
-type growthDriver struct{ calls int }
+// growthDriver makes calls calls of tool, each with an argument of its
+// own.
+type growthDriver struct {
+	tool  string
+	calls int
+}
 
 func (d growthDriver) RunStep(ctx context.Context, in driver.StepInput, c driver.Caller) (jsontext.Value, error) {
 	for i := range d.calls {
-		r, err := c.Call(ctx, driver.Call{Name: "records.read", Arguments: jsontext.Value(fmt.Sprintf(`{"i":%d}`, i))})
+		r, err := c.Call(ctx, driver.Call{Name: d.tool, Arguments: jsontext.Value(fmt.Sprintf(`{"i":%d}`, i))})
 		if err != nil {
 			return nil, err
 		}
@@ -85,8 +99,10 @@ func (d growthDriver) RunStep(ctx context.Context, in driver.StepInput, c driver
 }
 
 // growthSession opens a session of a document of n steps ("s0" to
-// "s<n-1>", in a chain), each of whose agent makes calls calls.
-func growthSession(b *testing.B, path string, n, calls int) (*Session, store.Store) {
+// "s<n-1>", in a chain), each of whose agent makes calls calls of tool
+// (records.read, a read tool, or records.write, a side-effecting one;
+// both do nothing).
+func growthSession(b *testing.B, path, tool string, n, calls int) (*Session, store.Store) {
 	st, err := sqlite.Open(path, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -98,15 +114,18 @@ func growthSession(b *testing.B, path string, n, calls int) (*Session, store.Sto
 		if i+1 < n {
 			next = fmt.Sprintf(`, "next": "s%d"`, i+1)
 		}
-		steps = append(steps, fmt.Sprintf(`{"id": "s%d", "kind": "agent", "agent": "bench", "purpose": "Call the tool.", "allowedTools": ["records.read"]%s}`, i, next))
+		steps = append(steps, fmt.Sprintf(`{"id": "s%d", "kind": "agent", "agent": "bench", "purpose": "Call the tool.", "allowedTools": [%q]%s}`, i, tool, next))
 	}
 	src := []byte(`{"openplaybook": "1.6",
- "manifest": {"id": "growth", "name": "Growth", "version": "1.0.0", "description": "Calls a tool that does nothing.", "requiredConnectors": []},
+ "manifest": {"id": "growth", "name": "Growth", "version": "1.0.0", "description": "Calls a tool that does nothing.` + os.Getenv("GROWTH_PAD") + `", "requiredConnectors": []},
  "requires": {"connections": [], "mcpServers": [], "secrets": []},
  "tools": [
   {"name": "records.read", "source": "primitive", "description": "Does nothing.", "permissions": [],
    "inputSchema": {"type": "object", "properties": {"i": {"type": "integer"}}}, "outputSchema": {"type": "object"},
-   "riskClass": "read", "sideEffecting": false, "requiresApproval": false}],
+   "riskClass": "read", "sideEffecting": false, "requiresApproval": false},
+  {"name": "records.write", "source": "primitive", "description": "Does nothing, as a side effect.", "permissions": [],
+   "inputSchema": {"type": "object", "properties": {"i": {"type": "integer"}}}, "outputSchema": {"type": "object"},
+   "riskClass": "internal", "sideEffecting": true, "requiresApproval": false, "dataScopeWrites": ["records"]}],
  "steps": [` + strings.Join(steps, ",\n") + `]}`)
 	doc, ds := playbook.Read("growth.json", src, nil)
 	if doc == nil {
@@ -119,7 +138,7 @@ func growthSession(b *testing.B, path string, n, calls int) (*Session, store.Sto
 		}
 	}
 	sess, ds, err := Open(context.Background(), SessionOptions{Document: doc, Registry: reg, Store: st, MaxToolCalls: 1 << 20,
-		Driver: func(string) (driver.Driver, error) { return growthDriver{calls}, nil }})
+		Driver: func(string) (driver.Driver, error) { return growthDriver{tool, calls}, nil }})
 	if err != nil {
 		b.Fatalf("%v %v", err, ds)
 	}

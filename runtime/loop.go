@@ -30,14 +30,19 @@ func (s *Session) loop(ctx context.Context, runID string) (Outcome, error) {
 		if err := ctx.Err(); err != nil {
 			return Outcome{Status: Failed, Reason: err.Error()}, err
 		}
-		run, err := s.opt.Store.GetRun(ctx, runID)
-		if err != nil {
-			return Outcome{}, err
+		run := ls.run
+		if run == nil {
+			r, err := s.opt.Store.GetRun(ctx, runID)
+			if err != nil {
+				return Outcome{}, err
+			}
+			run = &r
 		}
+		ls.run = nil
 		if run.Status.Ended() {
 			return Outcome{Status: Status(run.Status), Reason: run.Reason}, nil
 		}
-		stepID, attempt, status, err := s.current(ctx, run, ls)
+		stepID, attempt, status, err := s.current(ctx, *run, ls)
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -50,7 +55,7 @@ func (s *Session) loop(ctx context.Context, runID string) (Outcome, error) {
 		var done bool
 		switch playbook.Str(si.step.Kind) {
 		case playbook.KindAgent:
-			next, out, done, err = s.agentStep(ctx, run, si, attempt, status, ls)
+			next, out, done, err = s.agentStep(ctx, *run, si, attempt, status, ls)
 		case playbook.KindGate:
 			next, out, done, err = s.gateStep(ctx, runID, si, attempt, status, ls)
 		default:
@@ -62,6 +67,15 @@ func (s *Session) loop(ctx context.Context, runID string) (Outcome, error) {
 		if err := s.advance(ctx, runID, stepID, next, ls); err != nil {
 			return Outcome{}, err
 		}
+		if next != "" {
+			// The run's row as advance left it: running at next. The
+			// document and input are what they were (no writer changes
+			// them); the run is read again when it ended, for its
+			// outcome.
+			r := *run
+			r.Status, r.CurrentStep = store.RunRunning, next
+			ls.run = &r
+		}
 	}
 }
 
@@ -70,6 +84,9 @@ func (s *Session) loop(ctx context.Context, runID string) (Outcome, error) {
 // loop's own committed changes leave the rows: one process executes a
 // run (its lock), so no other writer moves its steps meanwhile.
 type loopState struct {
+	// run is the run's row as the last step left it, nil when it is to
+	// be read from the store.
+	run *store.Run
 	// prior are the outputs of the run's steps done, in the order the
 	// store lists the steps (by start): what [Session.StepInput] gives.
 	prior []driver.Prior
@@ -79,6 +96,9 @@ type loopState struct {
 	step    string
 	attempt int
 	status  store.StepStatus
+	// fresh says the loop started that attempt and has not yet run it:
+	// it has made no call.
+	fresh bool
 	// steps is the store's list read when the loop started, until the
 	// first step is known (nil after).
 	steps []store.Step
@@ -168,7 +188,7 @@ func (s *Session) current(ctx context.Context, run store.Run, ls *loopState) (st
 // started records in ls the step attempt the loop started.
 func (ls *loopState) started(step string, attempt int) {
 	if ls != nil {
-		ls.step, ls.attempt, ls.status, ls.steps = step, attempt, store.StepRunning, nil
+		ls.step, ls.attempt, ls.status, ls.steps, ls.fresh = step, attempt, store.StepRunning, nil, true
 	}
 }
 
@@ -265,7 +285,8 @@ func (s *Session) agentStep(ctx context.Context, run store.Run, si *stepInfo, at
 	if err != nil {
 		return "", Outcome{}, true, err
 	}
-	c, err := s.NewCaller(ctx, runID, stepID, attempt)
+	c, err := s.newCaller(ctx, runID, stepID, attempt, ls.fresh)
+	ls.fresh = false
 	if err != nil {
 		return "", Outcome{}, true, err
 	}
@@ -492,9 +513,12 @@ func (s *Session) stepInput(ctx context.Context, run store.Run, stepID string, a
 			}
 			in.Made = append(in.Made, driver.MadeCall{ID: fmt.Sprintf("made_a%d_%d", c.Attempt, c.Index), Name: c.Tool, Arguments: c.Args, Result: res})
 		}
-		calls, err := s.opt.Store.Calls(ctx, runID, store.CallFilter{Step: stepID, Attempt: attempt})
-		if err != nil {
-			return driver.StepInput{}, err
+		var calls []store.Call
+		if !ls.fresh {
+			// An attempt the loop started has made no call yet.
+			if calls, err = s.opt.Store.Calls(ctx, runID, store.CallFilter{Step: stepID, Attempt: attempt}); err != nil {
+				return driver.StepInput{}, err
+			}
 		}
 		for _, c := range calls {
 			var res driver.Result
