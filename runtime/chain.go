@@ -53,11 +53,18 @@ type at struct {
 	kind EventKind
 }
 
+// firstCallData is what reconciliation reads of a call's first record's
+// data (a long log keeps one per call: only these).
+type firstCallData struct {
+	DefDigest, ArgsDigest, StoredArgsDigest string
+	SideEffecting                           bool
+}
+
 // chainCall is what a call's records say of its row.
 type chainCall struct {
 	first  at // call.started, call.refused or call.waiting: the row's creation
 	tool   string
-	firstD recordData
+	firstD firstCallData
 	// decided is the last call.started, call.refused or call.waiting:
 	// the row's decision (and, when refused, its code).
 	decided at
@@ -240,7 +247,7 @@ func (c *chain) callRecord(r *audit.Record, d recordData, here at) {
 	cc := c.calls[key]
 	first := cc == nil
 	if first {
-		cc = &chainCall{first: here, tool: r.Tool, firstD: d}
+		cc = &chainCall{first: here, tool: r.Tool, firstD: firstCallData{d.DefDigest, d.ArgsDigest, d.StoredArgsDigest, d.SideEffecting}}
 		c.calls[key] = cc
 		c.callOrder = append(c.callOrder, key)
 	}
