@@ -1,9 +1,10 @@
+//go:build unix
+
 package runtime
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -27,7 +28,7 @@ import (
 // n=1000, BENCHMARKS.md), and the CPU per step ("µs/step"), whose ratio
 // between n=1000 and n=100 is the second target (at most 1.25).
 //
-//	go test ./runtime -run '^$' -bench StepsVsCalls -benchtime 3x -count 3
+//	go test ./runtime -run '^$' -bench StepsVsCalls -benchtime 1x -count 2
 func BenchmarkStepsVsCalls(b *testing.B) {
 	for _, tool := range []string{"records.read", "records.write"} {
 		for _, n := range []int{100, 1000} {
@@ -39,36 +40,32 @@ func BenchmarkStepsVsCalls(b *testing.B) {
 }
 
 func stepsVsCalls(b *testing.B, tool string, n int) {
-	{
-		{
-			dir := b.TempDir()
-			steps, st := growthSession(b, filepath.Join(dir, "steps.db"), tool, n, 1)
-			one, _ := growthSession(b, filepath.Join(dir, "one.db"), tool, 1, n)
-			var tSteps, tOne time.Duration
-			for b.Loop() {
-				c0 := cpuTime()
-				out, err := steps.Start(context.Background(), nil)
-				c1 := cpuTime()
-				if err != nil || out.Status != Completed {
-					b.Fatalf("run %s: %v %s", out.Status, err, out.Reason)
-				}
-				out2, err := one.Start(context.Background(), nil)
-				c2 := cpuTime()
-				if err != nil || out2.Status != Completed {
-					b.Fatalf("run %s: %v %s", out2.Status, err, out2.Reason)
-				}
-				tSteps += c1 - c0
-				tOne += c2 - c1
-				if calls, _ := st.Calls(context.Background(), out.Run, store.CallFilter{}); len(calls) != n {
-					b.Fatalf("run %s recorded %d calls, want %d", out.Run, len(calls), n)
-				}
-			}
-			per := float64(b.N * n)
-			b.ReportMetric(float64(tSteps.Microseconds())/per, "µs/step")
-			b.ReportMetric(float64(tOne.Microseconds())/per, "µs/call-in-one-step")
-			b.ReportMetric(float64(tSteps)/float64(tOne), "steps/calls")
+	dir := b.TempDir()
+	steps, st := growthSession(b, filepath.Join(dir, "steps.db"), tool, n, 1)
+	one, _ := growthSession(b, filepath.Join(dir, "one.db"), tool, 1, n)
+	var tSteps, tOne time.Duration
+	for b.Loop() {
+		c0 := cpuTime()
+		out, err := steps.Start(context.Background(), nil)
+		c1 := cpuTime()
+		if err != nil || out.Status != Completed {
+			b.Fatalf("run %s: %v %s", out.Status, err, out.Reason)
+		}
+		out2, err := one.Start(context.Background(), nil)
+		c2 := cpuTime()
+		if err != nil || out2.Status != Completed {
+			b.Fatalf("run %s: %v %s", out2.Status, err, out2.Reason)
+		}
+		tSteps += c1 - c0
+		tOne += c2 - c1
+		if calls, _ := st.Calls(context.Background(), out.Run, store.CallFilter{}); len(calls) != n {
+			b.Fatalf("run %s recorded %d calls, want %d", out.Run, len(calls), n)
 		}
 	}
+	per := float64(b.N * n)
+	b.ReportMetric(float64(tSteps.Microseconds())/per, "µs/step")
+	b.ReportMetric(float64(tOne.Microseconds())/per, "µs/call-in-one-step")
+	b.ReportMetric(float64(tSteps)/float64(tOne), "steps/calls")
 }
 
 // cpuTime is the process's CPU time so far (user + system).
@@ -117,7 +114,7 @@ func growthSession(b *testing.B, path, tool string, n, calls int) (*Session, sto
 		steps = append(steps, fmt.Sprintf(`{"id": "s%d", "kind": "agent", "agent": "bench", "purpose": "Call the tool.", "allowedTools": [%q]%s}`, i, tool, next))
 	}
 	src := []byte(`{"openplaybook": "1.6",
- "manifest": {"id": "growth", "name": "Growth", "version": "1.0.0", "description": "Calls a tool that does nothing.` + os.Getenv("GROWTH_PAD") + `", "requiredConnectors": []},
+ "manifest": {"id": "growth", "name": "Growth", "version": "1.0.0", "description": "Calls a tool that does nothing.", "requiredConnectors": []},
  "requires": {"connections": [], "mcpServers": [], "secrets": []},
  "tools": [
   {"name": "records.read", "source": "primitive", "description": "Does nothing.", "permissions": [],
