@@ -152,41 +152,75 @@ type Problem struct {
 // "" to skip), the log must end there, so truncation is found too. It
 // returns every problem found; none means the chain verifies.
 func Verify(records []Record, lastSeq int64, lastHash string) []Problem {
-	var probs []Problem
-	prev := Genesis
-	var prevSeq int64
+	var v Verifier
 	for _, r := range records {
-		gap := false
-		switch {
-		case r.Seq > prevSeq+1:
-			gap = true
-			if r.Seq == prevSeq+2 {
-				probs = append(probs, Problem{r.Seq, fmt.Sprintf("record %d is missing: the log goes from record %d to record %d (a record was removed)", prevSeq+1, prevSeq, r.Seq)})
-			} else {
-				probs = append(probs, Problem{r.Seq, fmt.Sprintf("records %d to %d are missing: the log goes from record %d to record %d (records were removed)", prevSeq+1, r.Seq-1, prevSeq, r.Seq)})
-			}
-		case r.Seq <= prevSeq:
-			gap = true
-			probs = append(probs, Problem{r.Seq, fmt.Sprintf("record %d is out of sequence: it comes after record %d (records were reordered or repeated)", r.Seq, prevSeq)})
+		v.Add(r)
+	}
+	return v.End(lastSeq, lastHash)
+}
+
+// A Verifier is [Verify] one record at a time, for a log read in
+// batches: what it keeps is the problems found and the last record's seq
+// and hash, whatever the log's length. Add the records in the order
+// read, then End once. The zero value is ready to use.
+type Verifier struct {
+	probs   []Problem
+	prev    string // the hash of the record before the next one ("" before the first: Genesis)
+	prevSeq int64
+	n       int64
+}
+
+// Add checks the next record of the log.
+func (v *Verifier) Add(r Record) {
+	prev := v.prev
+	if v.n == 0 {
+		prev = Genesis
+	}
+	v.n++
+	gap := false
+	switch {
+	case r.Seq > v.prevSeq+1:
+		gap = true
+		if r.Seq == v.prevSeq+2 {
+			v.probs = append(v.probs, Problem{r.Seq, fmt.Sprintf("record %d is missing: the log goes from record %d to record %d (a record was removed)", v.prevSeq+1, v.prevSeq, r.Seq)})
+		} else {
+			v.probs = append(v.probs, Problem{r.Seq, fmt.Sprintf("records %d to %d are missing: the log goes from record %d to record %d (records were removed)", v.prevSeq+1, r.Seq-1, v.prevSeq, r.Seq)})
 		}
-		if r.Prev != prev && !gap {
-			probs = append(probs, Problem{r.Seq, fmt.Sprintf("record %d does not follow the record before it: its prev is %s, the hash before it is %s", r.Seq, short(r.Prev), short(prev))})
-		}
-		sealed, err := Seal(r, r.Prev)
-		switch {
-		case err != nil:
-			probs = append(probs, Problem{r.Seq, fmt.Sprintf("record %d cannot be hashed: %v", r.Seq, err)})
-		case sealed.Hash != r.Hash:
-			probs = append(probs, Problem{r.Seq, fmt.Sprintf("record %d was altered: its content hashes to %s but it says %s", r.Seq, short(sealed.Hash), short(r.Hash))})
-		}
-		prev, prevSeq = r.Hash, r.Seq
+	case r.Seq <= v.prevSeq:
+		gap = true
+		v.probs = append(v.probs, Problem{r.Seq, fmt.Sprintf("record %d is out of sequence: it comes after record %d (records were reordered or repeated)", r.Seq, v.prevSeq)})
+	}
+	if r.Prev != prev && !gap {
+		v.probs = append(v.probs, Problem{r.Seq, fmt.Sprintf("record %d does not follow the record before it: its prev is %s, the hash before it is %s", r.Seq, short(r.Prev), short(prev))})
+	}
+	sealed, err := Seal(r, r.Prev)
+	switch {
+	case err != nil:
+		v.probs = append(v.probs, Problem{r.Seq, fmt.Sprintf("record %d cannot be hashed: %v", r.Seq, err)})
+	case sealed.Hash != r.Hash:
+		v.probs = append(v.probs, Problem{r.Seq, fmt.Sprintf("record %d was altered: its content hashes to %s but it says %s", r.Seq, short(sealed.Hash), short(r.Hash))})
+	}
+	v.prev, v.prevSeq = r.Hash, r.Seq
+}
+
+// Records is how many records were added.
+func (v *Verifier) Records() int64 { return v.n }
+
+// End checks that the log ends at the run's head (lastSeq and lastHash,
+// as [Verify] takes them; 0 and "" to skip) and returns every problem
+// found; none means the chain verifies.
+func (v *Verifier) End(lastSeq int64, lastHash string) []Problem {
+	probs := v.probs
+	prev := v.prev
+	if v.n == 0 {
+		prev = Genesis
 	}
 	if lastSeq > 0 {
 		switch {
-		case prevSeq < lastSeq:
-			probs = append(probs, Problem{prevSeq, fmt.Sprintf("the log ends at record %d but the run's head is record %d (%s): records were removed from the end", prevSeq, lastSeq, short(lastHash))})
-		case prevSeq > lastSeq || prev != lastHash:
-			probs = append(probs, Problem{prevSeq, fmt.Sprintf("the log ends at record %d (%s) but the run's head is record %d (%s): the log or the head was changed", prevSeq, short(prev), lastSeq, short(lastHash))})
+		case v.prevSeq < lastSeq:
+			probs = append(probs, Problem{v.prevSeq, fmt.Sprintf("the log ends at record %d but the run's head is record %d (%s): records were removed from the end", v.prevSeq, lastSeq, short(lastHash))})
+		case v.prevSeq > lastSeq || prev != lastHash:
+			probs = append(probs, Problem{v.prevSeq, fmt.Sprintf("the log ends at record %d (%s) but the run's head is record %d (%s): the log or the head was changed", v.prevSeq, short(prev), lastSeq, short(lastHash))})
 		}
 	}
 	return probs

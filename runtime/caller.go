@@ -81,9 +81,19 @@ type Caller struct {
 // of run runID, with the calls the attempt already made read from the
 // store.
 func (s *Session) NewCaller(ctx context.Context, runID, stepID string, attempt int) (*Caller, error) {
-	memo, err := s.opt.Store.Calls(ctx, runID, store.CallFilter{Step: stepID, Attempt: attempt})
-	if err != nil {
-		return nil, err
+	return s.newCaller(ctx, runID, stepID, attempt, false)
+}
+
+// newCaller is [Session.NewCaller]; fresh says the attempt was just
+// started by this process, which has made no call of it yet (so none is
+// read).
+func (s *Session) newCaller(ctx context.Context, runID, stepID string, attempt int, fresh bool) (*Caller, error) {
+	var memo []store.Call
+	if !fresh {
+		var err error
+		if memo, err = s.opt.Store.Calls(ctx, runID, store.CallFilter{Step: stepID, Attempt: attempt}); err != nil {
+			return nil, err
+		}
 	}
 	prior, err := s.retriedCalls(ctx, runID, stepID, attempt)
 	if err != nil {

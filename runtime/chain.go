@@ -34,6 +34,7 @@ type chain struct {
 	approvalOrder []string
 	gateOrder     []attemptKey
 	stepOrder     []attemptKey
+	n             int64 // the records walked
 }
 
 type callKey struct {
@@ -52,11 +53,18 @@ type at struct {
 	kind EventKind
 }
 
+// firstCallData is what reconciliation reads of a call's first record's
+// data (a long log keeps one per call: only these).
+type firstCallData struct {
+	DefDigest, ArgsDigest, StoredArgsDigest string
+	SideEffecting                           bool
+}
+
 // chainCall is what a call's records say of its row.
 type chainCall struct {
 	first  at // call.started, call.refused or call.waiting: the row's creation
 	tool   string
-	firstD recordData
+	firstD firstCallData
 	// decided is the last call.started, call.refused or call.waiting:
 	// the row's decision (and, when refused, its code).
 	decided at
@@ -123,45 +131,59 @@ type chainStep struct {
 
 // readChain walks a run's records once.
 func readChain(recs []audit.Record) *chain {
-	c := &chain{
+	c := newChain()
+	for i := range recs {
+		c.add(&recs[i])
+	}
+	return c
+}
+
+// newChain returns the walk of an empty log; [chain.add] takes the
+// records one at a time, in order, so that a log read in pages is
+// walked without holding it whole.
+func newChain() *chain {
+	return &chain{
 		calls:     map[callKey]*chainCall{},
 		approvals: map[string]*chainApproval{},
 		gates:     map[attemptKey]*chainGate{},
 		steps:     map[attemptKey]*chainStep{},
 	}
-	for i := range recs {
-		r := &recs[i]
-		k := EventKind(r.Kind)
-		d := dataOf(*r)
-		here := at{r.Seq, k}
-		c.end = here
-		if i == 0 && k == KindRunCreated {
-			c.created, c.createdD = r, d
-		}
-		switch k {
-		case KindRunCompleted, KindRunFailed, KindRunRejected:
-			c.gateFollowed(here)
-			c.lastEnd, c.lastEndSeq = k, r.Seq
-		case KindRunRetried:
-			c.lastEnd, c.lastEndSeq = "", r.Seq
-		}
-		switch k {
-		case KindRunWaiting:
-			c.waiting = here
-		case KindRunResumed, KindRunRetried:
-			c.waiting = at{}
-		}
-		if d.Attempt != nil {
-			c.stepRecord(r, d, here)
-		}
-		if isCallKind(k) && d.Attempt != nil && d.Index != nil {
-			c.callRecord(r, d, here)
-		}
-		if d.Approval != "" {
-			c.approvalRecord(r, d, here)
-		}
+}
+
+// add walks the log's next record; what c keeps of it is copied.
+func (c *chain) add(r *audit.Record) {
+	k := EventKind(r.Kind)
+	d := dataOf(*r)
+	here := at{r.Seq, k}
+	first := c.n == 0
+	c.n++
+	c.end = here
+	if first && k == KindRunCreated {
+		rc := *r
+		c.created, c.createdD = &rc, d
 	}
-	return c
+	switch k {
+	case KindRunCompleted, KindRunFailed, KindRunRejected:
+		c.gateFollowed(here)
+		c.lastEnd, c.lastEndSeq = k, r.Seq
+	case KindRunRetried:
+		c.lastEnd, c.lastEndSeq = "", r.Seq
+	}
+	switch k {
+	case KindRunWaiting:
+		c.waiting = here
+	case KindRunResumed, KindRunRetried:
+		c.waiting = at{}
+	}
+	if d.Attempt != nil {
+		c.stepRecord(r, d, here)
+	}
+	if isCallKind(k) && d.Attempt != nil && d.Index != nil {
+		c.callRecord(r, d, here)
+	}
+	if d.Approval != "" {
+		c.approvalRecord(r, d, here)
+	}
 }
 
 func (c *chain) stepRecord(r *audit.Record, d recordData, here at) {
@@ -225,7 +247,7 @@ func (c *chain) callRecord(r *audit.Record, d recordData, here at) {
 	cc := c.calls[key]
 	first := cc == nil
 	if first {
-		cc = &chainCall{first: here, tool: r.Tool, firstD: d}
+		cc = &chainCall{first: here, tool: r.Tool, firstD: firstCallData{d.DefDigest, d.ArgsDigest, d.StoredArgsDigest, d.SideEffecting}}
 		c.calls[key] = cc
 		c.callOrder = append(c.callOrder, key)
 	}

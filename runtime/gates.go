@@ -13,7 +13,7 @@ import (
 // gateStep opens a gate, or follows a person's decision on it. status is
 // the attempt's: done when the decision was followed before (the process
 // stopped before the next step started).
-func (s *Session) gateStep(ctx context.Context, runID string, si *stepInfo, attempt int, status store.StepStatus) (next string, out Outcome, done bool, err error) {
+func (s *Session) gateStep(ctx context.Context, runID string, si *stepInfo, attempt int, status store.StepStatus, ls *loopState) (next string, out Outcome, done bool, err error) {
 	stepID := playbook.Str(si.step.ID)
 	gates, err := s.opt.Store.Gates(ctx, runID)
 	if err != nil {
@@ -70,6 +70,7 @@ func (s *Session) gateStep(ctx context.Context, runID string, si *stepInfo, atte
 		if err != nil {
 			return "", Outcome{}, true, err
 		}
+		ls.finished(stepID, decision)
 	}
 	s.progress("gate %s %s", stepID, g.Status)
 	if g.Status == store.GateRejected && next == "" {

@@ -15,19 +15,34 @@ import (
 
 // loop executes steps from the run's current point until the run ends or
 // waits.
+//
+// What one step needs of the run's earlier steps (which attempt of the
+// current step runs, the outputs of the steps done) is read from the
+// store once, when the loop starts, and then carried forward from the
+// changes the loop itself commits, so that a step costs the same however
+// many steps came before it ([loopState]).
 func (s *Session) loop(ctx context.Context, runID string) (Outcome, error) {
+	ls, err := s.loopState(ctx, runID)
+	if err != nil {
+		return Outcome{}, err
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return Outcome{Status: Failed, Reason: err.Error()}, err
 		}
-		run, err := s.opt.Store.GetRun(ctx, runID)
-		if err != nil {
-			return Outcome{}, err
+		run := ls.run
+		if run == nil {
+			r, err := s.opt.Store.GetRun(ctx, runID)
+			if err != nil {
+				return Outcome{}, err
+			}
+			run = &r
 		}
+		ls.run = nil
 		if run.Status.Ended() {
 			return Outcome{Status: Status(run.Status), Reason: run.Reason}, nil
 		}
-		stepID, attempt, status, err := s.current(ctx, run)
+		stepID, attempt, status, err := s.current(ctx, *run, ls)
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -40,24 +55,96 @@ func (s *Session) loop(ctx context.Context, runID string) (Outcome, error) {
 		var done bool
 		switch playbook.Str(si.step.Kind) {
 		case playbook.KindAgent:
-			next, out, done, err = s.agentStep(ctx, runID, si, attempt, status)
+			next, out, done, err = s.agentStep(ctx, *run, si, attempt, status, ls)
 		case playbook.KindGate:
-			next, out, done, err = s.gateStep(ctx, runID, si, attempt, status)
+			next, out, done, err = s.gateStep(ctx, runID, si, attempt, status, ls)
 		default:
 			return s.fail(ctx, runID, fmt.Sprintf("step %q has kind %q, which this runtime cannot run", stepID, playbook.Str(si.step.Kind)))
 		}
 		if err != nil || done {
 			return out, err
 		}
-		if err := s.advance(ctx, runID, stepID, next); err != nil {
+		if err := s.advance(ctx, runID, stepID, next, ls); err != nil {
 			return Outcome{}, err
 		}
+		if next != "" {
+			// The run's row as advance left it: running at next. The
+			// document and input are what they were (no writer changes
+			// them); the run is read again when it ended, for its
+			// outcome.
+			r := *run
+			r.Status, r.CurrentStep = store.RunRunning, next
+			ls.run = &r
+		}
+	}
+}
+
+// loopState is what [Session.loop] carries from one step to the next.
+// It is read from the store when the loop starts and then kept as the
+// loop's own committed changes leave the rows: one process executes a
+// run (its lock), so no other writer moves its steps meanwhile.
+type loopState struct {
+	// run is the run's row as the last step left it, nil when it is to
+	// be read from the store.
+	run *store.Run
+	// prior are the outputs of the run's steps done, in the order the
+	// store lists the steps (by start): what [Session.StepInput] gives.
+	prior []driver.Prior
+	// step, attempt and status are the step attempt the loop started
+	// last ([Session.advance]), "" until it started one. A run row
+	// naming another current step is read from the store, as before.
+	step    string
+	attempt int
+	status  store.StepStatus
+	// fresh says the loop started that attempt and has not yet run it:
+	// it has made no call.
+	fresh bool
+	// steps is the store's list read when the loop started, until the
+	// first step is known (nil after).
+	steps []store.Step
+	// end, when set, ends the step attempt the loop ran last: it runs in
+	// the transaction of what follows ([Session.advance]); ended runs
+	// once that committed.
+	end   func(store.Tx) error
+	ended func()
+}
+
+// loopState reads what a loop starts from.
+func (s *Session) loopState(ctx context.Context, runID string) (*loopState, error) {
+	steps, err := s.opt.Store.Steps(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return &loopState{prior: priorOutputs(steps), steps: steps}, nil
+}
+
+// priorOutputs are the outputs of the steps done, in the order listed.
+func priorOutputs(steps []store.Step) []driver.Prior {
+	var out []driver.Prior
+	for _, st := range steps {
+		if st.Status == store.StepDone && len(st.Output) > 0 {
+			out = append(out, driver.Prior{StepID: st.Step, Output: st.Output})
+		}
+	}
+	return out
+}
+
+// finished records in ls that a step attempt is done with output.
+func (ls *loopState) finished(step string, output jsontext.Value) {
+	if ls == nil {
+		return
+	}
+	if ls.step == step {
+		ls.status = store.StepDone
+	}
+	if len(output) > 0 {
+		ls.prior = append(ls.prior, driver.Prior{StepID: step, Output: output})
 	}
 }
 
 // current returns the run's current step and its latest attempt, starting
 // the entry step of a new run.
-func (s *Session) current(ctx context.Context, run store.Run) (step string, attempt int, status store.StepStatus, err error) {
+func (s *Session) current(ctx context.Context, run store.Run, ls *loopState) (step string, attempt int, status store.StepStatus, err error) {
 	if run.CurrentStep == "" {
 		entry := s.im.Doc.Steps[0]
 		step = playbook.Str(entry.ID)
@@ -69,11 +156,19 @@ func (s *Session) current(ctx context.Context, run store.Run) (step string, atte
 			attempt = a
 			return s.append(tx, run.ID, step, "", StepStarted{Attempt: a})
 		})
+		if err == nil {
+			ls.started(step, attempt)
+		}
 		s.progress("step %s (%s)", step, stepLabel(entry))
 		return step, attempt, store.StepRunning, err
 	}
-	steps, err := s.opt.Store.Steps(ctx, run.ID)
-	if err != nil {
+	if ls != nil && ls.step != "" && ls.step == run.CurrentStep {
+		return ls.step, ls.attempt, ls.status, nil
+	}
+	var steps []store.Step
+	if ls != nil && ls.steps != nil {
+		steps, ls.steps = ls.steps, nil
+	} else if steps, err = s.opt.Store.Steps(ctx, run.ID); err != nil {
 		return "", 0, "", err
 	}
 	for _, st := range steps {
@@ -84,7 +179,17 @@ func (s *Session) current(ctx context.Context, run store.Run) (step string, atte
 	if attempt == 0 {
 		return "", 0, "", fmt.Errorf("run %s: its current step %q has no recorded attempt", run.ID, run.CurrentStep)
 	}
+	if ls != nil {
+		ls.step, ls.attempt, ls.status = run.CurrentStep, attempt, status
+	}
 	return run.CurrentStep, attempt, status, nil
+}
+
+// started records in ls the step attempt the loop started.
+func (ls *loopState) started(step string, attempt int) {
+	if ls != nil {
+		ls.step, ls.attempt, ls.status, ls.steps, ls.fresh = step, attempt, store.StepRunning, nil, true
+	}
 }
 
 func stepLabel(s *playbook.Step) string {
@@ -96,27 +201,43 @@ func stepLabel(s *playbook.Step) string {
 
 // advance moves the run from step to next, or completes it when next is
 // "".
-func (s *Session) advance(ctx context.Context, runID, from, next string) error {
+func (s *Session) advance(ctx context.Context, runID, from, next string, ls *loopState) error {
+	end, ended := ls.end, ls.ended
+	ls.end, ls.ended = nil, nil
+	if end == nil {
+		end, ended = func(store.Tx) error { return nil }, func() {}
+	}
 	if next == "" {
 		err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
+			if err := end(tx); err != nil {
+				return err
+			}
 			if err := tx.SetRunStatus(runID, store.RunCompleted, ""); err != nil {
 				return err
 			}
 			return s.append(tx, runID, from, "", RunCompleted{})
 		})
 		if err == nil {
+			ended()
 			s.progress("run %s completed", runID)
 		}
 		return err
 	}
+	var attempt int
 	err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
+		if err := end(tx); err != nil {
+			return err
+		}
 		a, err := tx.StartStep(runID, next)
 		if err != nil {
 			return err
 		}
+		attempt = a
 		return s.append(tx, runID, next, "", StepStarted{Attempt: a, From: from})
 	})
 	if err == nil {
+		ended()
+		ls.started(next, attempt)
 		s.progress("step %s (%s)", next, stepLabel(s.im.steps[next].step))
 	}
 	return err
@@ -137,8 +258,8 @@ func (s *Session) fail(ctx context.Context, runID, reason string) (Outcome, erro
 
 // agentStep runs (or re-runs, on resume) one attempt of an agent step
 // through its driver.
-func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, attempt int, status store.StepStatus) (next string, out Outcome, done bool, err error) {
-	stepID := playbook.Str(si.step.ID)
+func (s *Session) agentStep(ctx context.Context, run store.Run, si *stepInfo, attempt int, status store.StepStatus, ls *loopState) (next string, out Outcome, done bool, err error) {
+	runID, stepID := run.ID, playbook.Str(si.step.ID)
 	switch status {
 	case store.StepDone:
 		return playbook.Str(si.step.Next), Outcome{}, false, nil
@@ -160,11 +281,12 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 		o, ferr := s.failStep(ctx, runID, stepID, attempt, fmt.Sprintf("agent %q: %v", playbook.Str(si.step.Agent), err), false)
 		return "", o, true, ferr
 	}
-	in, err := s.StepInput(ctx, runID, stepID)
+	in, err := s.stepInput(ctx, run, stepID, attempt, ls)
 	if err != nil {
 		return "", Outcome{}, true, err
 	}
-	c, err := s.NewCaller(ctx, runID, stepID, attempt)
+	c, err := s.newCaller(ctx, runID, stepID, attempt, ls.fresh)
+	ls.fresh = false
 	if err != nil {
 		return "", Outcome{}, true, err
 	}
@@ -223,8 +345,16 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 		// read as U+FFFD, so the output is never lost.
 		output, _ = json.Marshal(string(output), jsontext.AllowInvalidUTF8(true))
 	}
+	// The attempt's end is committed with what follows it (the next
+	// step's start, or the run's completion: [Session.advance]), in one
+	// transaction. Nothing reaches anyone outside the process between
+	// the two (what this step says of its end is said once they are
+	// durable), so a crash leaves the same states as two commits would:
+	// the attempt running (and taken up again on resume), or the next
+	// step started.
+	calls := c.Calls()
 	var voided []store.Approval
-	err = s.opt.Store.Tx(ctx, func(tx store.Tx) error {
+	ls.end = func(tx store.Tx) error {
 		if err := tx.FinishStep(runID, stepID, attempt, store.StepDone, output, ""); err != nil {
 			return err
 		}
@@ -232,13 +362,13 @@ func (s *Session) agentStep(ctx context.Context, runID string, si *stepInfo, att
 		if voided, err = s.endApprovals(tx, runID, stepID, attempt); err != nil {
 			return err
 		}
-		return s.append(tx, runID, stepID, "", StepFinished{Attempt: attempt, Calls: c.Calls(), OutputDigest: digest(output)})
-	})
-	if err != nil {
-		return "", Outcome{}, true, err
+		return s.append(tx, runID, stepID, "", StepFinished{Attempt: attempt, Calls: calls, OutputDigest: digest(output)})
 	}
-	s.sayVoided(voided, endedUnasked)
-	s.progress("step %s finished (%s)", stepID, plural(c.Calls(), "tool call"))
+	ls.ended = func() {
+		ls.finished(stepID, output)
+		s.sayVoided(voided, endedUnasked)
+		s.progress("step %s finished (%s)", stepID, plural(calls, "tool call"))
+	}
 	return playbook.Str(si.step.Next), Outcome{}, false, nil
 }
 
@@ -336,14 +466,28 @@ func (s *Session) StepInput(ctx context.Context, runID, stepID string) (driver.S
 	if err != nil {
 		return driver.StepInput{}, err
 	}
+	// The calls the executing attempt already made, for a resumed step.
+	attempt := 0
+	for _, st := range steps {
+		if st.Step == stepID && (st.Status == store.StepRunning || st.Status == store.StepWaiting) && st.Attempt > attempt {
+			attempt = st.Attempt
+		}
+	}
+	return s.stepInput(ctx, run, stepID, attempt, &loopState{prior: priorOutputs(steps)})
+}
+
+// stepInput is [Session.StepInput] of attempt (0: none executing) with
+// the outputs of the steps done carried in ls.
+func (s *Session) stepInput(ctx context.Context, run store.Run, stepID string, attempt int, ls *loopState) (driver.StepInput, error) {
+	runID, si := run.ID, s.im.steps[stepID]
 	in := driver.StepInput{
 		RunID: runID, StepID: stepID, Agent: playbook.Str(si.step.Agent), Purpose: playbook.Str(si.step.Purpose),
 		Input: run.Input, MaxCalls: s.opt.MaxToolCalls,
 	}
-	for _, st := range steps {
-		if st.Status == store.StepDone && len(st.Output) > 0 {
-			in.Prior = append(in.Prior, driver.Prior{StepID: st.Step, Output: st.Output})
-		}
+	// A list of its own: what the driver does with it does not reach the
+	// next step's.
+	if len(ls.prior) > 0 {
+		in.Prior = append([]driver.Prior(nil), ls.prior...)
 	}
 	for _, name := range si.names {
 		ti := s.im.tools[name]
@@ -351,13 +495,6 @@ func (s *Session) StepInput(ctx context.Context, runID, stepID string) (driver.S
 			continue
 		}
 		in.Tools = append(in.Tools, driver.Tool{Name: name, Description: ti.def.Description, InputSchema: ti.def.InputSchema})
-	}
-	// The calls the executing attempt already made, for a resumed step.
-	attempt := 0
-	for _, st := range steps {
-		if st.Step == stepID && (st.Status == store.StepRunning || st.Status == store.StepWaiting) && st.Attempt > attempt {
-			attempt = st.Attempt
-		}
 	}
 	if attempt > 0 {
 		// A retried attempt: the calls of the failed attempts it retries
@@ -376,9 +513,12 @@ func (s *Session) StepInput(ctx context.Context, runID, stepID string) (driver.S
 			}
 			in.Made = append(in.Made, driver.MadeCall{ID: fmt.Sprintf("made_a%d_%d", c.Attempt, c.Index), Name: c.Tool, Arguments: c.Args, Result: res})
 		}
-		calls, err := s.opt.Store.Calls(ctx, runID, store.CallFilter{Step: stepID, Attempt: attempt})
-		if err != nil {
-			return driver.StepInput{}, err
+		var calls []store.Call
+		if !ls.fresh {
+			// An attempt the loop started has made no call yet.
+			if calls, err = s.opt.Store.Calls(ctx, runID, store.CallFilter{Step: stepID, Attempt: attempt}); err != nil {
+				return driver.StepInput{}, err
+			}
 		}
 		for _, c := range calls {
 			var res driver.Result

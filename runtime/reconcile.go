@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/store"
 )
 
@@ -137,15 +138,19 @@ func shown(s string) string {
 
 func reconcileOnce(ctx context.Context, st store.Store, runID string) ([]Disagreement, error) {
 	var out []Disagreement
-	recs, err := st.Audit(ctx, runID)
-	if err != nil {
+	// The log is walked as it is read, a page at a time: what is kept is
+	// what each row must hold, not the records.
+	ch := newChain()
+	if err := store.EachAudit(ctx, st, runID, func(r audit.Record) error {
+		ch.add(&r)
+		return nil
+	}); err != nil {
 		return nil, err
 	}
 	run, err := st.GetRun(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	ch := readChain(recs)
 	reconcileRun(&out, ch, run)
 	calls, err := st.Calls(ctx, runID, store.CallFilter{})
 	if err != nil {

@@ -84,21 +84,33 @@ func verifiedRecords(ctx context.Context, st chainReads, run string) ([]audit.Re
 // approval id (approval != "") or for the gate step and attempt. A
 // decision row with no such record was not made through [Decide].
 func decided(ctx context.Context, st store.Store, run string, kind EventKind, approval, step string, attempt int) error {
-	recs, err := verifiedRecords(ctx, st, run)
+	probs, err := st.VerifyAudit(ctx, run)
 	if err != nil {
 		return err
 	}
-	for _, r := range recs {
+	if len(probs) > 0 {
+		return fmt.Errorf("%w: the audit chain of run %s does not verify (%s)", ErrStoreAltered, run, probs[0].Message)
+	}
+	// The records are searched as they are read, a page at a time.
+	errFound := errors.New("found")
+	err = store.EachAudit(ctx, st, run, func(r audit.Record) error {
 		if r.Kind != string(kind) {
-			continue
+			return nil
 		}
 		d := dataOf(r)
 		if approval != "" && d.Approval == approval {
-			return nil
+			return errFound
 		}
 		if approval == "" && r.Step == step && d.Attempt != nil && *d.Attempt == attempt {
-			return nil
+			return errFound
 		}
+		return nil
+	})
+	if err == errFound {
+		return nil
+	}
+	if err != nil {
+		return err
 	}
 	what := "approval " + approval
 	if approval == "" {

@@ -197,11 +197,13 @@ func (s *Store) VerifyAudit(ctx context.Context, run string) ([]audit.Problem, e
 
 func verifyRows(rows pgx.Rows, run string) ([]audit.Problem, error) {
 	defer rows.Close()
+	// Each record is checked as it is read: what is kept is the
+	// problems and the last record's hash, however long the log.
 	var (
 		seq   int64
 		hash  string
 		found bool
-		recs  []audit.Record
+		v     audit.Verifier
 	)
 	for rows.Next() {
 		var r struct {
@@ -217,7 +219,7 @@ func verifyRows(rows pgx.Rows, run string) ([]audit.Problem, error) {
 		if r.seq == nil {
 			continue // a run without records
 		}
-		recs = append(recs, audit.Record{Run: *r.run, Seq: *r.seq, Time: *r.time, Kind: *r.kind, Step: *r.step, Tool: string(r.tool),
+		v.Add(audit.Record{Run: *r.run, Seq: *r.seq, Time: *r.time, Kind: *r.kind, Step: *r.step, Tool: string(r.tool),
 			Data: jsonValue(r.data), Prev: *r.prev, Hash: *r.hash})
 	}
 	if err := rows.Err(); err != nil {
@@ -226,13 +228,29 @@ func verifyRows(rows pgx.Rows, run string) ([]audit.Problem, error) {
 	if !found {
 		return nil, fmt.Errorf("%w: run %q", store.ErrNotFound, run)
 	}
-	probs := audit.Verify(recs, seq, hash)
-	if seq == 0 && len(recs) > 0 {
-		probs = append(probs, audit.Problem{Seq: int64(len(recs)), Message: fmt.Sprintf(
-			"the run's head says it has no records but the log has %d: the head was reset", len(recs))})
+	probs := v.End(seq, hash)
+	if n := v.Records(); seq == 0 && n > 0 {
+		probs = append(probs, audit.Problem{Seq: n, Message: fmt.Sprintf(
+			"the run's head says it has no records but the log has %d: the head was reset", n)})
 	}
 	return probs, nil
 }
+
+// AuditPage returns at most limit of a run's records whose seq is above
+// after, in seq order ([store.AuditPager]): none past the end. A limit
+// below 1 is an error.
+func (s *Store) AuditPage(ctx context.Context, run string, after int64, limit int) ([]audit.Record, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("store: reading audit: a page of %d records (at least 1)", limit)
+	}
+	rows, err := s.pool.Query(ctx, auditPageQuery, run, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading audit: %w", err)
+	}
+	return scanAudit(rows)
+}
+
+const auditPageQuery = `SELECT run, seq, time, kind, step, tool, data, prev, hash FROM audit WHERE run = $1 AND seq > $2 ORDER BY seq LIMIT $3`
 
 // placeholder matches a statement's $N.
 var placeholder = regexp.MustCompile(`\$[0-9]+`)

@@ -200,26 +200,55 @@ func (s *Store) Audit(ctx context.Context, run string) ([]audit.Record, error) {
 }
 
 func readAudit(ctx context.Context, q querier, run string) ([]audit.Record, error) {
-	rows, err := q.query(ctx, `SELECT run, seq, time, kind, step, tool, data, prev, hash FROM audit WHERE run = ? ORDER BY seq`, run)
+	var out []audit.Record
+	err := eachAudit(ctx, q, run, 0, -1, func(r audit.Record) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// eachAudit calls fn with each of a run's records whose seq is above
+// after, in seq order, at most limit of them (all when limit < 0), read
+// row by row through q (one query: one snapshot). fn's error stops the
+// read and is returned.
+func eachAudit(ctx context.Context, q querier, run string, after int64, limit int, fn func(audit.Record) error) error {
+	rows, err := q.query(ctx, `SELECT run, seq, time, kind, step, tool, data, prev, hash FROM audit WHERE run = ? AND seq > ? ORDER BY seq LIMIT ?`, run, after, limit)
 	if err != nil {
-		return nil, fmt.Errorf("store: reading audit: %w", err)
+		return fmt.Errorf("store: reading audit: %w", err)
 	}
 	defer rows.Close()
-	var out []audit.Record
 	for rows.Next() {
 		var r audit.Record
 		var tool, data []byte
 		if err := rows.Scan(&r.Run, &r.Seq, &r.Time, &r.Kind, &r.Step, &tool, &data, &r.Prev, &r.Hash); err != nil {
-			return nil, fmt.Errorf("store: reading audit: %w", err)
+			return fmt.Errorf("store: reading audit: %w", err)
 		}
 		r.Tool = string(tool)
 		r.Data = jsonValue(data)
-		out = append(out, r)
+		if err := fn(r); err != nil {
+			return err
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: reading audit: %w", err)
+		return fmt.Errorf("store: reading audit: %w", err)
 	}
-	return out, nil
+	return nil
+}
+
+// AuditPage returns at most limit of a run's records whose seq is above
+// after, in seq order ([store.AuditPager]): none past the end. A limit
+// below 1 is an error.
+func (s *Store) AuditPage(ctx context.Context, run string, after int64, limit int) ([]audit.Record, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("store: reading audit: a page of %d records (at least 1)", limit)
+	}
+	out := make([]audit.Record, 0, min(limit, 1024))
+	err := eachAudit(ctx, s.pool(), run, after, limit, func(r audit.Record) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
 }
 
 // AuditHead returns the seq and hash of a run's last audit record as the
@@ -280,15 +309,20 @@ func verifyAudit(ctx context.Context, q querier, run string) ([]audit.Problem, e
 	if err != nil {
 		return nil, err
 	}
-	recs, err := readAudit(ctx, q, run)
-	if err != nil {
+	// The records are checked as they are read: what is kept is the
+	// problems and the last record's hash, however long the log.
+	var v audit.Verifier
+	if err := eachAudit(ctx, q, run, 0, -1, func(r audit.Record) error {
+		v.Add(r)
+		return nil
+	}); err != nil {
 		return nil, err
 	}
-	probs := audit.Verify(recs, seq, hash)
-	if seq == 0 && len(recs) > 0 {
+	probs := v.End(seq, hash)
+	if n := v.Records(); seq == 0 && n > 0 {
 		// audit.Verify skips the head check for a zero head.
-		probs = append(probs, audit.Problem{Seq: int64(len(recs)), Message: fmt.Sprintf(
-			"the run's head says it has no records but the log has %d: the head was reset", len(recs))})
+		probs = append(probs, audit.Problem{Seq: n, Message: fmt.Sprintf(
+			"the run's head says it has no records but the log has %d: the head was reset", n)})
 	}
 	return probs, nil
 }

@@ -57,6 +57,7 @@ func Run(t *testing.T, open Opener) {
 		{"RecordCallsChecks", testRecordCallsChecks},
 		{"ReopenRun", testReopenRun},
 		{"TxReadsSeeBatchMates", testTxReadsSeeBatchMates},
+		{"AuditPages", testAuditPages},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
 	}

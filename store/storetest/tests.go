@@ -1257,3 +1257,78 @@ func recordedCall(tx store.Tx, run, step string, attempt int, tool, args string)
 	}
 	return recs[1], nil
 }
+
+// testAuditPages: an engine that reads its log in pages
+// ([store.AuditPager], optional) gives exactly what [store.Store.Audit]
+// gives, page by page, and [store.EachAudit] walks the whole log across
+// page boundaries, whether or not the engine pages.
+func testAuditPages(t *testing.T, openTest Opener) {
+	s := openTest(t)
+	run, _ := newRun(t, s)
+	other, _ := newRun(t, s)
+	n := store.AuditPageSize + 3 // more than one page
+	mustTx(t, s, func(tx store.Tx) error {
+		for i := range n {
+			if err := appendRec(run, i)(tx); err != nil {
+				return err
+			}
+			if err := appendRec(other, i)(tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	all, err := s.Audit(bg, run)
+	if err != nil || len(all) < n {
+		t.Fatalf("Audit = %d records, %v; want at least %d", len(all), err, n)
+	}
+	var walked []audit.Record
+	if err := store.EachAudit(bg, s, run, func(r audit.Record) error {
+		walked = append(walked, r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(walked, all) {
+		t.Fatalf("EachAudit walked %d records, Audit returned %d, or they differ", len(walked), len(all))
+	}
+	stop := errors.New("stop")
+	calls := 0
+	if err := store.EachAudit(bg, s, run, func(audit.Record) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Fatalf("EachAudit with fn failing = %v after %d calls, want fn's error after 1", err, calls)
+	}
+	p, ok := s.(store.AuditPager)
+	if !ok {
+		t.Skipf("the engine (%T) does not read its log in pages", s)
+	}
+	for _, limit := range []int{1, 7, len(all), len(all) + 1} {
+		var got []audit.Record
+		var after int64
+		for {
+			page, err := p.AuditPage(bg, run, after, limit)
+			if err != nil {
+				t.Fatalf("AuditPage(after %d, limit %d): %v", after, limit, err)
+			}
+			if len(page) > limit {
+				t.Fatalf("AuditPage(after %d, limit %d) = %d records", after, limit, len(page))
+			}
+			got = append(got, page...)
+			if len(page) < limit {
+				break
+			}
+			after = page[len(page)-1].Seq
+		}
+		if !reflect.DeepEqual(got, all) {
+			t.Fatalf("pages of %d: %d records, Audit %d, or they differ", limit, len(got), len(all))
+		}
+	}
+	if page, err := p.AuditPage(bg, run, all[len(all)-1].Seq, 10); err != nil || len(page) != 0 {
+		t.Fatalf("AuditPage past the end = %d records, %v; want none", len(page), err)
+	}
+	if page, err := p.AuditPage(bg, "run_none", 0, 10); err != nil || len(page) != 0 {
+		t.Fatalf("AuditPage of a run with no log = %d records, %v; want none", len(page), err)
+	}
+	if _, err := p.AuditPage(bg, run, 0, 0); err == nil {
+		t.Fatal("AuditPage with limit 0 did not fail")
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -265,10 +266,8 @@ not.`,
 			if _, err := st.GetRun(ctx, args[0]); err != nil {
 				return &exitError{code: ExitProblems, err: runError(err, args[0], harnessPath)}
 			}
-			recs, err := st.Audit(ctx, args[0])
-			if err != nil {
-				return ioError(err)
-			}
+			// The log is checked, then printed as it is read, a page at a
+			// time: memory stays bounded however long it is.
 			var probs []audit.Problem
 			if verify {
 				if probs, err = st.VerifyAudit(ctx, args[0]); err != nil {
@@ -284,23 +283,13 @@ not.`,
 					probs = append(probs, audit.Problem{Seq: d.Seq, Message: "the store disagrees with the audit log: " + d.Message})
 				}
 			}
+			w := bufio.NewWriterSize(c.stdout(), 64<<10)
+			n, head := 0, audit.Genesis
 			if format.value == "json" {
-				if recs == nil {
-					recs = []audit.Record{}
-				}
-				out := map[string]any{"run": args[0], "records": recs}
-				if verify {
-					ps := make([]map[string]any, 0, len(probs))
-					for _, p := range probs {
-						ps = append(ps, map[string]any{"seq": p.Seq, "message": p.Message})
-					}
-					out["verified"] = len(probs) == 0
-					out["problems"] = ps
-				}
-				b, _ := json.Marshal(out, jsontext.WithIndent("  "), json.Deterministic(true))
-				fmt.Fprintln(c.stdout(), string(b))
+				err = writeAuditJSON(ctx, w, st, args[0], verify, probs)
 			} else {
-				for _, r := range recs {
+				err = store.EachAudit(ctx, st, args[0], func(r audit.Record) error {
+					n, head = n+1, r.Hash
 					line := fmt.Sprintf("%4d %s %-22s", r.Seq, r.Time, r.Kind)
 					if r.Step != "" {
 						line += " step=" + textsafe.Line(r.Step)
@@ -311,16 +300,23 @@ not.`,
 					if len(r.Data) > 0 {
 						line += " " + textsafe.Line(string(r.Data))
 					}
-					fmt.Fprintf(c.stdout(), "%s\n     hash %s\n", line, r.Hash)
-				}
-				if verify {
+					_, err := fmt.Fprintf(w, "%s\n     hash %s\n", line, r.Hash)
+					return err
+				})
+				if err == nil && verify {
 					for _, p := range probs {
-						fmt.Fprintf(c.stdout(), "TAMPERED: %s\n", p.Message)
+						fmt.Fprintf(w, "TAMPERED: %s\n", p.Message)
 					}
 					if len(probs) == 0 {
-						fmt.Fprintf(c.stdout(), "chain verifies: %d records, head %s\n", len(recs), headOf(recs))
+						fmt.Fprintf(w, "chain verifies: %d records, head %s\n", n, head)
 					}
 				}
+			}
+			if ferr := w.Flush(); err == nil {
+				err = ferr
+			}
+			if err != nil {
+				return ioError(err)
 			}
 			if len(probs) > 0 {
 				return failed
@@ -334,11 +330,66 @@ not.`,
 	return cmd
 }
 
-func headOf(recs []audit.Record) string {
-	if len(recs) == 0 {
-		return audit.Genesis
+// writeAuditJSON writes `audit --format json`'s object, its records
+// streamed as they are read: what json.Marshal of {"problems" (with
+// verify), "records", "run", "verified" (with verify)} writes, indented
+// by two spaces, members in name order.
+func writeAuditJSON(ctx context.Context, w *bufio.Writer, st store.Store, run string, verify bool, probs []audit.Problem) error {
+	member := func(name string, v any, last bool) error {
+		b, err := json.Marshal(v, jsontext.WithIndent("  "), jsontext.WithIndentPrefix("  "), json.Deterministic(true))
+		if err != nil {
+			return err
+		}
+		k, _ := json.Marshal(name)
+		end := ",\n"
+		if last {
+			end = "\n"
+		}
+		_, err = fmt.Fprintf(w, "  %s: %s%s", k, b, end)
+		return err
 	}
-	return recs[len(recs)-1].Hash
+	w.WriteString("{\n")
+	if verify {
+		ps := make([]map[string]any, 0, len(probs))
+		for _, p := range probs {
+			ps = append(ps, map[string]any{"seq": p.Seq, "message": p.Message})
+		}
+		if err := member("problems", ps, false); err != nil {
+			return err
+		}
+	}
+	w.WriteString(`  "records": [`)
+	n := 0
+	err := store.EachAudit(ctx, st, run, func(r audit.Record) error {
+		b, err := json.Marshal(r, jsontext.WithIndent("  "), jsontext.WithIndentPrefix("    "), json.Deterministic(true))
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			w.WriteByte(',')
+		}
+		n++
+		w.WriteString("\n    ")
+		_, err = w.Write(b)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		w.WriteString("\n  ")
+	}
+	w.WriteString("],\n")
+	if err := member("run", run, !verify); err != nil {
+		return err
+	}
+	if verify {
+		if err := member("verified", len(probs) == 0, true); err != nil {
+			return err
+		}
+	}
+	_, err = w.WriteString("}\n")
+	return err
 }
 
 func (c *CLI) todayCommand() *cobra.Command {
