@@ -101,7 +101,10 @@ func (o *Obs) logRecord(ctx context.Context, r audit.Record, d recordData) {
 	as := make([]slog.Attr, 0, 10)
 	as = append(as, slog.String("run", r.Run), slog.Int64("seq", r.Seq))
 	if r.Step != "" {
-		as = append(as, slog.String("step", r.Step), slog.Int("attempt", d.Attempt))
+		as = append(as, slog.String("step", r.Step))
+	}
+	if d.Attempt > 0 {
+		as = append(as, slog.Int("attempt", d.Attempt))
 	}
 	if r.Tool != "" {
 		as = append(as, slog.String("tool", r.Tool), slog.Int("index", d.Index))
