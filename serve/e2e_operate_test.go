@@ -203,8 +203,8 @@ func TestOperateLogsAndMetrics(t *testing.T) {
 	// Logs.
 	type line struct {
 		Level, Msg, Run, Step, Tool, Code, Method, Path string
-		Seq                                           int64
-		Status                                        int
+		Seq                                             int64
+		Status                                          int
 	}
 	bySeq := map[int64]line{}
 	access := 0
