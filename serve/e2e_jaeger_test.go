@@ -19,15 +19,18 @@ import (
 )
 
 // jaegerBinary finds Jaeger (v1.76.0's all-in-one; scripts/jaeger.sh
-// builds it): $OPENPLAYBOOK_JAEGER, else jaeger on PATH. Without it the
+// builds it): $OPENPLAYBOOK_JAEGER, else jaeger-v1.76.0 or jaeger on PATH
+// (scripts/test.sh puts $(go env GOPATH)/bin there). Without it the
 // test is skipped, and fails under CI.
 func jaegerBinary(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("OPENPLAYBOOK_JAEGER"); p != "" {
 		return p
 	}
-	if p, err := exec.LookPath("jaeger"); err == nil {
-		return p
+	for _, name := range []string{"jaeger-v1.76.0", "jaeger"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
 	}
 	if os.Getenv("CI") != "" {
 		t.Fatal("Jaeger is not installed: scripts/jaeger.sh builds it (.ci/run runs it)")
