@@ -63,6 +63,21 @@ type opsRig struct {
 // settings.
 func newOpsRig(t *testing.T, env map[string]string, base string, proxies obs.Proxies) *opsRig {
 	t.Helper()
+	return newOpsRigOpt(t, opsOpt{env: env, base: base, proxies: proxies, level: "debug"})
+}
+
+// opsOpt configures [newOpsRigOpt].
+type opsOpt struct {
+	env     map[string]string
+	base    string
+	proxies obs.Proxies
+	level   string // the log level
+	plain   bool   // no obs at all: the store and handler as serve.New makes them
+}
+
+func newOpsRigOpt(t *testing.T, opt opsOpt) *opsRig {
+	t.Helper()
+	env, base, proxies := opt.env, opt.base, opt.proxies
 	root := mcptest.RepoRoot(t)
 	if _, err := os.Stat(filepath.Join(root, "node_modules/@modelcontextprotocol/server-memory/dist/index.js")); err != nil {
 		t.Skip("the npm MCP reference servers are not installed (npm ci)")
@@ -101,7 +116,7 @@ serve:
 		t.Fatal(err)
 	}
 	logs := &syncBuf{}
-	o, err := obs.New(context.Background(), obs.Config{LogFormat: "json", LogLevel: "debug", Stderr: logs, Version: "test",
+	o, err := obs.New(context.Background(), obs.Config{LogFormat: "json", LogLevel: opt.level, Stderr: logs, Version: "test",
 		Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatal(err)
@@ -112,11 +127,18 @@ serve:
 	if base == "" {
 		base = r.ts.URL
 	}
-	r.srv, err = serve.New(serve.Options{Harness: lh, Store: o.Store(st), BaseURL: base, Version: "test", Log: o.LineWriter(-4)})
+	if opt.plain {
+		r.srv, err = serve.New(serve.Options{Harness: lh, Store: st, BaseURL: base, Version: "test"})
+	} else {
+		r.srv, err = serve.New(serve.Options{Harness: lh, Store: o.Store(st), BaseURL: base, Version: "test", Log: o.LineWriter(-4)})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.ts.Config.Handler = r.srv.Operated(o, proxies)
+	if opt.plain {
+		r.ts.Config.Handler = r.srv
+	}
 	t.Cleanup(func() {
 		r.ts.Close()
 		r.srv.Close()
