@@ -40,7 +40,7 @@ func TestOperateBehindReverseProxy(t *testing.T) {
 			pr.SetXForwarded()
 			pr.Out.Header.Set("X-Forwarded-For", "203.0.113.7") // the "client" the proxy saw
 		},
-		Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).DialContext},
+		Transport:     &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).DialContext},
 		FlushInterval: -1,
 	}
 	front := httptest.NewTLSServer(rp)
