@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -53,7 +54,7 @@ var (
 	dotenvKeys     = []string{"path", "optional"}
 	storeKeys      = []string{"sqlite", "seed"}
 	runtimeKeys    = []string{"approvalExpiry", "maxToolCalls"}
-	serveKeys      = []string{"operatorTokenSecret", "approvalWait", "allowedOrigins"}
+	serveKeys      = []string{"operatorTokenSecret", "approvalWait", "allowedOrigins", "publicURL", "trustedProxies"}
 )
 
 var (
@@ -900,6 +901,30 @@ func (d *decoder) serve(n *node) {
 				continue
 			}
 			d.h.Serve.AllowedOrigins = append(d.h.Serve.AllowedOrigins, o)
+		}
+	}
+	if v := f["publicURL"]; v != nil {
+		if u, ok := d.str(v, `"publicURL"`); ok {
+			if !originSyntax.MatchString(u) {
+				d.errN(v, RuleValue, "\"publicURL\" is the scheme and host (and optional port) clients reach the server at, with no path: such as \"https://playbooks.example.com\"")
+			} else {
+				d.h.Serve.PublicURL = u
+			}
+		}
+	}
+	if v := f["trustedProxies"]; v != nil && d.want(v, kList, `"trustedProxies"`) {
+		for _, item := range v.elems {
+			p, ok := d.str(item, `a trusted proxy`)
+			if !ok {
+				continue
+			}
+			if _, err := netip.ParsePrefix(p); err != nil {
+				if _, err := netip.ParseAddr(p); err != nil {
+					d.errN(item, RuleValue, "a trusted proxy is an IP address or a CIDR prefix: such as \"10.0.0.0/8\" or \"127.0.0.1\"")
+					continue
+				}
+			}
+			d.h.Serve.TrustedProxies = append(d.h.Serve.TrustedProxies, p)
 		}
 	}
 }

@@ -295,6 +295,15 @@ type Serve struct {
 	// server accepts (DNS rebinding protection). Empty: only the server's
 	// own origin.
 	AllowedOrigins []string
+	// PublicURL is the URL clients reach the server at behind an ingress
+	// ("https://playbooks.example.com", no path): the MCP URLs the server
+	// hands out begin with it, and it is the server's own origin. ""
+	// means the listen address. serve's --public-url wins over it.
+	PublicURL string
+	// TrustedProxies are the IP addresses and CIDR prefixes whose
+	// X-Forwarded-* and Forwarded headers serve believes. serve's
+	// --trusted-proxies wins over them.
+	TrustedProxies []string
 }
 
 // SecretRef is one use of a named secret in the harness file.

@@ -98,6 +98,14 @@ with _ for - (OPENPLAYBOOK_PUBLIC_URL). See docs/operate.md.`,
 				return err
 			}
 			defer st0.Close()
+			if publicURL == "" {
+				publicURL = lh.H.Serve.PublicURL
+			}
+			if proxies == "" && len(lh.H.Serve.TrustedProxies) > 0 {
+				if trusted, err = obs.ParseProxies(strings.Join(lh.H.Serve.TrustedProxies, ",")); err != nil {
+					return &exitError{code: ExitUsage, err: fmt.Errorf("serve.trustedProxies: %w", err)}
+				}
+			}
 			st := o.Store(st0)
 			gcForCalls()
 			ln, err := net.Listen("tcp", listen)
