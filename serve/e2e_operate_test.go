@@ -73,6 +73,7 @@ type opsOpt struct {
 	proxies obs.Proxies
 	level   string // the log level
 	plain   bool   // no obs at all: the store and handler as serve.New makes them
+	extra   string // appended to the harness
 }
 
 func newOpsRigOpt(t *testing.T, opt opsOpt) *opsRig {
@@ -99,7 +100,7 @@ store:
   seed: ` + filepath.Join(root, "examples/data/customers.json") + `
 serve:
   approvalWait: 2s
-`
+` + opt.extra
 	hp := filepath.Join(dir, "harness.yaml")
 	if err := os.WriteFile(hp, []byte(harnessYAML), 0o600); err != nil {
 		t.Fatal(err)
