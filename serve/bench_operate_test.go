@@ -22,7 +22,7 @@ import (
 // Prometheus metrics. Rounds interleave; the medians' ratios are printed.
 // A benchmark, so it runs only with OPENPLAYBOOK_BENCH_OPERATE=1 (it
 // needs Jaeger; OPENPLAYBOOK_BENCH_NO_JAEGER=1 measures the first two
-// only; BENCHMARKS.md, Round 5):
+// only; BENCHMARKS.md, "Issue 23"):
 //
 //	OPENPLAYBOOK_BENCH_OPERATE=1 go test ./serve -run TestBenchmarkOperate -v
 func TestBenchmarkOperate(t *testing.T) {
