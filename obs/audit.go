@@ -323,7 +323,7 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 	case "step.finished":
 		endStep(codes.Ok, "")
 	case "step.failed":
-		endStep(codes.Error, d.Reason)
+		endStep(codes.Error, o.redactString(d.Reason))
 	case "step.retried":
 		endStep(codes.Error, "retried")
 	case "call.started":
