@@ -238,7 +238,13 @@ func TestOperateTracesReachJaeger(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Jaeger has no completed run span for %s (nor trace %s) after 30 s: %d spans", run, traceID, len(spans))
+			resp, _ := http.Get(query + "/api/services")
+			var svcs []byte
+			if resp != nil {
+				svcs, _ = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			t.Fatalf("Jaeger has no completed run span for %s (nor trace %s) after 30 s: %d spans; services %s; answer %.300s", run, traceID, len(spans), svcs, raw)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
