@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -59,7 +60,7 @@ var (
 	storeKeys      = []string{"sqlite", "postgres", "seed"}
 	postgresKeys   = []string{"url"}
 	runtimeKeys    = []string{"approvalExpiry", "maxToolCalls"}
-	serveKeys      = []string{"operatorTokenSecret", "approvalWait", "allowedOrigins", "oidc"}
+	serveKeys      = []string{"operatorTokenSecret", "approvalWait", "allowedOrigins", "publicURL", "trustedProxies", "oidc"}
 	oidcKeys       = []string{"issuer", "clientID", "clientSecretSecret", "audience", "scopes", "claims", "operators", "deciders", "selfApproval", "operatorToken"}
 	claimKeys      = []string{"subject", "name", "email", "groups"}
 	principalKeys  = []string{"subjects", "groups"}
@@ -984,6 +985,30 @@ func (d *decoder) serve(n *node) {
 				continue
 			}
 			d.h.Serve.AllowedOrigins = append(d.h.Serve.AllowedOrigins, o)
+		}
+	}
+	if v := f["publicURL"]; v != nil {
+		if u, ok := d.str(v, `"publicURL"`); ok {
+			if !originSyntax.MatchString(u) {
+				d.errN(v, RuleValue, "\"publicURL\" is the scheme and host (and optional port) clients reach the server at, with no path: such as \"https://playbooks.example.com\"")
+			} else {
+				d.h.Serve.PublicURL = u
+			}
+		}
+	}
+	if v := f["trustedProxies"]; v != nil && d.want(v, kList, `"trustedProxies"`) {
+		for _, item := range v.elems {
+			p, ok := d.str(item, `a trusted proxy`)
+			if !ok {
+				continue
+			}
+			if _, err := netip.ParsePrefix(p); err != nil {
+				if _, err := netip.ParseAddr(p); err != nil {
+					d.errN(item, RuleValue, "a trusted proxy is an IP address or a CIDR prefix: such as \"10.0.0.0/8\" or \"127.0.0.1\"")
+					continue
+				}
+			}
+			d.h.Serve.TrustedProxies = append(d.h.Serve.TrustedProxies, p)
 		}
 	}
 	if v := f["oidc"]; v != nil {

@@ -360,6 +360,15 @@ type Serve struct {
 	// server accepts (DNS rebinding protection). Empty: only the server's
 	// own origin.
 	AllowedOrigins []string
+	// PublicURL is the URL clients reach the server at behind an ingress
+	// ("https://playbooks.example.com", no path): the MCP URLs the server
+	// hands out begin with it, and it is the server's own origin. ""
+	// means the listen address. serve's --public-url wins over it.
+	PublicURL string
+	// TrustedProxies are the IP addresses and CIDR prefixes whose
+	// X-Forwarded-* and Forwarded headers serve believes. serve's
+	// --trusted-proxies wins over them.
+	TrustedProxies []string
 	// OIDC, when set, has operators log in with OpenID Connect and be
 	// named by their verified identity (docs/identity.md). Nil: the
 	// operator token alone.

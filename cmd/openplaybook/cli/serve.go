@@ -5,19 +5,24 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/openplaybook/openplaybook/host"
 	"github.com/openplaybook/openplaybook/launch"
+	"github.com/openplaybook/openplaybook/obs"
 	"github.com/openplaybook/openplaybook/serve"
 	"github.com/openplaybook/openplaybook/store"
 )
@@ -26,10 +31,10 @@ import (
 const DefaultListen = "127.0.0.1:7420"
 
 func (c *CLI) serveCommand() *cobra.Command {
-	var harnessPath, listen, certFile, keyFile string
+	var harnessPath, listen, certFile, keyFile, publicURL, proxies, logFormat, logLevel, metricsListen string
 	var insecure bool
 	cmd := &cobra.Command{
-		Use:                   "serve [--harness FILE] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [--insecure-listen]",
+		Use:                   "serve [--harness FILE] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [--insecure-listen] [--public-url URL] [--trusted-proxies LIST] [--log-format json|text] [--log-level LEVEL] [--metrics-listen ADDR]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Serve the console, the HTTP API and MCP endpoints for external agents",
 		Long: `Serve runs one process over the harness's store: the web console at /, the
@@ -43,9 +48,39 @@ serve.operatorTokenSecret names (default OPENPLAYBOOK_OPERATOR_TOKEN).
 
 It listens on 127.0.0.1:7420 by default. Any address that is not loopback
 needs TLS (--tls-cert and --tls-key) or, knowingly, --insecure-listen.
-Stop it with Ctrl-C: runs it was executing stay resumable. See docs/serve.md.`,
+Stop it with Ctrl-C: runs it was executing stay resumable. See docs/serve.md.
+
+Behind an ingress, --public-url is the address clients use: the MCP URLs it
+hands out begin with it and it is the origin it trusts; --trusted-proxies
+lists the proxies whose X-Forwarded-* and Forwarded headers it believes.
+It logs to stderr (--log-format, --log-level); OpenTelemetry traces and
+metrics follow the OTEL_* variables; /healthz and /readyz answer probes.
+Every flag has an environment form: OPENPLAYBOOK_ and its name in capitals,
+with _ for - (OPENPLAYBOOK_PUBLIC_URL). See docs/operate.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := c.flagsFromEnv(cmd); err != nil {
+				return &exitError{code: ExitUsage, err: err}
+			}
+			o, err := obs.New(cmd.Context(), obs.Config{LogFormat: logFormat, LogLevel: logLevel, Stderr: c.stderr(), Getenv: c.getenv, Version: c.version()})
+			if err != nil {
+				return &exitError{code: ExitUsage, err: err}
+			}
+			defer func() {
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = o.Shutdown(sctx)
+			}()
+			trusted, err := obs.ParseProxies(proxies)
+			if err != nil {
+				return &exitError{code: ExitUsage, err: fmt.Errorf("--trusted-proxies: %w", err)}
+			}
+			if publicURL != "" {
+				if u, err := url.Parse(publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+					return &exitError{code: ExitUsage, err: fmt.Errorf("--public-url %q: write the scheme and host clients use, such as https://playbooks.example.com (no path)", publicURL)}
+				}
+				publicURL = strings.TrimSuffix(publicURL, "/")
+			}
 			if (certFile == "") != (keyFile == "") {
 				return &exitError{code: ExitUsage, err: errors.New("--tls-cert and --tls-key go together")}
 			}
@@ -58,11 +93,20 @@ Stop it with Ctrl-C: runs it was executing stay resumable. See docs/serve.md.`,
 			if !loopback && certFile == "" && !insecure {
 				return &exitError{code: ExitUsage, err: fmt.Errorf("--listen %s is not a loopback address: give --tls-cert and --tls-key, or --insecure-listen to serve plain HTTP to the network anyway", listen)}
 			}
-			lh, st, err := c.openForServe(cmd.Context(), harnessPath, "")
+			lh, st0, err := c.openForServe(cmd.Context(), harnessPath, "")
 			if err != nil {
 				return err
 			}
-			defer st.Close()
+			defer st0.Close()
+			if publicURL == "" {
+				publicURL = lh.H.Serve.PublicURL
+			}
+			if proxies == "" && len(lh.H.Serve.TrustedProxies) > 0 {
+				if trusted, err = obs.ParseProxies(strings.Join(lh.H.Serve.TrustedProxies, ",")); err != nil {
+					return &exitError{code: ExitUsage, err: fmt.Errorf("serve.trustedProxies: %w", err)}
+				}
+			}
+			st := o.Store(st0)
 			gcForCalls()
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
@@ -77,7 +121,10 @@ Stop it with Ctrl-C: runs it was executing stay resumable. See docs/serve.md.`,
 				addr = net.JoinHostPort("localhost", p)
 			}
 			base := scheme + "://" + addr
-			srv, err := serve.New(serve.Options{Harness: lh, Store: st, BaseURL: base, Version: c.version(), Log: c.stderr()})
+			if publicURL != "" {
+				base = publicURL
+			}
+			srv, err := serve.New(serve.Options{Harness: lh, Store: st, BaseURL: base, Version: c.version(), Log: o.LineWriter(slog.LevelWarn)})
 			if err != nil {
 				ln.Close()
 				return &exitError{code: ExitProblems, err: err}
@@ -86,7 +133,7 @@ Stop it with Ctrl-C: runs it was executing stay resumable. See docs/serve.md.`,
 			// client cannot hold connections open), idle keep-alive
 			// connections close after 2 minutes; answers have no time
 			// limit (event streams, calls that wait for approval).
-			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+			hs := &http.Server{Handler: srv.Operated(o, trusted), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			srv.ResumeWaiting(ctx)
@@ -99,11 +146,31 @@ Stop it with Ctrl-C: runs it was executing stay resumable. See docs/serve.md.`,
 					errc <- hs.Serve(ln)
 				}
 			}()
-			fmt.Fprintf(c.stderr(), "openplaybook serve: listening on %s (console %s/, API %s/api/v1/, MCP %s/mcp/runs/RUN)\n", base, base, base, base)
+			var ms *http.Server
+			if metricsListen != "" {
+				mh := o.MetricsHandler()
+				if mh == nil {
+					return &exitError{code: ExitUsage, err: errors.New("--metrics-listen needs OTEL_METRICS_EXPORTER=prometheus (the metrics it serves)")}
+				}
+				mln, err := net.Listen("tcp", metricsListen)
+				if err != nil {
+					return ioError(err)
+				}
+				mux := http.NewServeMux()
+				mux.Handle("GET /metrics", mh)
+				ms = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+				go func() { _ = ms.Serve(mln) }()
+				o.Log.Info("openplaybook serve: metrics on http://" + mln.Addr().String() + "/metrics")
+			}
+			o.Log.Info(fmt.Sprintf("openplaybook serve: listening on %s (console %s/, API %s/api/v1/, MCP %s/mcp/runs/RUN)", base, base, base, base),
+				"listen", ln.Addr().String(), "publicURL", base, "tracing", o.Tracing())
 			select {
 			case err = <-errc:
 			case <-ctx.Done():
-				fmt.Fprintln(c.stderr(), "openplaybook serve: stopping; the runs it was executing stay resumable")
+				o.Log.Info("openplaybook serve: stopping; the runs it was executing stay resumable")
+			}
+			if ms != nil {
+				_ = ms.Close()
 			}
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -120,7 +187,34 @@ Stop it with Ctrl-C: runs it was executing stay resumable. See docs/serve.md.`,
 	cmd.Flags().StringVar(&certFile, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
 	cmd.Flags().StringVar(&keyFile, "tls-key", "", "the certificate's private key (PEM)")
 	cmd.Flags().BoolVar(&insecure, "insecure-listen", false, "allow plain HTTP on an address that is not loopback")
+	cmd.Flags().StringVar(&publicURL, "public-url", "", "the URL clients reach the server at, behind an ingress (https://host): MCP URLs begin with it, and it is the origin trusted")
+	cmd.Flags().StringVar(&proxies, "trusted-proxies", "", "comma-separated IPs and CIDR prefixes of the proxies whose X-Forwarded-* and Forwarded headers are believed")
+	cmd.Flags().StringVar(&logFormat, "log-format", "", "log format on stderr: json or text (default: text on a terminal, else json)")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "also serve /metrics, unauthenticated, on this address (with OTEL_METRICS_EXPORTER=prometheus)")
 	return cmd
+}
+
+// flagsFromEnv sets each flag of cmd not given on the command line from
+// its environment form, OPENPLAYBOOK_<NAME> (the name in capitals, - as
+// _), when that is set. A value the flag refuses is an error naming the
+// variable.
+func (c *CLI) flagsFromEnv(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed || f.Name == "help" {
+			return
+		}
+		name := "OPENPLAYBOOK_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		v := c.getenv(name)
+		if v == "" {
+			return
+		}
+		if e := f.Value.Set(v); e != nil {
+			err = fmt.Errorf("%s=%q: %v", name, v, e)
+		}
+	})
+	return err
 }
 
 func (c *CLI) mcpCommand() *cobra.Command {

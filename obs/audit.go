@@ -1,0 +1,404 @@
+package obs
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/openplaybook/openplaybook/audit"
+)
+
+// instruments are the metrics (docs/operate.md lists them).
+type instruments struct {
+	calls     metric.Int64Counter     // openplaybook.calls{tool,outcome}
+	refusals  metric.Int64Counter     // openplaybook.refusals{code}
+	waits     metric.Float64Histogram // openplaybook.wait.duration{kind,outcome}, s
+	tokens    metric.Int64Counter     // gen_ai.client.token.usage-like: openplaybook.model.tokens{provider,model,type}
+	runs      metric.Int64Counter     // openplaybook.runs{status}
+	sessions  metric.Int64Counter     // openplaybook.agent.sessions
+	txLatency metric.Float64Histogram // openplaybook.store.tx.duration{op,outcome}, s
+	requests  metric.Int64Counter     // openplaybook.http.requests{route,code}
+}
+
+func newInstruments(m metric.Meter) instruments {
+	var in instruments
+	in.calls, _ = m.Int64Counter("openplaybook.calls", metric.WithDescription("Tool calls by tool and outcome (succeeded, failed, refused, output-invalid, outcome-unknown)."), metric.WithUnit("{call}"))
+	in.refusals, _ = m.Int64Counter("openplaybook.refusals", metric.WithDescription("Refused tool calls by refusal code."), metric.WithUnit("{call}"))
+	in.waits, _ = m.Float64Histogram("openplaybook.wait.duration", metric.WithDescription("Time an approval or gate waited for a person."), metric.WithUnit("s"))
+	in.tokens, _ = m.Int64Counter("openplaybook.model.tokens", metric.WithDescription("Model tokens by provider, model and type (input, output)."), metric.WithUnit("{token}"))
+	in.runs, _ = m.Int64Counter("openplaybook.runs", metric.WithDescription("Run transitions by status reached (created, resumed, waiting, completed, failed, rejected, cancelled)."), metric.WithUnit("{run}"))
+	in.sessions, _ = m.Int64Counter("openplaybook.agent.sessions", metric.WithDescription("External agent sessions attached to a run."), metric.WithUnit("{session}"))
+	in.txLatency, _ = m.Float64Histogram("openplaybook.store.tx.duration", metric.WithDescription("Store write transaction latency."), metric.WithUnit("s"))
+	in.requests, _ = m.Int64Counter("openplaybook.http.requests", metric.WithDescription("HTTP requests answered, by route and status class."), metric.WithUnit("{request}"))
+	return in
+}
+
+// recordData is the union of the audit payload fields obs reads.
+type recordData struct {
+	Attempt      int    `json:"attempt"`
+	Index        int    `json:"index"`
+	Code         string `json:"code"`
+	Reason       string `json:"reason"`
+	Approval     string `json:"approval"`
+	Purpose      string `json:"purpose"`
+	By           string `json:"by"`
+	Provider     string `json:"provider"`
+	Model        string `json:"model"`
+	Turn         int    `json:"turn"`
+	InputTokens  int64  `json:"inputTokens"`
+	OutputTokens int64  `json:"outputTokens"`
+	Playbook     string `json:"playbook"`
+	Version      string `json:"version"`
+	Agent        any    `json:"agent"`
+}
+
+// observe reports committed audit records: ctx is the committing
+// transaction's (its span, when any, is linked from the spans begun).
+func (o *Obs) observe(ctx context.Context, recs []audit.Record) {
+	if o == nil {
+		return
+	}
+	for _, r := range recs {
+		o.observeOne(ctx, r)
+	}
+}
+
+func (o *Obs) observeOne(ctx context.Context, r audit.Record) {
+	var d recordData
+	if len(r.Data) > 0 {
+		_ = json.Unmarshal(r.Data, &d, json.RejectUnknownMembers(false))
+	}
+	t, err := time.Parse(time.RFC3339Nano, r.Time)
+	if err != nil {
+		t = time.Now()
+	}
+	o.logRecord(ctx, r, d)
+	o.meterRecord(ctx, r, d, t)
+	if o.tracing {
+		o.traceRecord(ctx, r, d, t)
+	}
+}
+
+// logRecord writes one decision line per record: refusals and failures
+// at warn, the rest at info.
+func (o *Obs) logRecord(ctx context.Context, r audit.Record, d recordData) {
+	lvl := slog.LevelInfo
+	switch r.Kind {
+	case "call.refused", "call.failed", "call.output-invalid", "call.outcome-unknown", "step.failed", "run.failed", "run.rejected", "approval.denied", "gate.rejected", "agent.rejected", "step.call-limit":
+		lvl = slog.LevelWarn
+	}
+	if !o.Log.Enabled(ctx, lvl) {
+		return
+	}
+	as := make([]slog.Attr, 0, 10)
+	as = append(as, slog.String("run", r.Run), slog.Int64("seq", r.Seq))
+	if r.Step != "" {
+		as = append(as, slog.String("step", r.Step))
+	}
+	if d.Attempt > 0 {
+		as = append(as, slog.Int("attempt", d.Attempt))
+	}
+	if r.Tool != "" {
+		as = append(as, slog.String("tool", r.Tool), slog.Int("index", d.Index))
+	}
+	if d.Code != "" {
+		as = append(as, slog.String("code", d.Code))
+	}
+	if d.Approval != "" {
+		as = append(as, slog.String("approval", d.Approval))
+	}
+	if d.Reason != "" {
+		as = append(as, slog.String("reason", d.Reason))
+	}
+	if d.By != "" {
+		as = append(as, slog.String("by", d.By))
+	}
+	if r.Kind == "model.usage" {
+		as = append(as, slog.String("model", d.Model), slog.Int64("inputTokens", d.InputTokens), slog.Int64("outputTokens", d.OutputTokens))
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		as = append(as, slog.String("trace_id", sc.TraceID().String()))
+	}
+	o.Log.LogAttrs(ctx, lvl, r.Kind, as...)
+}
+
+var (
+	callOutcome = map[string]string{
+		"call.succeeded": "succeeded", "call.failed": "failed", "call.refused": "refused",
+		"call.output-invalid": "output-invalid", "call.outcome-unknown": "outcome-unknown",
+	}
+	runStatus = map[string]string{
+		"run.created": "created", "run.resumed": "resumed", "run.waiting": "waiting", "run.completed": "completed",
+		"run.failed": "failed", "run.rejected": "rejected", "run.cancelled": "cancelled",
+	}
+)
+
+func (o *Obs) meterRecord(ctx context.Context, r audit.Record, d recordData, t time.Time) {
+	if out, ok := callOutcome[r.Kind]; ok {
+		o.m.calls.Add(ctx, 1, metric.WithAttributes(attribute.String("tool", r.Tool), attribute.String("outcome", out)))
+		if r.Kind == "call.refused" {
+			o.m.refusals.Add(ctx, 1, metric.WithAttributes(attribute.String("code", d.Code)))
+		}
+	}
+	if st, ok := runStatus[r.Kind]; ok {
+		o.m.runs.Add(ctx, 1, metric.WithAttributes(attribute.String("status", st)))
+	}
+	switch r.Kind {
+	case "model.usage":
+		a := []attribute.KeyValue{attribute.String("gen_ai.provider.name", d.Provider), attribute.String("gen_ai.request.model", d.Model)}
+		o.m.tokens.Add(ctx, d.InputTokens, metric.WithAttributes(append(a, attribute.String("gen_ai.token.type", "input"))...))
+		o.m.tokens.Add(ctx, d.OutputTokens, metric.WithAttributes(append(a, attribute.String("gen_ai.token.type", "output"))...))
+	case "agent.attached":
+		o.m.sessions.Add(ctx, 1)
+	case "approval.requested":
+		o.runs.waitStart("approval:"+d.Approval, t)
+	case "approval.approved", "approval.denied", "approval.voided":
+		if t0, ok := o.runs.waitEnd("approval:" + d.Approval); ok {
+			o.m.waits.Record(ctx, t.Sub(t0).Seconds(), metric.WithAttributes(attribute.String("kind", "approval"), attribute.String("outcome", r.Kind[len("approval."):])))
+		}
+	case "gate.waiting":
+		o.runs.waitStart(gateKey(r, d), t)
+	case "gate.approved", "gate.rejected":
+		if t0, ok := o.runs.waitEnd(gateKey(r, d)); ok {
+			o.m.waits.Record(ctx, t.Sub(t0).Seconds(), metric.WithAttributes(attribute.String("kind", "gate"), attribute.String("outcome", r.Kind[len("gate."):])))
+		}
+	}
+}
+
+func gateKey(r audit.Record, d recordData) string {
+	return "gate:" + r.Run + "\x00" + r.Step + "\x00" + strconv.Itoa(d.Attempt)
+}
+
+// runSpans holds the spans open in this process, by run, and the wait
+// start times.
+type runSpans struct {
+	mu    sync.Mutex
+	runs  map[string]*runTrace
+	waits map[string]time.Time
+}
+
+// runTrace is one run's open spans: the run's, each step's (by step id)
+// and each call's, approval's and gate's (by key).
+type runTrace struct {
+	run   trace.Span
+	ctx   context.Context // carries the run span
+	steps map[string]*stepTrace
+	other map[string]trace.Span // calls, approvals, gates
+}
+
+type stepTrace struct {
+	span trace.Span
+	ctx  context.Context
+	last time.Time // the step's last record (a model turn starts there)
+}
+
+func (rs *runSpans) init() {
+	rs.runs = map[string]*runTrace{}
+	rs.waits = map[string]time.Time{}
+}
+
+func (rs *runSpans) waitStart(key string, t time.Time) {
+	rs.mu.Lock()
+	rs.waits[key] = t
+	rs.mu.Unlock()
+}
+
+func (rs *runSpans) waitEnd(key string) (time.Time, bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	t, ok := rs.waits[key]
+	delete(rs.waits, key)
+	return t, ok
+}
+
+// endAll ends every open span now (the process stops; the runs stay
+// resumable, and a resumed run's spans begin again in a new trace).
+func (rs *runSpans) endAll() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for id, rt := range rs.runs {
+		rt.endAll(time.Now(), "stopped")
+		delete(rs.runs, id)
+	}
+}
+
+func (rt *runTrace) endAll(t time.Time, why string) {
+	for k, sp := range rt.other {
+		sp.SetAttributes(attribute.String("openplaybook.ended", why))
+		sp.End(trace.WithTimestamp(t))
+		delete(rt.other, k)
+	}
+	for k, st := range rt.steps {
+		st.span.SetAttributes(attribute.String("openplaybook.ended", why))
+		st.span.End(trace.WithTimestamp(t))
+		delete(rt.steps, k)
+	}
+	rt.run.End(trace.WithTimestamp(t))
+}
+
+// traceRecord turns records into spans:
+//
+//	run <id>                  run.created|run.resumed .. run.waiting|completed|failed|rejected|cancelled
+//	  step <step>             step.started|step.resumed .. step.finished|failed|retried (or the run's end)
+//	    chat <model>          the step's previous record .. model.usage
+//	    execute_tool <tool>   call.started .. call.succeeded|failed|output-invalid|outcome-unknown; call.refused
+//	    approval <tool>       approval.requested .. approval.approved|denied|voided
+//	    gate <step>           gate.waiting .. gate.approved|rejected
+//
+// A run's spans are one trace per process that executes it; the span of
+// the transaction that began a span (an HTTP request's) is linked.
+func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t time.Time) {
+	rs := &o.runs
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	var links []trace.Link
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		links = append(links, trace.Link{SpanContext: sc})
+	}
+	rt := rs.runs[r.Run]
+	if rt == nil {
+		if r.Kind == "agent.token-issued" || r.Kind == "agent.token-revoked" || r.Kind == "agent.rejected" {
+			return // not an execution of the run
+		}
+		attrs := []attribute.KeyValue{attribute.String("openplaybook.run.id", r.Run)}
+		if d.Playbook != "" {
+			attrs = append(attrs, attribute.String("openplaybook.playbook.id", d.Playbook), attribute.String("openplaybook.playbook.version", d.Version))
+		}
+		rctx, sp := o.tracer.Start(context.Background(), "run "+r.Run, trace.WithTimestamp(t), trace.WithAttributes(attrs...),
+			trace.WithLinks(links...), trace.WithSpanKind(trace.SpanKindInternal))
+		rt = &runTrace{run: sp, ctx: rctx, steps: map[string]*stepTrace{}, other: map[string]trace.Span{}}
+		rs.runs[r.Run] = rt
+	}
+	rt.run.AddEvent(r.Kind, trace.WithTimestamp(t), trace.WithAttributes(attribute.Int64("openplaybook.audit.seq", r.Seq)))
+
+	step := func() *stepTrace {
+		st := rt.steps[r.Step]
+		if st == nil {
+			sctx, sp := o.tracer.Start(rt.ctx, "step "+r.Step, trace.WithTimestamp(t), trace.WithLinks(links...), trace.WithAttributes(
+				attribute.String("openplaybook.run.id", r.Run), attribute.String("openplaybook.step.id", r.Step), attribute.Int("openplaybook.step.attempt", d.Attempt)))
+			st = &stepTrace{span: sp, ctx: sctx, last: t}
+			rt.steps[r.Step] = st
+		}
+		return st
+	}
+	endStep := func(status codes.Code, desc string) {
+		if st := rt.steps[r.Step]; st != nil {
+			for k, sp := range rt.other {
+				if len(k) > len(r.Step)+1 && k[:len(r.Step)+1] == r.Step+"\x00" {
+					sp.End(trace.WithTimestamp(t))
+					delete(rt.other, k)
+				}
+			}
+			st.span.SetStatus(status, desc)
+			st.span.End(trace.WithTimestamp(t))
+			delete(rt.steps, r.Step)
+		}
+	}
+	callKey := r.Step + "\x00call\x00" + strconv.Itoa(d.Attempt) + "\x00" + strconv.Itoa(d.Index)
+	callSpan := func(st *stepTrace) trace.Span {
+		sp := rt.other[callKey]
+		if sp == nil {
+			_, sp = o.tracer.Start(st.ctx, "execute_tool "+r.Tool, trace.WithTimestamp(t), trace.WithLinks(links...), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
+				attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", r.Tool),
+				attribute.String("mcp.method.name", "tools/call"),
+				attribute.String("openplaybook.run.id", r.Run), attribute.String("openplaybook.step.id", r.Step),
+				attribute.Int("openplaybook.call.index", d.Index)))
+			rt.other[callKey] = sp
+		}
+		return sp
+	}
+
+	switch r.Kind {
+	case "step.started", "step.resumed":
+		endStep(codes.Unset, "")
+		step()
+	case "step.finished":
+		endStep(codes.Ok, "")
+	case "step.failed":
+		endStep(codes.Error, o.redactString(d.Reason))
+	case "step.retried":
+		endStep(codes.Error, "retried")
+	case "call.started":
+		callSpan(step())
+	case "call.waiting":
+		callSpan(step()).AddEvent("waiting", trace.WithTimestamp(t))
+	case "call.succeeded", "call.failed", "call.refused", "call.output-invalid", "call.outcome-unknown":
+		st := step()
+		sp := callSpan(st)
+		out := callOutcome[r.Kind]
+		sp.SetAttributes(attribute.String("openplaybook.decision.outcome", out))
+		if d.Code != "" {
+			sp.SetAttributes(attribute.String("openplaybook.refusal.code", d.Code), attribute.String("error.type", d.Code))
+		}
+		if r.Kind == "call.succeeded" {
+			sp.SetStatus(codes.Ok, "")
+		} else {
+			sp.SetStatus(codes.Error, out)
+		}
+		sp.End(trace.WithTimestamp(t))
+		delete(rt.other, callKey)
+		st.last = t
+	case "model.usage":
+		st := step()
+		_, sp := o.tracer.Start(st.ctx, "chat "+d.Model, trace.WithTimestamp(st.last), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+			attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", d.Provider),
+			attribute.String("gen_ai.request.model", d.Model), attribute.Int("openplaybook.model.turn", d.Turn),
+			attribute.Int64("gen_ai.usage.input_tokens", d.InputTokens), attribute.Int64("gen_ai.usage.output_tokens", d.OutputTokens)))
+		sp.End(trace.WithTimestamp(t))
+		st.last = t
+	case "approval.requested":
+		st := step()
+		_, sp := o.tracer.Start(st.ctx, "approval "+r.Tool, trace.WithTimestamp(t), trace.WithAttributes(
+			attribute.String("openplaybook.approval.id", d.Approval), attribute.String("gen_ai.tool.name", r.Tool)))
+		rt.other[r.Step+"\x00approval\x00"+d.Approval] = sp
+	case "approval.approved", "approval.denied", "approval.voided":
+		for k, sp := range rt.other {
+			if len(k) > len(d.Approval) && k[len(k)-len(d.Approval):] == d.Approval && d.Approval != "" {
+				sp.SetAttributes(attribute.String("openplaybook.approval.outcome", r.Kind[len("approval."):]))
+				sp.End(trace.WithTimestamp(t))
+				delete(rt.other, k)
+			}
+		}
+	case "gate.waiting":
+		st := step()
+		_, sp := o.tracer.Start(st.ctx, "gate "+r.Step, trace.WithTimestamp(t), trace.WithAttributes(
+			attribute.String("openplaybook.step.id", r.Step), attribute.Int("openplaybook.step.attempt", d.Attempt)))
+		rt.other[r.Step+"\x00gate"] = sp
+	case "gate.approved", "gate.rejected":
+		if sp := rt.other[r.Step+"\x00gate"]; sp != nil {
+			sp.SetAttributes(attribute.String("openplaybook.gate.outcome", r.Kind[len("gate."):]))
+			sp.End(trace.WithTimestamp(t))
+			delete(rt.other, r.Step+"\x00gate")
+		}
+	case "run.completed", "run.failed", "run.rejected", "run.cancelled", "run.waiting":
+		st := runStatus[r.Kind]
+		rt.run.SetAttributes(attribute.String("openplaybook.run.status", st))
+		switch r.Kind {
+		case "run.completed":
+			rt.run.SetStatus(codes.Ok, "")
+		case "run.waiting":
+		default:
+			rt.run.SetStatus(codes.Error, st)
+		}
+		if r.Kind == "run.waiting" {
+			// Gates and approvals go on waiting: their spans end with the
+			// run's, marked as still waiting.
+			rt.endAll(t, "waiting")
+		} else {
+			rt.endAll(t, st)
+		}
+		delete(rs.runs, r.Run)
+	default:
+		if r.Step != "" {
+			step().last = t
+		}
+	}
+}

@@ -1,0 +1,231 @@
+package obs
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Proxies are the addresses whose X-Forwarded-For, X-Forwarded-Proto,
+// X-Forwarded-Host and Forwarded headers are believed (the ingress or
+// reverse proxy in front of the server). The zero value trusts no one.
+type Proxies struct {
+	prefixes []netip.Prefix
+}
+
+// ParseProxies reads a comma-separated list of IP addresses and CIDR
+// prefixes ("10.0.0.0/8, 127.0.0.1"). An entry that is neither is an
+// error naming it.
+func ParseProxies(list string) (Proxies, error) {
+	var p Proxies
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if pre, err := netip.ParsePrefix(f); err == nil {
+			p.prefixes = append(p.prefixes, pre.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return Proxies{}, fmt.Errorf("%w: trusted proxy %q is neither an IP address nor a CIDR prefix (write 10.0.0.0/8 or 127.0.0.1)", ErrConfig, f)
+		}
+		p.prefixes = append(p.prefixes, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return p, nil
+}
+
+// Trusts reports whether addr (an IP, or host:port) is a trusted proxy.
+func (p Proxies) Trusts(addr string) bool {
+	a, ok := parseAddr(addr)
+	if !ok {
+		return false
+	}
+	for _, pre := range p.prefixes {
+		if pre.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func parseAddr(s string) (netip.Addr, bool) {
+	s = strings.TrimSpace(s)
+	if h, _, err := net.SplitHostPort(s); err == nil {
+		s = h
+	}
+	a, err := netip.ParseAddr(strings.Trim(s, "[]"))
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.Unmap(), true
+}
+
+// forwardedHeaders are the headers only a trusted proxy may send.
+var forwardedHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port", "X-Real-Ip"}
+
+// Client returns the address of the client behind r: its peer's, or,
+// when the peer is a trusted proxy, the nearest untrusted address the
+// proxies recorded (Forwarded's for=, else X-Forwarded-For), and the
+// scheme the client used (X-Forwarded-Proto or Forwarded's proto= from a
+// trusted proxy; else the connection's).
+func (p Proxies) Client(r *http.Request) (addr, scheme string) {
+	addr, _, _ = net.SplitHostPort(r.RemoteAddr)
+	if addr == "" {
+		addr = r.RemoteAddr
+	}
+	scheme = "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if !p.Trusts(r.RemoteAddr) {
+		return addr, scheme
+	}
+	var hops []string
+	var proto string
+	if fw := r.Header.Values("Forwarded"); len(fw) > 0 {
+		for _, v := range fw {
+			for _, el := range strings.Split(v, ",") {
+				for _, pair := range strings.Split(el, ";") {
+					k, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
+					if !ok {
+						continue
+					}
+					val = strings.Trim(val, `"`)
+					switch strings.ToLower(k) {
+					case "for":
+						hops = append(hops, val)
+					case "proto":
+						proto = val
+					}
+				}
+			}
+		}
+	} else {
+		for _, v := range r.Header.Values("X-Forwarded-For") {
+			for _, h := range strings.Split(v, ",") {
+				hops = append(hops, strings.TrimSpace(h))
+			}
+		}
+		proto = r.Header.Get("X-Forwarded-Proto")
+	}
+	for i := len(hops) - 1; i >= 0; i-- {
+		if _, ok := parseAddr(hops[i]); !ok {
+			break // unknown or obfuscated: stop at the last address known
+		}
+		addr = hops[i]
+		if h, _, err := net.SplitHostPort(addr); err == nil {
+			addr = h
+		}
+		addr = strings.Trim(addr, "[]")
+		if !p.Trusts(hops[i]) {
+			break
+		}
+	}
+	if proto == "http" || proto == "https" {
+		scheme = proto
+	}
+	return addr, scheme
+}
+
+// Middleware wraps h: it removes the forwarding headers of a request
+// whose peer is not a trusted proxy (so nothing behind it can be misled
+// by them), begins a server span for the request (continuing a W3C
+// traceparent the client sent), counts it, and logs one access line:
+// method, path (without the query), status, bytes, duration, client.
+// route names the request's kind for the metrics (a function of the
+// path with no identifiers in it); nil uses the first path segment.
+func (o *Obs) Middleware(h http.Handler, proxies Proxies, route func(*http.Request) string) http.Handler {
+	if o == nil {
+		return h
+	}
+	if route == nil {
+		route = func(r *http.Request) string {
+			seg, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+			return "/" + seg
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t0 := time.Now()
+		if !proxies.Trusts(r.RemoteAddr) {
+			for _, k := range forwardedHeaders {
+				r.Header.Del(k)
+			}
+		}
+		client, scheme := proxies.Client(r)
+		rt := route(r)
+		ctx := r.Context()
+		var span trace.Span
+		if o.tracing {
+			ctx = o.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+			ctx, span = o.tracer.Start(ctx, r.Method+" "+rt, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+				attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
+				attribute.String("url.scheme", scheme), attribute.String("client.address", client), attribute.String("http.route", rt)))
+			o.prop.Inject(ctx, propagation.HeaderCarrier(w.Header()))
+			r = r.WithContext(ctx)
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		d := time.Since(t0)
+		if span != nil {
+			span.SetAttributes(attribute.Int("http.response.status_code", sw.status))
+			if sw.status >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(sw.status))
+			}
+			span.End()
+		}
+		o.m.requests.Add(ctx, 1, metric.WithAttributes(attribute.String("route", rt), attribute.String("code", strconv.Itoa(sw.status/100)+"xx")))
+		if o.Log.Enabled(ctx, slog.LevelInfo) {
+			o.Log.LogAttrs(ctx, slog.LevelInfo, "http", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				slog.Int("status", sw.status), slog.Int64("bytes", sw.n), slog.Float64("ms", float64(d.Microseconds())/1000),
+				slog.String("client", client), slog.String("scheme", scheme))
+		}
+	})
+}
+
+// statusWriter records the status and size of an answer. It keeps
+// http.Flusher (event streams, MCP) and unwraps for http.ResponseController.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	n      int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.n += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
