@@ -17,7 +17,8 @@ const lockTimeout = 30 * time.Second
 // LockRun takes the exclusive right to execute run, across every process
 // using the same database and schema: a session advisory lock
 // (pg_try_advisory_lock) on a connection of its own, opened for it and
-// held, outside the pool, until unlock is called (which closes it) or the
+// held, outside the pool, until unlock is called (which releases the lock
+// with pg_advisory_unlock, then closes the connection) or the
 // store is closed. Another holder (in this process or another) makes it
 // return [store.ErrRunBusy] at once; a server that cannot be reached is
 // another error. The lock lives as long as that connection: when the
@@ -37,8 +38,9 @@ func (s *Store) LockRun(run string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: locking run %s: connecting: %w", run, redactErr(err))
 	}
+	key := lockKey("run", s.schema+"\x00"+run)
 	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, lockKey("run", s.schema+"\x00"+run)).Scan(&ok); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
 		conn.Close(context.Background())
 		return nil, fmt.Errorf("store: locking run %s: %w", run, err)
 	}
@@ -62,7 +64,15 @@ func (s *Store) LockRun(run string) (func(), error) {
 			delete(s.locks, conn)
 			s.locksMu.Unlock()
 			if held {
-				conn.Close(context.Background()) // ends the session, and its lock
+				// Released before the connection closes: the server
+				// handles a disconnect only later, and a lock still held
+				// then would make the next LockRun of the run (resume
+				// right after approve) see it busy. Close ends the
+				// session, and the lock with it, should the unlock fail.
+				ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+				conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key)
+				cancel()
+				conn.Close(context.Background())
 			}
 		})
 	}, nil
