@@ -57,6 +57,8 @@ func Run(t *testing.T, open Opener) {
 		{"RecordCallsChecks", testRecordCallsChecks},
 		{"ReopenRun", testReopenRun},
 		{"TxReadsSeeBatchMates", testTxReadsSeeBatchMates},
+		{"ToolNamesRoundTrip", testToolNamesRoundTrip},
+		{"AuditToolNames", testAuditToolNames},
 		{"AuditPages", testAuditPages},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })

@@ -1,4 +1,4 @@
-package postgres_test
+package storetest
 
 import (
 	"bytes"
@@ -30,8 +30,8 @@ var hostileNames = []string{
 	strings.Repeat("long.", 4000),
 }
 
-func TestToolNamesRoundTrip(t *testing.T) {
-	s := openTest(t)
+func testToolNamesRoundTrip(t *testing.T, open Opener) {
+	s := open(t)
 	run, attempt := newRun(t, s)
 	ids := make([]string, len(hostileNames))
 	mustTx(t, s, func(tx store.Tx) error {
@@ -111,8 +111,8 @@ func TestToolNamesRoundTrip(t *testing.T) {
 // TestAuditToolNames: names with control characters and NUL are valid
 // JSON strings and seal; invalid UTF-8 does not (the runtime must record
 // such names in another form, for example hex).
-func TestAuditToolNames(t *testing.T) {
-	s := openTest(t)
+func testAuditToolNames(t *testing.T, open Opener) {
+	s := open(t)
 	run, _ := newRun(t, s)
 	for _, name := range hostileNames {
 		err := s.Tx(bg, func(tx store.Tx) error {
