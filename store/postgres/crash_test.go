@@ -385,6 +385,7 @@ func killChild(t *testing.T, url, mode string, delay time.Duration, minAcks int,
 
 func checkCrashStore(t *testing.T, url string, acks []ackLine) {
 	t.Helper()
+	waitServerSettled(t, url)
 	s, err := postgres.Open(bg, url, nil)
 	if err != nil {
 		t.Fatalf("reopening after the crash: %v", err)
@@ -395,6 +396,36 @@ func checkCrashStore(t *testing.T, url string, acks []ackLine) {
 		runs = append(runs, crashRun(w))
 	}
 	checkStoreRuns(t, s, runs, acks)
+}
+
+// waitServerSettled waits (up to 30 s) until no other session of the
+// database is busy. A killed client's server sessions go on with what it
+// had sent (a pipelined batch ends in COMMIT) until they next write to
+// the closed socket, so a transaction can still commit after the kill;
+// checking before that would read the log and the calls in two different
+// states of the database. The package's tests do not run in parallel.
+func waitServerSettled(t *testing.T, url string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("connecting to see the server settle: %v", err)
+	}
+	defer conn.Close(bg)
+	for {
+		var busy int
+		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid()
+			AND backend_type = 'client backend' AND state <> 'idle'`).Scan(&busy)
+		if err != nil {
+			t.Fatalf("waiting for the server to settle: %v", err)
+		}
+		if busy == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // checkStoreRuns: the runs' chains verify, every acknowledged record is
