@@ -179,6 +179,11 @@ func (s *Store) Close() error {
 		s.locksMu.Lock()
 		var errs []error
 		for c := range s.locks {
+			// The run lock is released before its connection closes, as
+			// unlock does: the server handles a disconnect only later.
+			ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+			c.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
+			cancel()
 			errs = append(errs, c.Close(context.Background()))
 		}
 		s.locks = nil
