@@ -3,6 +3,7 @@ package serve_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openplaybook/openplaybook/serve"
+	"github.com/openplaybook/openplaybook/store"
 )
 
 // TestAttackSessionsEndWithRun: the sessions of a run end when the run
@@ -48,10 +50,16 @@ func TestAttackSessionsEndWithRun(t *testing.T) {
 	})
 	stdioDrain(sbr) // the notifications that follow
 	// Cancelled by another process (here: the other server), so the
-	// stdio server learns of it by looking.
-	if err := r.srv.CancelRun(ctx, srun, "tester", "test"); err != nil {
-		t.Fatal(err)
-	}
+	// stdio server learns of it by looking. The stdio server may still
+	// hold the run's lock for a moment after the gate is recorded: cancel
+	// refuses then (ErrRunBusy), and is asked again until it is let in.
+	waitUntil(t, "the stdio run is cancelled from here", func() bool {
+		err := r.srv.CancelRun(ctx, srun, "tester", "test")
+		if err != nil && !errors.Is(err, store.ErrRunBusy) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
 	waitUntil(t, "the run's sessions detach", func() bool { return r.srv.Exchange().Attached(run) == 0 })
 	waitUntil(t, "the stdio server returns", func() bool {
 		select {
