@@ -23,6 +23,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 )
 
@@ -128,9 +129,7 @@ func newCrashServeWith(t *testing.T, agent, transcript, delay string) (*killable
     env: {COUNT_FILE: %q, PID_DIR: %q, APPEND_DELAY: %s}
 agents:
   crasher: `+agent+`
-store:
-  sqlite: store.db
-serve:
+`+strings.ReplaceAll(teststore.YAML(t, "store.db", ""), "%", "%%")+`serve:
   approvalWait: 1s
 `, server, count, pids, delay)
 	if err := os.WriteFile(p.harness, []byte(harness), 0o600); err != nil {

@@ -15,11 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/serve"
 )
 
 // memoryHarness binds the reference memory server (its graph in
-// DIR/memory.jsonl) and agent "outside" to driver mcp.
+// DIR/memory.jsonl) and agent "outside" to driver mcp; the test adds the
+// store of the engine under test (teststore).
 const memoryHarness = `mcpServers:
   memory:
     command: node
@@ -27,8 +29,6 @@ const memoryHarness = `mcpServers:
     env: {MEMORY_FILE_PATH: DIR/memory.jsonl}
 agents:
   outside: {driver: mcp}
-store:
-  sqlite: store.db
 `
 
 // inspector runs the MCP inspector's CLI (npm @modelcontextprotocol/
@@ -119,7 +119,7 @@ func TestInspectorIsTheAgent(t *testing.T) {
 	}
 	npmEntry(t, "@modelcontextprotocol/server-memory/dist/index.js")
 	node22(t)
-	p := newProc(t, memoryHarness)
+	p := newProc(t, memoryHarness+teststore.YAML(t, "store.db", ""))
 	doc, err := filepath.Abs(filepath.Join("testdata", "memory.json"))
 	if err != nil {
 		t.Fatal(err)
