@@ -12,6 +12,7 @@ import (
 	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/store"
+	"github.com/openplaybook/openplaybook/store/storetest"
 )
 
 // groupRig is a Caller on a real store whose writer a test can hold up
@@ -26,23 +27,7 @@ type groupRig struct {
 func newGroupRig(t *testing.T) *groupRig {
 	t.Helper()
 	st := teststore.Open(t, "")
-	var run string
-	var attempt int
-	err := st.Tx(context.Background(), func(tx store.Tx) error {
-		r, err := tx.CreateRun(store.Run{PlaybookID: "p", PlaybookVersion: "1.0.0", Document: []byte(`{}`), HarnessPath: "h.yaml"})
-		if err != nil {
-			return err
-		}
-		run = r.ID
-		if _, err := tx.Append(audit.Record{Run: run, Kind: "run.started"}); err != nil {
-			return err
-		}
-		attempt, err = tx.StartStep(run, "work")
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	run, attempt := storetest.NewRun(t, st)
 	s := &Session{opt: SessionOptions{Store: st, Redact: func(s string) string { return s }}}
 	return &groupRig{st: st, c: &Caller{s: s, run: run, step: "work", attempt: attempt}}
 }
