@@ -60,7 +60,7 @@ var (
 	storeKeys      = []string{"sqlite", "postgres", "seed"}
 	postgresKeys   = []string{"url"}
 	runtimeKeys    = []string{"approvalExpiry", "maxToolCalls"}
-	serveKeys      = []string{"operatorTokenSecret", "approvalWait", "allowedOrigins", "publicURL", "trustedProxies", "oidc"}
+	serveKeys      = []string{"operatorTokenSecret", "approvalWait", "allowedOrigins", "publicURL", "trustedProxies", "oidc", "webhooks"}
 	oidcKeys       = []string{"issuer", "clientID", "clientSecretSecret", "audience", "scopes", "claims", "operators", "deciders", "selfApproval", "operatorToken"}
 	claimKeys      = []string{"subject", "name", "email", "groups"}
 	principalKeys  = []string{"subjects", "groups"}
@@ -1013,6 +1013,9 @@ func (d *decoder) serve(n *node) {
 	}
 	if v := f["oidc"]; v != nil {
 		d.oidc(v)
+	}
+	if v := f["webhooks"]; v != nil {
+		d.webhooks(v)
 	}
 }
 

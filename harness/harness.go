@@ -373,6 +373,9 @@ type Serve struct {
 	// named by their verified identity (docs/identity.md). Nil: the
 	// operator token alone.
 	OIDC *OIDC
+	// Webhooks receive the server's notifications (an approval or a
+	// gate waits, a run ended; docs/console.md). Empty: none are sent.
+	Webhooks []Webhook
 }
 
 // OIDC configures operators' identity: an OpenID Connect issuer the

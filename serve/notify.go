@@ -11,6 +11,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/openplaybook/openplaybook/audit"
+	"github.com/openplaybook/openplaybook/harness"
 	"github.com/openplaybook/openplaybook/notify"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
@@ -194,4 +195,42 @@ func (nt *notifier) event(ctx context.Context, run store.Run, r audit.Record) (n
 // logf writes one line to the server's log, secret values redacted.
 func (s *Server) logf(format string, args ...any) {
 	fmt.Fprintln(s.opt.Log, "openplaybook serve: "+s.redact(fmt.Sprintf(format, args...)))
+}
+
+// webhookNotifier is the notifier serve.webhooks asks for: each webhook
+// an endpoint, its URL and signing key read from the secrets it names
+// (a secret that is not set fails the server's start, as the operator
+// token's does), and the store's outbox ([store.Outbox]) so that
+// every server over the store shares the deliveries.
+func webhookNotifier(hooks []harness.Webhook, sec *harness.Secrets, st store.Store, logf func(string, ...any)) (*notify.Notifier, error) {
+	ob, ok := store.As[store.Outbox](st)
+	if !ok {
+		return nil, fmt.Errorf("serve: serve.webhooks needs a store with an outbox; %T has none", st)
+	}
+	n := &notify.Notifier{Outbox: notify.StoreOutbox(ob), Log: func(line string) { logf("%s", line) }}
+	for _, w := range hooks {
+		ep := notify.Endpoint{Name: w.Name, URL: w.URL, Events: w.Events, Format: w.Format, IncludeArguments: w.IncludeArguments}
+		if w.URLSecret != "" {
+			v, err := sec.Resolve(w.URLSecret)
+			if err != nil {
+				return nil, fmt.Errorf("serve: webhook %q: its URL: %v (set %s, the secret its urlSecret names; docs/console.md)", w.Name, err, w.URLSecret)
+			}
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				return nil, fmt.Errorf("serve: webhook %q: the secret %s is not an http or https URL", w.Name, w.URLSecret)
+			}
+			ep.URL = v
+		}
+		if w.SigningKeySecret != "" {
+			v, err := sec.Resolve(w.SigningKeySecret)
+			if err != nil {
+				return nil, fmt.Errorf("serve: webhook %q: its signing key: %v (set %s, the secret its signingKeySecret names; docs/console.md)", w.Name, err, w.SigningKeySecret)
+			}
+			if len(v) < 16 {
+				return nil, fmt.Errorf("serve: webhook %q: the signing key in %s is only %d bytes; use at least 16 (openssl rand -hex 32 makes one)", w.Name, w.SigningKeySecret, len(v))
+			}
+			ep.Secret = []byte(v)
+		}
+		n.Endpoints = append(n.Endpoints, ep)
+	}
+	return n, nil
 }

@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,16 +15,21 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/openplaybook/openplaybook/harness"
+	"github.com/openplaybook/openplaybook/host"
+	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/launch"
 	"github.com/openplaybook/openplaybook/notify"
 	"github.com/openplaybook/openplaybook/serve"
+	"github.com/openplaybook/openplaybook/store"
 )
 
-// TestNotifyAcrossRestart: a run reaches its gate; the webhook receiver
-// (on loopback, checking every signature as docs/console.md teaches)
-// fails the first two deliveries, and the server stops while the second
-// is under way. A new server over the same store and outbox delivers the
-// gate.waiting event, and the receiver accepts it exactly once.
+// TestNotifyAcrossRestart: a run reaches its gate; the webhook of the
+// harness's serve.webhooks (a receiver on loopback, checking every
+// signature as docs/console.md teaches) fails the first two deliveries,
+// and the server stops while the second is under way. A new server over
+// the same store (its outbox table, on the engine under test) delivers
+// the gate.waiting event, and the receiver accepts it exactly once.
 func TestNotifyAcrossRestart(t *testing.T) {
 	secret := []byte("whsec_serve_test_0123456789")
 	var mu sync.Mutex
@@ -66,22 +73,22 @@ func TestNotifyAcrossRestart(t *testing.T) {
 	}))
 	t.Cleanup(rcv.Close)
 
-	r := newRig(t, "")
+	// The webhook as a user writes it in the harness; its key is a secret.
+	t.Setenv("OPS_WEBHOOK_KEY", string(secret))
+	r := newRig(t, `  webhooks:
+    - name: ops
+      url: `+rcv.URL+`/hook
+      signingKeySecret: OPS_WEBHOOK_KEY
+      events: [gate.waiting]
+`)
 	lh, err := launch.Load(filepath.Join(r.dir, "harness.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	outbox := filepath.Join(r.dir, "outbox.json")
-	ep := notify.Endpoint{Name: "ops", URL: rcv.URL, Secret: secret, Events: []string{notify.GateWaiting}}
 	start := func() (*serve.Server, *httptest.Server) {
-		ob, err := notify.OpenFileOutbox(outbox)
-		if err != nil {
-			t.Fatal(err)
-		}
 		ts := httptest.NewUnstartedServer(nil)
 		ts.Start()
-		srv, err := serve.New(serve.Options{Harness: lh, Store: r.st, BaseURL: ts.URL, Version: "test", PublicURL: "https://console.example",
-			Notify: &notify.Notifier{Outbox: ob, Endpoints: []notify.Endpoint{ep}, Backoff: func(int) time.Duration { return time.Millisecond }}})
+		srv, err := serve.New(serve.Options{Harness: lh, Store: r.st, BaseURL: ts.URL, Version: "test", PublicURL: "https://console.example"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,17 +132,21 @@ func TestNotifyAcrossRestart(t *testing.T) {
 	}
 	// Anything else the new server would send arrives before its outbox
 	// says done; then the counts are final.
+	ob, ok := store.As[store.Outbox](r.st)
+	if !ok {
+		t.Fatalf("%T keeps no outbox", r.st)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		ob, err := notify.OpenFileOutbox(outbox)
+		due, err := ob.DueDeliveries(ctx, time.Now().Add(24*time.Hour), 10)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := ob.Deliveries(); len(d) == 1 && d[0].Done {
-			break
+		if len(due) == 0 {
+			break // delivered (or dead: the counts below tell)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the outbox: %+v", ob.Deliveries())
+			t.Fatalf("the outbox still owes: %+v", due)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -151,5 +162,51 @@ func TestNotifyAcrossRestart(t *testing.T) {
 	if ev.Type != notify.GateWaiting || ev.Run != run || ev.Step != "review" || ev.Playbook != "serve-agent" ||
 		ev.URL != "https://console.example/runs/"+run+"#p-review" || !strings.HasPrefix(ev.ID, "evt_"+run+"_") || accepted[ev.ID] != 1 {
 		t.Errorf("the event: %+v", ev)
+	}
+}
+
+// TestWebhookEventsAreNotifyTypes: the harness accepts exactly the event
+// types package notify sends.
+func TestWebhookEventsAreNotifyTypes(t *testing.T) {
+	if !slices.Equal(harness.WebhookEvents, notify.EventTypes) {
+		t.Errorf("harness.WebhookEvents %v, notify.EventTypes %v", harness.WebhookEvents, notify.EventTypes)
+	}
+}
+
+// TestWebhookSecretsAtStart: a server whose webhook names a key secret
+// that is not set, or too short, or a URL secret that is not a URL, does
+// not start, and says which secret; the value itself is never printed.
+func TestWebhookSecretsAtStart(t *testing.T) {
+	for name, tc := range map[string]struct{ yaml, env, val, want string }{
+		"key unset": {"    - {name: ops, url: \"http://127.0.0.1:1/h\", signingKeySecret: OPS_HOOK_KEY_UNSET}\n", "", "", "OPS_HOOK_KEY_UNSET"},
+		"key short": {"    - {name: ops, url: \"http://127.0.0.1:1/h\", signingKeySecret: OPS_HOOK_KEY}\n", "OPS_HOOK_KEY", "short-k3y", "only 9 bytes"},
+		"url bad":   {"    - {name: chat, format: slack, urlSecret: CHAT_HOOK_URL}\n", "CHAT_HOOK_URL", "xoxb-not-a-url-0123456789", "not an http or https URL"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv(tc.env, tc.val)
+			}
+			t.Setenv("OPENPLAYBOOK_OPERATOR_TOKEN", operatorToken)
+			hp := filepath.Join(t.TempDir(), "harness.yaml")
+			if err := os.WriteFile(hp, []byte(teststore.YAML(t, "store.db", "")+"serve:\n  webhooks:\n"+tc.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			lh, err := launch.Load(hp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bad := lh.Unusable(); bad != nil {
+				t.Fatalf("harness: %v", bad)
+			}
+			st, err := host.OpenStore(context.Background(), lh.H)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			_, err = serve.New(serve.Options{Harness: lh, Store: st, BaseURL: "http://127.0.0.1:1", Version: "test"})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.val != "" && strings.Contains(err.Error(), tc.val)) {
+				t.Errorf("serve.New: %v; want an error with %q and without the value", err, tc.want)
+			}
+		})
 	}
 }

@@ -68,7 +68,8 @@ type Options struct {
 	// Notify, when set, is sent the server's notifications (a call's
 	// approval asked, a gate waiting, a run failed or completed; see
 	// package notify), read from the runs' audit logs, and run until
-	// Close.
+	// Close. Nil: the webhooks of serve.webhooks, if any, through the
+	// store's outbox.
 	Notify *notify.Notifier
 	// PublicURL is where people reach the console, for the links in
 	// notifications; "" means BaseURL.
@@ -180,12 +181,18 @@ func New(opt Options) (*Server, error) {
 	s.gateway = newGateway(s)
 	s.mux = http.NewServeMux()
 	s.routes()
-	if opt.Notify != nil && !opt.AgentsOnly {
+	n := opt.Notify
+	if n == nil && len(h.Serve.Webhooks) > 0 && !opt.AgentsOnly {
+		if n, err = webhookNotifier(h.Serve.Webhooks, sec, opt.Store, s.logf); err != nil {
+			return nil, err
+		}
+	}
+	if n != nil && !opt.AgentsOnly {
 		public := opt.PublicURL
 		if public == "" {
 			public = opt.BaseURL
 		}
-		s.startNotify(opt.Notify, public)
+		s.startNotify(n, public)
 	}
 	return s, nil
 }

@@ -57,7 +57,8 @@ var UnchainedColumns = map[Column]string{
 // RunStateTables are the tables [ChainedColumns] and [UnchainedColumns]
 // cover between them. The store's other tables are the audit log itself,
 // the schema's version, agent tokens (issued and revoked with records,
-// but checked by hash when presented, not against the chain) and the
-// built-in tools' data (customers, notes, today), which no run's chain
-// describes.
+// but checked by hash when presented, not against the chain), the
+// notifications' outbox (what was sent about the records, not a run's
+// state) and the built-in tools' data (customers, notes, today), which no
+// run's chain describes.
 var RunStateTables = []string{"runs", "steps", "calls", "approvals", "gates"}

@@ -23,13 +23,13 @@ type AuditPager interface {
 const AuditPageSize = 512
 
 // EachAudit calls fn with each of run's audit records in seq order,
-// reading them a page at a time when st is an [AuditPager] (so that
+// reading them a page at a time when st is (or wraps, [As]) an [AuditPager] (so that
 // memory stays bounded however long the log), else with [Store.Audit].
 // The pages are separate reads: compare the run's head before and after
 // (Store.AuditHead) to know they saw one state. fn's error stops the
 // read and is returned.
 func EachAudit(ctx context.Context, st Store, run string, fn func(audit.Record) error) error {
-	p, ok := st.(AuditPager)
+	p, ok := As[AuditPager](st)
 	if !ok {
 		recs, err := st.Audit(ctx, run)
 		if err != nil {

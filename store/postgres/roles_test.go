@@ -23,7 +23,7 @@ const runtimeGrants = `
 GRANT USAGE ON SCHEMA {schema} TO {role};
 GRANT SELECT ON {schema}.schema_version TO {role};
 GRANT SELECT, INSERT, UPDATE ON {schema}.runs, {schema}.steps, {schema}.calls, {schema}.approvals, {schema}.gates,
-	{schema}.agent_tokens, {schema}.customers, {schema}.notes, {schema}.today TO {role};
+	{schema}.agent_tokens, {schema}.outbox, {schema}.customers, {schema}.notes, {schema}.today TO {role};
 GRANT SELECT, INSERT ON {schema}.audit TO {role};
 `
 

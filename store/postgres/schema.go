@@ -240,11 +240,28 @@ CREATE TABLE agent_tokens (
 );
 CREATE INDEX agent_tokens_run ON agent_tokens (run);
 `,
+	// 4: the notifications' outbox (store.Outbox): one row per event owed
+	// to an endpoint.
+	`
+CREATE TABLE outbox (
+	endpoint   text COLLATE "C" NOT NULL,
+	event_id   text COLLATE "C" NOT NULL,
+	event      bytea NOT NULL,
+	attempts   integer NOT NULL CHECK (attempts >= 0),
+	next_at    text COLLATE "C" NOT NULL,
+	last_error text COLLATE "C" NOT NULL,
+	done       integer NOT NULL CHECK (done IN (0, 1)),
+	dead       integer NOT NULL CHECK (dead IN (0, 1)),
+	created_at text COLLATE "C" NOT NULL,
+	PRIMARY KEY (endpoint, event_id)
+);
+CREATE INDEX outbox_due ON outbox (next_at) WHERE done = 0 AND dead = 0;
+`,
 }
 
 // SchemaVersion is the schema version this engine creates and reads; the
 // versions are store/sqlite's (the same tables and columns at each).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 func init() {
 	if len(migrations) != SchemaVersion {

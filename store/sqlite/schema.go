@@ -185,6 +185,23 @@ CREATE TABLE agent_tokens (
 ) STRICT;
 CREATE INDEX agent_tokens_run ON agent_tokens (run);
 `,
+	// 4: the notifications' outbox (store.Outbox): one row per event owed
+	// to an endpoint.
+	`
+CREATE TABLE outbox (
+	endpoint   TEXT NOT NULL,
+	event_id   TEXT NOT NULL,
+	event      BLOB NOT NULL,
+	attempts   INTEGER NOT NULL CHECK (attempts >= 0),
+	next_at    TEXT NOT NULL,
+	last_error TEXT NOT NULL,
+	done       INTEGER NOT NULL CHECK (done IN (0, 1)),
+	dead       INTEGER NOT NULL CHECK (dead IN (0, 1)),
+	created_at TEXT NOT NULL,
+	PRIMARY KEY (endpoint, event_id)
+) STRICT;
+CREATE INDEX outbox_due ON outbox (next_at) WHERE done = 0 AND dead = 0;
+`,
 }
 
 // SchemaVersion is the schema version this engine creates and reads.
