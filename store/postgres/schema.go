@@ -240,11 +240,17 @@ CREATE TABLE agent_tokens (
 );
 CREATE INDEX agent_tokens_run ON agent_tokens (run);
 `,
+	// 4: lists of runs read one page in the order of an index (Store.RunPage);
+	// waiting gates found by run.
+	`
+CREATE INDEX runs_list ON runs (created_at DESC, id);
+CREATE INDEX gates_waiting ON gates (run) WHERE status = 'waiting';
+`,
 }
 
 // SchemaVersion is the schema version this engine creates and reads; the
 // versions are store/sqlite's (the same tables and columns at each).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 func init() {
 	if len(migrations) != SchemaVersion {
