@@ -77,6 +77,10 @@ FROM runs r WHERE true`)
 	if f.Decide {
 		b.WriteString(` AND (EXISTS (` + waitingGates + `) OR EXISTS (` + pendingApprovals + `))`)
 	}
-	b.WriteString(` ORDER BY r.created_at DESC, r.id LIMIT ` + arg(limit))
+	// The limit is written into the statement, not passed: with a
+	// parameter, the generic plan PostgreSQL switches a prepared
+	// statement to after five runs does not know the page is small, and
+	// sorts the whole table instead of reading the index in order.
+	fmt.Fprintf(&b, ` ORDER BY r.created_at DESC, r.id LIMIT %d`, limit)
 	return b.String(), args
 }
