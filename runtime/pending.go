@@ -131,13 +131,20 @@ func pendingsOnce(ctx context.Context, s store.Store, runID string) (out []Pendi
 		out = append(out, p)
 	}
 	if len(out) == 0 {
-		if run, err := s.GetRun(ctx, runID); err == nil && run.Status == store.RunWaiting && run.Reason == AgentWaitReason(run.CurrentStep) {
-			out = append(out, Pending{Kind: "agent", ID: runID, Step: run.CurrentStep,
-				Summary: fmt.Sprintf("step %s waits for its agent: connect an MCP client to the run (docs/serve.md)", run.CurrentStep)})
-		} else if err == nil && run.Status == store.RunWaiting {
-			out = append(out, Pending{Kind: "resume", ID: runID, Step: run.CurrentStep,
-				Summary: "nothing is left to decide (an approval request expired or was decided): resume the run"})
+		if run, err := s.GetRun(ctx, runID); err == nil && run.Status == store.RunWaiting {
+			out = append(out, idleWait(run))
 		}
 	}
 	return out, anyAltered, nil
+}
+
+// idleWait is what waiting run r waits for when no gate or approval is
+// open: its external agent, or a resume.
+func idleWait(r store.Run) Pending {
+	if r.Reason == AgentWaitReason(r.CurrentStep) {
+		return Pending{Kind: "agent", ID: r.ID, Step: r.CurrentStep,
+			Summary: fmt.Sprintf("step %s waits for its agent: connect an MCP client to the run (docs/serve.md)", r.CurrentStep)}
+	}
+	return Pending{Kind: "resume", ID: r.ID, Step: r.CurrentStep,
+		Summary: "nothing is left to decide (an approval request expired or was decided): resume the run"}
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -126,4 +127,30 @@ func usageOf(ctx context.Context, st store.Store, run string) (map[stepAttempt]*
 		out[k].plus(Usage{Turns: 1, InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, CachedInputTokens: m.CachedInputTokens, CacheWriteTokens: m.CacheWriteTokens})
 	}
 	return out, nil
+}
+
+// ListedStatus is how a run stands as a list of runs shows it
+// ([store.Store.RunPage]): without its steps, and with what it waits for
+// read from the gate and approval rows alone. An approval is listed by
+// its ID, kind and step, without its tool and arguments: those are shown
+// only by [Pendings] (the run's own status), which checks them against
+// the run's audit chain first.
+func ListedStatus(r store.ListedRun) RunStatus {
+	rs := RunStatus{Run: r.ID, Playbook: r.PlaybookID, Version: r.PlaybookVersion, Status: string(r.Status),
+		Step: r.CurrentStep, Reason: r.Reason, Updated: r.Updated.UTC().Format("2006-01-02T15:04:05Z"), Waiting: []Pending{}}
+	for _, g := range r.Gates {
+		rs.Waiting = append(rs.Waiting, Pending{Kind: "gate", ID: g, Step: g, Summary: fmt.Sprintf("gate %s waits for a person's decision", g)})
+	}
+	for _, a := range r.Approvals {
+		p := Pending{Kind: string(a.Kind), ID: a.ID, Step: a.Step,
+			Summary: fmt.Sprintf("a call in step %s needs approval (%s)", a.Step, a.ID)}
+		if a.Kind == store.KindOutcomeUnknown {
+			p.Summary = fmt.Sprintf("the outcome of a call in step %s is unknown (%s)", a.Step, a.ID)
+		}
+		rs.Waiting = append(rs.Waiting, p)
+	}
+	if len(rs.Waiting) == 0 && r.Status == store.RunWaiting {
+		rs.Waiting = append(rs.Waiting, idleWait(r.Run))
+	}
+	return rs
 }

@@ -59,7 +59,7 @@ type apiRoute struct {
 func apiTable() []apiRoute {
 	return []apiRoute{
 		{method: "GET", path: "/api/v1/openapi.json", public: true, serve: (*Server).apiDescription},
-		{method: "GET", path: "/api/v1/runs", serve: (*Server).apiListRuns},
+		{method: "GET", path: "/api/v1/runs", query: []string{"status", "playbook", "decide", "limit", "cursor"}, serve: (*Server).apiListRuns},
 		{method: "POST", path: "/api/v1/runs", serve: (*Server).apiCreateRun},
 		{method: "GET", path: "/api/v1/runs/{run}", serve: (*Server).apiGetRun},
 		{method: "POST", path: "/api/v1/runs/{run}/cancel", serve: (*Server).apiCancel},
@@ -246,15 +246,6 @@ func (s *Server) liveRunOf(r *http.Request, id, doing string) (runtime.RunStatus
 func (s *Server) apiDescription(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(openAPIDescription)
-	return nil
-}
-
-func (s *Server) apiListRuns(w http.ResponseWriter, r *http.Request) error {
-	runs, err := s.Runs(r.Context())
-	if err != nil {
-		return err
-	}
-	s.reply(w, http.StatusOK, map[string]any{"runs": runs})
 	return nil
 }
 

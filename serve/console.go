@@ -53,7 +53,9 @@ func (b consoleBackend) SSO() (sso, token bool) {
 }
 func (b consoleBackend) Closing() <-chan struct{} { return b.s.runner.ctx.Done() }
 
-func (b consoleBackend) Runs(ctx context.Context) ([]runtime.RunStatus, error) { return b.s.Runs(ctx) }
+func (b consoleBackend) RunsPage(ctx context.Context, f store.RunFilter, cursor string, limit int) ([]runtime.RunStatus, string, error) {
+	return b.s.RunsPage(ctx, f, cursor, limit)
+}
 func (b consoleBackend) Run(ctx context.Context, run string) (runtime.RunStatus, error) {
 	return b.s.Run(ctx, run)
 }

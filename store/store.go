@@ -67,6 +67,14 @@ type Store interface {
 	// ListRuns returns the runs with one of statuses (every run when none
 	// is given), newest first.
 	ListRuns(ctx context.Context, statuses ...RunStatus) ([]Run, error)
+	// RunPage returns at most limit runs that f keeps and that come after
+	// the cursor, newest first (created time descending, then ID
+	// ascending), with the gates and approvals each waits for, in one
+	// read of one snapshot and without reading any stored document.
+	// limit is clamped to 1..[MaxRunPage]; fewer than limit runs (none):
+	// the list's end. The cursor of the next page is the last run's
+	// created time and ID.
+	RunPage(ctx context.Context, f RunFilter, after RunCursor, limit int) ([]ListedRun, error)
 	Steps(ctx context.Context, run string) ([]Step, error)
 	Calls(ctx context.Context, run string, f CallFilter) ([]Call, error)
 	GetApproval(ctx context.Context, id string) (Approval, error)

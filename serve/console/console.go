@@ -67,8 +67,10 @@ type Backend interface {
 	// Closing is closed when the server is closing: event streams end.
 	Closing() <-chan struct{}
 
-	// Runs lists every run, newest first.
-	Runs(ctx context.Context) ([]runtime.RunStatus, error)
+	// RunsPage lists at most limit runs that f keeps, newest first, after
+	// cursor ("" for the newest), and the cursor of the next page (""
+	// when none); a cursor it did not issue is an error.
+	RunsPage(ctx context.Context, f store.RunFilter, cursor string, limit int) (runs []runtime.RunStatus, next string, err error)
 	// Run returns a run with its step attempts; an error wrapping
 	// [store.ErrNotFound] when there is none.
 	Run(ctx context.Context, run string) (runtime.RunStatus, error)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -32,7 +33,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	run := q.Get("run")
 	ch, cancel := c.b.Subscribe(run)
 	defer cancel()
-	stale := q.Has("since") && c.state(r.Context(), run) != q.Get("since")
+	stale := q.Has("since") && c.state(r.Context(), q) != q.Get("since")
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -78,19 +79,24 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// state is what a page about run ("" for the pages about every run)
-// was rendered from, as a short digest: for a run its status, audit head
-// and whether it executes here (every change of a run appends an audit
-// record); for every run, what the runs list shows of each run.
-func (c *Console) state(ctx context.Context, run string) string {
-	if run != "" {
+// state is what a page was rendered from, as a short digest: for a run
+// (q's run) its status, audit head and whether it executes here (every
+// change of a run appends an audit record); for a page of runs, what the
+// list shows of each run of the page that q's filters and cursor select
+// ([listQuery]), one read of the store.
+func (c *Console) state(ctx context.Context, q url.Values) string {
+	if run := q.Get("run"); run != "" {
 		rec, err := c.b.RunRecord(ctx, run)
 		if err != nil {
 			return "unknown"
 		}
 		return fmt.Sprintf("%s-%d-%t", rec.Status, rec.AuditSeq, c.b.Executing(run))
 	}
-	runs, err := c.b.Runs(ctx)
+	lq, err := listQueryOf(q)
+	if err != nil {
+		return "unknown"
+	}
+	runs, _, err := c.b.RunsPage(ctx, lq.filter, lq.cursor, lq.limit)
 	if err != nil {
 		return "unknown"
 	}

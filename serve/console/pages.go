@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -84,104 +83,118 @@ type runRow struct {
 // RunsPageSize is how many runs the runs page lists at a time.
 const RunsPageSize = 50
 
-// runsData is the runs page: the runs the filters keep, one page of them,
-// and counts.
+// runsData is the runs page: one page of the runs the filters keep,
+// newest first, read in one query (no count of every run: that would
+// read every run).
 type runsData struct {
 	Rows []runRow
-	// Total is every run; Matched those the filters keep; From and To the
-	// 1-based positions shown (0 when none).
-	Total, Matched, From, To int
-	Page, Pages              int
+	// From and To are the 1-based positions shown (0 when none); Last
+	// says this is the last page, so To is how many runs match.
+	From, To int
+	Last     bool
 	// Status, Playbook and Decide are the filters (Decide: only runs
-	// that wait for a gate or call decision).
+	// that wait for a gate or call decision); Filtered says one is set.
 	Status, Playbook string
-	Decide           bool
-	// Statuses and Playbooks are the filters' choices with their counts
-	// over every run.
-	Statuses, Playbooks []choice
-	// Prev and Next are the query strings of the pages around ("" for
-	// none).
-	Prev, Next string
+	Decide, Filtered bool
+	// Statuses are the status filter's choices.
+	Statuses []string
+	// First and Next are the query strings of the first page and of the
+	// next ("" for none).
+	First, Next string
 }
 
-type choice struct {
-	Value string
-	Count int
+// listQuery is a page of the runs list as the console's URLs give it:
+// the filters (status, playbook, decide), cursor, limit, and from (the
+// position of the page's first run, for display only).
+type listQuery struct {
+	filter store.RunFilter
+	cursor string
+	limit  int
+	from   int
 }
 
-func counted(m map[string]int) []choice {
-	out := make([]choice, 0, len(m))
-	for k, n := range m {
-		out = append(out, choice{k, n})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Value < out[j].Value })
-	return out
-}
-
-func waitsForDecision(rs runtime.RunStatus) bool {
-	for _, p := range rs.Waiting {
-		if p.Kind == "gate" || p.Kind == "call" || p.Kind == "outcome_unknown" {
-			return true
+// listQueryOf reads a listQuery from a URL's query; a status that is not
+// one of the five is an error.
+func listQueryOf(q url.Values) (listQuery, error) {
+	lq := listQuery{cursor: q.Get("cursor"), limit: RunsPageSize, from: 1}
+	if st := q.Get("status"); st != "" {
+		if !store.RunStatus(st).Valid() {
+			return lq, fmt.Errorf("there is no run status %q", st)
 		}
+		lq.filter.Statuses = []store.RunStatus{store.RunStatus(st)}
 	}
-	return false
+	lq.filter.Playbook = q.Get("playbook")
+	lq.filter.Decide = q.Get("decide") != ""
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil {
+		lq.limit = store.ClampRunPage(n)
+	}
+	if n, err := strconv.Atoi(q.Get("from")); err == nil && n > 1 {
+		lq.from = n
+	}
+	return lq, nil
+}
+
+// values is lq as a URL query (without its defaults).
+func (lq listQuery) values() url.Values {
+	v := url.Values{}
+	if len(lq.filter.Statuses) == 1 {
+		v.Set("status", string(lq.filter.Statuses[0]))
+	}
+	if lq.filter.Playbook != "" {
+		v.Set("playbook", lq.filter.Playbook)
+	}
+	if lq.filter.Decide {
+		v.Set("decide", "1")
+	}
+	if lq.cursor != "" {
+		v.Set("cursor", lq.cursor)
+	}
+	if lq.limit != RunsPageSize {
+		v.Set("limit", strconv.Itoa(lq.limit))
+	}
+	if lq.from > 1 {
+		v.Set("from", strconv.Itoa(lq.from))
+	}
+	return v
 }
 
 func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
-	runs, err := c.b.Runs(r.Context())
+	lq, err := listQueryOf(r.URL.Query())
 	if err != nil {
-		c.fail(w, r, http.StatusInternalServerError, err)
+		c.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	q := r.URL.Query()
-	d := runsData{Total: len(runs), Status: q.Get("status"), Playbook: q.Get("playbook"), Decide: q.Get("decide") != ""}
-	statuses, playbooks := map[string]int{}, map[string]int{}
-	var kept []runtime.RunStatus
+	lq.limit = RunsPageSize
+	runs, next, err := c.b.RunsPage(r.Context(), lq.filter, lq.cursor, lq.limit)
+	if err != nil {
+		c.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	d := runsData{Playbook: lq.filter.Playbook, Decide: lq.filter.Decide, Last: next == "",
+		Statuses: []string{string(store.RunRunning), string(store.RunWaiting), string(store.RunCompleted), string(store.RunRejected), string(store.RunFailed)}}
+	if len(lq.filter.Statuses) == 1 {
+		d.Status = string(lq.filter.Statuses[0])
+	}
+	d.Filtered = d.Status != "" || d.Playbook != "" || d.Decide
+	if len(runs) > 0 {
+		d.From, d.To = lq.from, lq.from+len(runs)-1
+	}
 	for _, rs := range runs {
-		statuses[rs.Status]++
-		playbooks[rs.Playbook]++
-		if (d.Status == "" || rs.Status == d.Status) && (d.Playbook == "" || rs.Playbook == d.Playbook) && (!d.Decide || waitsForDecision(rs)) {
-			kept = append(kept, rs)
-		}
-	}
-	d.Statuses, d.Playbooks, d.Matched = counted(statuses), counted(playbooks), len(kept)
-	d.Pages = (len(kept) + RunsPageSize - 1) / RunsPageSize
-	d.Page = 1
-	if n, err := strconv.Atoi(q.Get("page")); err == nil && n > 1 {
-		d.Page = n
-	}
-	if d.Pages > 0 && d.Page > d.Pages {
-		d.Page = d.Pages
-	}
-	lo := (d.Page - 1) * RunsPageSize
-	hi := min(lo+RunsPageSize, len(kept))
-	if lo < hi {
-		d.From, d.To = lo+1, hi
-	}
-	for _, rs := range kept[lo:max(lo, hi)] {
 		d.Rows = append(d.Rows, runRow{RunStatus: rs, Executing: c.b.Executing(rs.Run)})
 	}
-	pageQuery := func(n int) string {
-		v := url.Values{}
-		if d.Status != "" {
-			v.Set("status", d.Status)
-		}
-		if d.Playbook != "" {
-			v.Set("playbook", d.Playbook)
-		}
-		if d.Decide {
-			v.Set("decide", "1")
-		}
-		v.Set("page", strconv.Itoa(n))
-		return "?" + v.Encode()
+	if lq.cursor != "" {
+		first := lq
+		first.cursor, first.from = "", 1
+		d.First = "?" + first.values().Encode()
 	}
-	if d.Page > 1 {
-		d.Prev = pageQuery(d.Page - 1)
+	if next != "" {
+		older := lq
+		older.cursor, older.from = next, d.To+1
+		d.Next = "?" + older.values().Encode()
 	}
-	if d.Page < d.Pages {
-		d.Next = pageQuery(d.Page + 1)
-	}
-	c.renderView(w, r, http.StatusOK, "runs", view{Title: "Runs", Nav: "runs", Events: "/events?since=" + c.runsState(runs), Data: d})
+	events := lq.values()
+	events.Set("since", c.runsState(runs))
+	c.renderView(w, r, http.StatusOK, "runs", view{Title: "Runs", Nav: "runs", Events: "/events?" + events.Encode(), Data: d})
 }
 
 // A run.
@@ -416,7 +429,10 @@ type approvalsData struct {
 
 func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	since := c.state(ctx, "")
+	// The page shows what the runs that wait for a decision wait for;
+	// its state is the list of those runs (up to the largest page).
+	watch := listQuery{filter: store.RunFilter{Decide: true}, limit: store.MaxRunPage}.values()
+	watch.Set("since", c.state(ctx, watch))
 	pend, err := c.b.Pending(ctx, "")
 	if err != nil {
 		c.fail(w, r, http.StatusInternalServerError, err)
@@ -441,7 +457,7 @@ func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request) {
 		v.SSO, _ = c.b.SSO()
 		d.Items = append(d.Items, v)
 	}
-	c.renderView(w, r, http.StatusOK, "approvals", view{Title: "Approvals", Nav: "approvals", Events: "/events?since=" + since, Data: d})
+	c.renderView(w, r, http.StatusOK, "approvals", view{Title: "Approvals", Nav: "approvals", Events: "/events?" + watch.Encode(), Data: d})
 }
 
 func (c *Console) runContext(ctx context.Context, id string) (*runContext, error) {

@@ -240,7 +240,13 @@ CREATE TABLE agent_tokens (
 );
 CREATE INDEX agent_tokens_run ON agent_tokens (run);
 `,
-	// 4: the notifications' outbox (store.Outbox): one row per event owed
+	// 4: lists of runs read one page in the order of an index (Store.RunPage);
+	// waiting gates found by run.
+	`
+CREATE INDEX runs_list ON runs (created_at DESC, id);
+CREATE INDEX gates_waiting ON gates (run) WHERE status = 'waiting';
+`,
+	// 5: the notifications' outbox (store.Outbox): one row per event owed
 	// to an endpoint.
 	`
 CREATE TABLE outbox (
@@ -261,7 +267,7 @@ CREATE INDEX outbox_due ON outbox (next_at) WHERE done = 0 AND dead = 0;
 
 // SchemaVersion is the schema version this engine creates and reads; the
 // versions are store/sqlite's (the same tables and columns at each).
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 func init() {
 	if len(migrations) != SchemaVersion {

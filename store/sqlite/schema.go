@@ -185,7 +185,14 @@ CREATE TABLE agent_tokens (
 ) STRICT;
 CREATE INDEX agent_tokens_run ON agent_tokens (run);
 `,
-	// 4: the notifications' outbox (store.Outbox): one row per event owed
+	// 4: lists of runs read one page from an index that holds every
+	// column a list shows (Store.RunPage), never a run's row with its
+	// document; waiting gates found by run.
+	`
+CREATE INDEX runs_list ON runs (created_at DESC, id, status, playbook_id, playbook_version, current_step, reason, updated_at);
+CREATE INDEX gates_waiting ON gates (run) WHERE status = 'waiting';
+`,
+	// 5: the notifications' outbox (store.Outbox): one row per event owed
 	// to an endpoint.
 	`
 CREATE TABLE outbox (

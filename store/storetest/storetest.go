@@ -61,6 +61,7 @@ func Run(t *testing.T, open Opener) {
 		{"AuditToolNames", testAuditToolNames},
 		{"AuditPages", testAuditPages},
 		{"Outbox", testOutbox},
+		{"RunPages", testRunPages},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
 	}
