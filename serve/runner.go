@@ -42,6 +42,8 @@ type Runner struct {
 	// only that no step waits for it.
 	refused map[string]string
 	wg      sync.WaitGroup
+
+	replicas *replicas // nil: the store is not shared with other replicas
 }
 
 type execution struct {
@@ -119,7 +121,7 @@ func (r *Runner) Resume(ctx context.Context, runID string) ([]diag.Diagnostic, e
 	// The run's recorded harness is checked before anything of the
 	// server's is used for it (launch.OpenRun): a run started with
 	// another harness file is refused with runtime.ErrHarnessChanged.
-	o, _, ds, err := launch.OpenRun(ctx, r.h, runID, launch.Options{Store: r.st, External: r.x.Driver(), Progress: &progressWriter{b: r.events, run: runID}})
+	o, _, ds, err := launch.OpenRun(ctx, r.h, runID, launch.Options{Store: r.store(), External: r.x.Driver(), Progress: &progressWriter{b: r.events, run: runID}})
 	r.lookupSecrets(o)
 	var hc *runtime.HarnessChangedError
 	if errors.As(err, &hc) {
@@ -235,6 +237,39 @@ func (r *Runner) Cancel(ctx context.Context, runID, by, reason string) error {
 	return err
 }
 
+// store is the store an execution uses: with replicas, a view that
+// claims the run for this replica and fences its writes.
+func (r *Runner) store() store.Store {
+	if r.replicas == nil {
+		return r.st
+	}
+	return r.replicas.owned(r.st)
+}
+
+// Count returns how many runs execute here.
+func (r *Runner) Count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.active)
+}
+
+// StopAll stops every execution here and waits for them (they stay
+// resumable, by another replica or this one under its new id).
+func (r *Runner) StopAll() {
+	r.mu.Lock()
+	es := make([]*execution, 0, len(r.active))
+	for _, e := range r.active {
+		es = append(es, e)
+	}
+	r.mu.Unlock()
+	for _, e := range es {
+		e.cancel()
+	}
+	for _, e := range es {
+		<-e.done
+	}
+}
+
 // Close stops executing every run (they stay resumable) and waits.
 func (r *Runner) Close() {
 	r.cancel()
@@ -243,7 +278,7 @@ func (r *Runner) Close() {
 
 func (r *Runner) openWith(ctx context.Context, name string, src []byte, progress io.Writer) (*launch.Opened, []diag.Diagnostic, error) {
 	o, ds, err := launch.Open(ctx, r.h, launch.Options{
-		Name: name, Src: src, Store: r.st, External: r.x.Driver(), Progress: progress,
+		Name: name, Src: src, Store: r.store(), External: r.x.Driver(), Progress: progress,
 	})
 	r.lookupSecrets(o)
 	return o, ds, err

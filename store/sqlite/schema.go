@@ -185,6 +185,19 @@ CREATE TABLE agent_tokens (
 ) STRICT;
 CREATE INDEX agent_tokens_run ON agent_tokens (run);
 `,
+	// 4: replicas of serve and run ownership (docs/store.md, "Replicas").
+	// One process uses an SQLite store: it claims runs as a replica of
+	// one, and nothing adopts them.
+	`
+ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN owner_epoch INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE replicas (
+	id         TEXT PRIMARY KEY,
+	address    TEXT NOT NULL,
+	lock_key   INTEGER NOT NULL,
+	started_at TEXT NOT NULL
+) STRICT;
+`,
 }
 
 // SchemaVersion is the schema version this engine creates and reads.

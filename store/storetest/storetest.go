@@ -60,6 +60,7 @@ func Run(t *testing.T, open Opener) {
 		{"ToolNamesRoundTrip", testToolNamesRoundTrip},
 		{"AuditToolNames", testAuditToolNames},
 		{"AuditPages", testAuditPages},
+		{"ClaimAndFence", testClaimAndFence},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
 	}
