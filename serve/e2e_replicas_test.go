@@ -1,0 +1,195 @@
+//go:build linux
+
+package serve_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openplaybook/openplaybook/internal/pgtest"
+)
+
+// TestReplicasAdoptAfterKill runs three `openplaybook serve` replicas
+// on one PostgreSQL schema. The run is started through one of them; the
+// replica that owns it (the runs table says which) is killed with
+// SIGKILL inside a side-effecting call. A survivor adopts the run by
+// itself (no resume is asked for), asks a person about exactly the call
+// in flight, and, approved on another replica, runs it once more; killed
+// again inside the next side-effecting call, the last replica adopts it,
+// and a denial there means it never runs again. The crash server's count
+// file, not the store, says what ran; audit --verify passes.
+func TestReplicasAdoptAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two programs and kills processes; skipped with -short")
+	}
+	k0, src, count := newCrashServe(t, "{driver: transcript, transcript: %q}")
+	p := k0.p
+	url := pgtest.Schema(t)
+	h, err := os.ReadFile(p.harness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := strings.Replace(string(h), "store:\n  sqlite: store.db\n", "store:\n  postgres:\n    url: "+strconv.Quote(url)+"\n", 1)
+	if hs == string(h) {
+		t.Fatal("the crash harness has no sqlite store to replace")
+	}
+	if err := os.WriteFile(p.harness, []byte(hs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+
+	reps := map[string]*killable{} // by base URL
+	var bases []string
+	for range 3 {
+		k := &killable{t: t, p: p, pids: k0.pids}
+		base := k.start()
+		reps[base] = k
+		bases = append(bases, base)
+	}
+	var created struct {
+		Run string `json:"run"`
+	}
+	api(t, bases[1], "POST", "/api/v1/runs", fmt.Sprintf(`{"document": %s}`, src), 201, &created)
+	run := created.Run
+
+	// owner returns the base URL of the replica that owns the run and
+	// its owner epoch.
+	owner := func() (string, int64) {
+		var addr string
+		var epoch int64
+		if err := db.QueryRow(context.Background(), `SELECT coalesce(p.address, ''), r.owner_epoch FROM runs r LEFT JOIN replicas p ON p.id = r.owner WHERE r.id = $1`, run).Scan(&addr, &epoch); err != nil {
+			t.Fatal(err)
+		}
+		return addr, epoch
+	}
+	// killOwner kills the run's owner with SIGKILL, waits until the crash
+	// servers it started are gone, and returns how long the survivors
+	// took to adopt the run (the owner epoch moved on) and a survivor.
+	killOwner := func() (time.Duration, string) {
+		t.Helper()
+		addr, epoch := owner()
+		k := reps[addr]
+		if k == nil {
+			t.Fatalf("the run's owner %q is none of the replicas %v", addr, bases)
+		}
+		children := childrenOf(t, k.pids, k.cmd.Process.Pid)
+		_ = k.cmd.Process.Kill()
+		killed := time.Now()
+		<-k.done
+		delete(reps, addr)
+		waitGone(t, children)
+		deadline := killed.Add(30 * time.Second)
+		for {
+			a, e := owner()
+			if e > epoch && a != addr {
+				if reps[a] == nil {
+					t.Fatalf("the run was adopted by %q, not a live replica", a)
+				}
+				return time.Since(killed), a
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("30 s after the kill the run is still owned by %q at epoch %d", a, e)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	waitFile(t, count+".slow1.running")
+	took, adopter := killOwner()
+	t.Logf("adopted %s after the kill", took)
+	apr := waitOutcomeUnknown(t, adopter, run)
+	if n := lines(t, count); n["slow1"] != 1 {
+		t.Fatalf("before anyone decided, slow1 ran %d times", n["slow1"])
+	}
+	// Approved on the other survivor: slow1 runs once more.
+	other := adopter
+	for b := range reps {
+		if b != adopter {
+			other = b
+		}
+	}
+	if err := os.WriteFile(count+".slow1.release", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	api(t, other, "POST", "/api/v1/runs/"+run+"/decisions/"+apr, `{"approve": true, "reason": "it did not happen"}`, 200, nil)
+	waitPending(t, other, run, "gate", "check")
+	api(t, adopter, "POST", "/api/v1/runs/"+run+"/decisions/check", `{"approve": true}`, 200, nil)
+
+	waitFile(t, count+".slow2.running")
+	took, last := killOwner()
+	t.Logf("adopted again %s after the kill", took)
+	apr = waitOutcomeUnknown(t, last, run)
+	if err := os.WriteFile(count+".slow2.release", nil, 0o644); err != nil {
+		t.Fatal(err) // were it run again, it would answer and show
+	}
+	api(t, last, "POST", "/api/v1/runs/"+run+"/decisions/"+apr, `{"approve": false, "reason": "it happened"}`, 200, nil)
+	waitStatus(t, last, run, "completed")
+	reps[last].stop()
+
+	want := map[string]int{"a1": 1, "slow1": 2, "a2": 1, "b1": 1, "slow2": 1, "b2": 1}
+	if got := lines(t, count); !maps.Equal(got, want) {
+		t.Fatalf("the crash server ran %v, want %v", got, want)
+	}
+	out, errs, code := p.cli("audit", "--verify", run)
+	if code != 0 || !strings.Contains(out, "chain verifies") {
+		t.Fatalf("audit --verify: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// childrenOf returns the crash servers (their pids, from the pid
+// directory) whose parent is pid.
+func childrenOf(t *testing.T, pids string, pid int) []int {
+	t.Helper()
+	ents, err := os.ReadDir(pids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		c, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if f := strings.Fields(s[i+1:]); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// waitGone waits (up to 10 s) until none of the crash servers runs.
+func waitGone(t *testing.T, pids []int) {
+	t.Helper()
+	for _, pid := range pids {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			s := string(b)
+			if err != nil || !strings.Contains(s, "(crashserver)") || strings.Contains(s, ") Z ") || strings.Contains(s, ") X ") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("crash server %d still runs 10 s after its replica was killed", pid)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
