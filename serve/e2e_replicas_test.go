@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,17 +34,7 @@ func TestReplicasAdoptAfterKill(t *testing.T) {
 	k0, src, count := newCrashServe(t, "{driver: transcript, transcript: %q}")
 	p := k0.p
 	url := pgtest.Schema(t)
-	h, err := os.ReadFile(p.harness)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := strings.Replace(string(h), "store:\n  sqlite: store.db\n", "store:\n  postgres:\n    url: "+strconv.Quote(url)+"\n", 1)
-	if hs == string(h) {
-		t.Fatal("the crash harness has no sqlite store to replace")
-	}
-	if err := os.WriteFile(p.harness, []byte(hs), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	usePostgres(t, p.harness, url)
 	db, err := pgx.Connect(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
@@ -192,4 +183,132 @@ func waitGone(t *testing.T, pids []int) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+}
+
+// TestReplicasFenceStoppedOwner stops the run's owner (SIGSTOP) inside a
+// side-effecting call; with a 1 s liveness the other replica adopts the
+// run and asks a person about the call. The call's answer is then let
+// through to the stopped owner and it is continued (SIGCONT): its
+// writes are fenced, so it records nothing and starts no tool call (the
+// crash server's count does not move), it rejoins under a new id, and
+// the run goes on at the adopter to completion with every append run
+// once; audit --verify passes.
+func TestReplicasFenceStoppedOwner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two programs and stops processes; skipped with -short")
+	}
+	k0, src, count := newCrashServe(t, "{driver: transcript, transcript: %q}")
+	p := k0.p
+	url := pgtest.Schema(t)
+	usePostgres(t, p.harness, url)
+	p.env = append(p.env, "OPENPLAYBOOK_REPLICA_LIVENESS=1s")
+	ctx := context.Background()
+	db, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(ctx)
+	a, b := &killable{t: t, p: p, pids: k0.pids}, &killable{t: t, p: p, pids: k0.pids}
+	baseA := a.start()
+	baseB := b.start()
+	var created struct {
+		Run string `json:"run"`
+	}
+	api(t, baseA, "POST", "/api/v1/runs", fmt.Sprintf(`{"document": %s}`, src), 201, &created)
+	run := created.Run
+	waitFile(t, count+".slow1.running")
+	var ownerA string
+	var epochA int64
+	if err := db.QueryRow(ctx, `SELECT owner, owner_epoch FROM runs WHERE id = $1`, run).Scan(&ownerA, &epochA); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	apr := waitOutcomeUnknown(t, baseB, run)
+	t.Logf("adopted and waiting for a decision %s after SIGSTOP", time.Since(stopped))
+	var owner string
+	var epoch int64
+	if err := db.QueryRow(ctx, `SELECT owner, owner_epoch FROM runs WHERE id = $1`, run).Scan(&owner, &epoch); err != nil {
+		t.Fatal(err)
+	}
+	if owner == ownerA || epoch <= epochA {
+		t.Fatalf("after adoption the run is owned by %s at %d; want another owner than %s above %d", owner, epoch, ownerA, epochA)
+	}
+	seq, head := auditHead(t, db, run)
+	// The stopped owner's call answers; the owner goes on.
+	if err := os.WriteFile(count+".slow1.release", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the crash server writes its answer to the stopped owner's pipe
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	// A rejoins under a new id: a second row whose address is A's.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM replicas WHERE address = $1 AND id <> $2`, baseA, ownerA).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the continued owner did not join again under a new id within 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s2, h2 := auditHead(t, db, run); s2 != seq || h2 != head {
+		t.Fatalf("the fenced owner moved the audit head from %d to %d", seq, s2)
+	}
+	if n := lines(t, count); !maps.Equal(n, map[string]int{"a1": 1, "slow1": 1}) {
+		t.Fatalf("after the fenced owner went on the crash server ran %v, want a1 and slow1 once", n)
+	}
+	// The adopter goes on: slow1 is denied (it happened), slow2 runs.
+	api(t, baseB, "POST", "/api/v1/runs/"+run+"/decisions/"+apr, `{"approve": false, "reason": "it happened"}`, 200, nil)
+	waitPending(t, baseB, run, "gate", "check")
+	api(t, baseA, "POST", "/api/v1/runs/"+run+"/decisions/check", `{"approve": true}`, 200, nil)
+	waitFile(t, count+".slow2.running")
+	if err := os.WriteFile(count+".slow2.release", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, baseB, run, "completed")
+	a.stop()
+	b.stop()
+	want := map[string]int{"a1": 1, "slow1": 1, "a2": 1, "b1": 1, "slow2": 1, "b2": 1}
+	if got := lines(t, count); !maps.Equal(got, want) {
+		t.Fatalf("the crash server ran %v, want %v", got, want)
+	}
+	out, errs, code := p.cli("audit", "--verify", run)
+	if code != 0 || !strings.Contains(out, "chain verifies") {
+		t.Fatalf("audit --verify: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// usePostgres points the crash harness's store at url.
+func usePostgres(t *testing.T, harness, url string) {
+	t.Helper()
+	h, err := os.ReadFile(harness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := strings.Replace(string(h), "store:\n  sqlite: store.db\n", "store:\n  postgres:\n    url: "+strconv.Quote(url)+"\n", 1)
+	if hs == string(h) {
+		t.Fatal("the crash harness has no sqlite store to replace")
+	}
+	if err := os.WriteFile(harness, []byte(hs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func auditHead(t *testing.T, db *pgx.Conn, run string) (int64, string) {
+	t.Helper()
+	var seq int64
+	var hash string
+	if err := db.QueryRow(context.Background(), `SELECT audit_last_seq, audit_last_hash FROM runs WHERE id = $1`, run).Scan(&seq, &hash); err != nil {
+		t.Fatal(err)
+	}
+	return seq, hash
 }
