@@ -3,10 +3,14 @@
 package serve_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -312,3 +316,129 @@ func auditHead(t *testing.T, db *pgx.Conn, run string) (int64, string) {
 	}
 	return seq, hash
 }
+
+// TestReplicasWakeUps: a watcher of a run's events on replica B (an SSE
+// stream, which has no polling of its own) learns of a decision made on
+// replica A through PostgreSQL's notifications, 20 times over; the
+// latency is logged (p50, p99), bounded only generously. Then every
+// listener's connection is ended: B reconnects and nudges its watchers
+// (a status event with no decision), and a later decision still reaches
+// it.
+func TestReplicasWakeUps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two programs; skipped with -short")
+	}
+	k0, src, count := newCrashServe(t, "{driver: transcript, transcript: %q}")
+	p := k0.p
+	url := pgtest.Schema(t)
+	usePostgres(t, p.harness, url)
+	for _, f := range []string{".slow1.release", ".slow2.release"} {
+		if err := os.WriteFile(count+f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := &killable{t: t, p: p, pids: k0.pids}, &killable{t: t, p: p, pids: k0.pids}
+	baseA, baseB := a.start(), b.start()
+	atGate := func() string {
+		var created struct {
+			Run string `json:"run"`
+		}
+		api(t, baseA, "POST", "/api/v1/runs", fmt.Sprintf(`{"document": %s}`, src), 201, &created)
+		waitPending(t, baseA, created.Run, "gate", "check")
+		return created.Run
+	}
+	var lat []time.Duration
+	for range 20 {
+		run := atGate()
+		ev := openEvents(t, baseB, run)
+		start := time.Now()
+		api(t, baseA, "POST", "/api/v1/runs/"+run+"/decisions/check", `{"approve": true}`, 200, nil)
+		ev.waitStatus(t, 10*time.Second)
+		lat = append(lat, time.Since(start))
+		ev.close()
+	}
+	slices.Sort(lat)
+	t.Logf("decision on A to the status event on B: p50 %s, p99 %s, max %s (20 tries)", lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
+
+	run := atGate()
+	ev := openEvents(t, baseB, run)
+	db, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	var n int
+	if err := db.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'openplaybook-listen'`).Scan(&n); err != nil || n < 2 {
+		t.Fatalf("terminated %d listeners (%v), want both replicas'", n, err)
+	}
+	ev.waitStatus(t, 10*time.Second) // the nudge after B's listener reconnected
+	ev.close()
+	ev = openEvents(t, baseB, run)
+	api(t, baseA, "POST", "/api/v1/runs/"+run+"/decisions/check", `{"approve": true}`, 200, nil)
+	ev.waitStatus(t, 10*time.Second)
+	ev.close()
+	waitStatus(t, baseB, run, "completed")
+}
+
+// eventStream is an open /api/v1/runs/{run}/events stream.
+type eventStream struct {
+	body  io.ReadCloser
+	lines chan string
+}
+
+// openEvents opens the run's event stream and reads its opening comment
+// (the server has subscribed by then).
+func openEvents(t *testing.T, base, run string) *eventStream {
+	t.Helper()
+	req, err := http.NewRequest("GET", base+"/api/v1/runs/"+run+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+operatorToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		resp.Body.Close()
+		t.Fatalf("events: %d", resp.StatusCode)
+	}
+	es := &eventStream{body: resp.Body, lines: make(chan string, 64)}
+	go func() {
+		defer close(es.lines)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			es.lines <- sc.Text()
+		}
+	}()
+	select {
+	case l := <-es.lines:
+		if !strings.HasPrefix(l, ": openplaybook events") {
+			t.Fatalf("the stream opens with %q", l)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the event stream did not open within 10 s")
+	}
+	return es
+}
+
+// waitStatus waits for a status event, failing after d.
+func (es *eventStream) waitStatus(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case l, ok := <-es.lines:
+			if !ok {
+				t.Fatal("the event stream ended")
+			}
+			if l == "event: status" {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no status event within %s", d)
+		}
+	}
+}
+
+func (es *eventStream) close() { es.body.Close() }

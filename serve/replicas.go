@@ -43,6 +43,9 @@ type replicas struct {
 	refused map[string]time.Time // runs whose resume was refused, until when not to try again
 	stop    chan struct{}
 	done    chan struct{}
+
+	stopListen context.CancelFunc
+	listening  sync.WaitGroup
 }
 
 // member returns the current registration.
@@ -86,6 +89,18 @@ func (s *Server) startReplicas(ctx context.Context, o ReplicaOptions) error {
 	rs := &replicas{c: c, opt: o, log: s.opt.Log, mem: m, refused: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
 	s.replicas = rs
 	s.runner.replicas = rs
+	s.events.setRemote(func(run string) { c.Wake(run) })
+	lctx, cancel := context.WithCancel(context.Background())
+	rs.stopListen = cancel
+	rs.listening.Add(1)
+	go func() {
+		defer rs.listening.Done()
+		_ = c.Listen(lctx, func(run string) {
+			s.events.publish(run, Event{Type: "status"})
+		}, func() {
+			s.events.Nudge()
+		})
+	}()
 	go s.replicaLoop(rs)
 	return nil
 }
@@ -151,6 +166,7 @@ func (s *Server) adopt(rs *replicas, m replica.Member) {
 		}
 		for _, c := range claims {
 			fmt.Fprintf(rs.log, "serve: replica %s adopted run %s from %s (epoch %d)\n", m.ID(), c.Run, c.From, c.Epoch)
+			s.events.Publish(c.Run, Event{Type: "status"})
 		}
 	}
 	runs, err := rs.c.OwnedRunning(ctx, m.ID())

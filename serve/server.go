@@ -211,6 +211,8 @@ func (s *Server) Close() {
 	if s.replicas != nil {
 		close(s.replicas.stop)
 		<-s.replicas.done
+		s.replicas.stopListen()
+		s.replicas.listening.Wait()
 	}
 	s.runner.Close()
 	if s.replicas != nil {

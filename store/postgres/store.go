@@ -66,6 +66,8 @@ type Store struct {
 	locksMu sync.Mutex
 	locks   map[*pgx.Conn]*sync.Mutex // LockRun's connections (and the mutex of their use), closed by Close
 
+	waker waker // see Wake
+
 	lockIdle atomic.Int64 // a joined replica's liveness (nanoseconds): run locks expire with it; 0: never
 
 	closeOnce sync.Once

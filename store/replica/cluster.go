@@ -43,6 +43,13 @@ type Cluster interface {
 	AdoptRuns(ctx context.Context, owner string, max int) ([]Claim, error)
 	// OwnedRunning lists the runs running under owner.
 	OwnedRunning(ctx context.Context, owner string) ([]string, error)
+	// Wake tells the other replicas, after a commit, that what runs
+	// wait for changed; it returns at once (coalesced, sent outside any
+	// transaction).
+	Wake(runs ...string)
+	// Listen calls woke with each run another replica woke until ctx
+	// ends, and reconnected after each (re)connection of its listener.
+	Listen(ctx context.Context, woke func(run string), reconnected func()) error
 }
 
 // Find returns the Cluster s is, or wraps (through Unwrap() store.Store
