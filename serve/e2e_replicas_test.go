@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/openplaybook/openplaybook/internal/pgtest"
+	"github.com/openplaybook/openplaybook/serve"
 )
 
 // TestReplicasAdoptAfterKill runs three `openplaybook serve` replicas
@@ -442,3 +443,78 @@ func (es *eventStream) waitStatus(t *testing.T, d time.Duration) {
 }
 
 func (es *eventStream) close() { es.body.Close() }
+
+// TestReplicasForwardToOwner: a run's event stream and its MCP endpoint
+// asked of replica B while replica A owns the run are served by A (the
+// answer names the replica that served it), streamed through B; once A
+// is killed, B serves them itself.
+func TestReplicasForwardToOwner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two programs; skipped with -short")
+	}
+	k0, src, count := newCrashServe(t, "{driver: transcript, transcript: %q}")
+	p := k0.p
+	url := pgtest.Schema(t)
+	usePostgres(t, p.harness, url)
+	for _, f := range []string{".slow1.release", ".slow2.release"} {
+		if err := os.WriteFile(count+f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := &killable{t: t, p: p, pids: k0.pids}, &killable{t: t, p: p, pids: k0.pids}
+	baseA, baseB := a.start(), b.start()
+	var created struct {
+		Run string `json:"run"`
+	}
+	api(t, baseA, "POST", "/api/v1/runs", fmt.Sprintf(`{"document": %s}`, src), 201, &created)
+	run := created.Run
+	waitPending(t, baseA, run, "gate", "check")
+	db, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	var idA, idB string
+	if err := db.QueryRow(context.Background(), `SELECT owner FROM runs WHERE id = $1`, run).Scan(&idA); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(context.Background(), `SELECT id FROM replicas WHERE address = $1`, baseB).Scan(&idB); err != nil {
+		t.Fatal(err)
+	}
+	servedBy := func(base, path string) (string, int) {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.Header.Get(serve.ReplicaHeader), resp.StatusCode
+	}
+	if by, code := servedBy(baseB, "/mcp/runs/"+run); by != idA || code != http.StatusUnauthorized {
+		t.Errorf("MCP endpoint through B: served by %q with %d, want A (%s) with 401 (no token)", by, code, idA)
+	}
+	if by, _ := servedBy(baseB, "/api/v1/runs/"+run); by != idB {
+		t.Errorf("the run's API through B: served by %q, want B itself (%s)", by, idB)
+	}
+	req, _ := http.NewRequest("GET", baseB+"/api/v1/runs/"+run+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+operatorToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if by := resp.Header.Get(serve.ReplicaHeader); by != idA || resp.StatusCode != 200 {
+		t.Errorf("events through B: served by %q with %d, want A (%s) with 200", by, resp.StatusCode, idA)
+	}
+	resp.Body.Close()
+	ev := openEvents(t, baseB, run)
+	api(t, baseB, "POST", "/api/v1/runs/"+run+"/decisions/check", `{"approve": true}`, 200, nil)
+	ev.waitStatus(t, 10*time.Second)
+	ev.close()
+	waitStatus(t, baseB, run, "completed")
+
+	_ = a.cmd.Process.Kill()
+	<-a.done
+	if by, _ := servedBy(baseB, "/mcp/runs/"+run); by != idB {
+		t.Errorf("MCP endpoint through B after A died: served by %q, want B (%s)", by, idB)
+	}
+}

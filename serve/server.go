@@ -235,6 +235,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, msg, http.StatusForbidden)
 		return
 	}
+	if s.forward(w, r) {
+		return
+	}
+	if s.replicas != nil {
+		w.Header().Set(ReplicaHeader, s.replicas.member().ID())
+	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	// same-origin, not no-referrer: under no-referrer a browser sends
 	// "Origin: null" with a form POST, which the Origin check refuses.

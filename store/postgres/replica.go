@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/openplaybook/openplaybook/store"
 	"github.com/openplaybook/openplaybook/store/replica"
 )
 
@@ -281,3 +282,20 @@ func (s *Store) AdoptRuns(ctx context.Context, owner string, max int) ([]replica
 }
 
 var _ replica.Cluster = (*Store)(nil)
+
+// RunOwner returns the run's owner, the address it registered and
+// whether it is alive (its liveness lock is held); "" and false when the
+// run has no owner or the owner's row is gone, [store.ErrNotFound] when
+// there is no such run.
+func (s *Store) RunOwner(ctx context.Context, run string) (owner, address string, alive bool, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT r.owner, coalesce(p.address, ''), coalesce(EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted
+			AND l.objsubid = 1 AND ((l.classid::bigint << 32) | l.objid::bigint) = p.lock_key), false)
+		FROM runs r LEFT JOIN replicas p ON p.id = r.owner WHERE r.id = $1`, run).Scan(&owner, &address, &alive)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", false, fmt.Errorf("%w: run %q", store.ErrNotFound, run)
+	}
+	if err != nil {
+		return "", "", false, fmt.Errorf("store: reading the run's owner: %w", err)
+	}
+	return owner, address, alive, nil
+}

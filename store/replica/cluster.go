@@ -43,6 +43,9 @@ type Cluster interface {
 	AdoptRuns(ctx context.Context, owner string, max int) ([]Claim, error)
 	// OwnedRunning lists the runs running under owner.
 	OwnedRunning(ctx context.Context, owner string) ([]string, error)
+	// RunOwner returns the run's owner, the address it registered and
+	// whether it is alive.
+	RunOwner(ctx context.Context, run string) (owner, address string, alive bool, err error)
 	// Wake tells the other replicas, after a commit, that what runs
 	// wait for changed; it returns at once (coalesced, sent outside any
 	// transaction).
