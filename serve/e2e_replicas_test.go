@@ -518,3 +518,82 @@ func TestReplicasForwardToOwner(t *testing.T) {
 		t.Errorf("MCP endpoint through B after A died: served by %q, want B (%s)", by, idB)
 	}
 }
+
+// TestReplicasConcurrentResumes: while replica A executes a run (inside
+// a side-effecting call), eight concurrent resumes of it, four through A
+// and four through B, all answer 409; none claims the run (its owner and
+// epoch are unchanged) or starts a call (the crash server's count is
+// unchanged), and the run then completes at A.
+func TestReplicasConcurrentResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two programs; skipped with -short")
+	}
+	k0, src, count := newCrashServe(t, "{driver: transcript, transcript: %q}")
+	p := k0.p
+	url := pgtest.Schema(t)
+	usePostgres(t, p.harness, url)
+	a, b := &killable{t: t, p: p, pids: k0.pids}, &killable{t: t, p: p, pids: k0.pids}
+	baseA, baseB := a.start(), b.start()
+	var created struct {
+		Run string `json:"run"`
+	}
+	api(t, baseA, "POST", "/api/v1/runs", fmt.Sprintf(`{"document": %s}`, src), 201, &created)
+	run := created.Run
+	waitFile(t, count+".slow1.running")
+	db, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	ownerOf := func() (string, int64) {
+		var o string
+		var e int64
+		if err := db.QueryRow(context.Background(), `SELECT owner, owner_epoch FROM runs WHERE id = $1`, run).Scan(&o, &e); err != nil {
+			t.Fatal(err)
+		}
+		return o, e
+	}
+	owner, epoch := ownerOf()
+	codes := make(chan int, 8)
+	for i := range 8 {
+		base := baseA
+		if i%2 == 1 {
+			base = baseB
+		}
+		go func() {
+			req, _ := http.NewRequest("POST", base+"/api/v1/runs/"+run+"/resume", strings.NewReader(`{}`))
+			req.Header.Set("Authorization", "Bearer "+operatorToken)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				codes <- 0
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	for range 8 {
+		if c := <-codes; c != http.StatusConflict {
+			t.Errorf("a resume of the executing run answered %d, want 409", c)
+		}
+	}
+	if o, e := ownerOf(); o != owner || e != epoch {
+		t.Errorf("after the refused resumes the run is owned by %s at %d, want %s at %d", o, e, owner, epoch)
+	}
+	if n := lines(t, count); !maps.Equal(n, map[string]int{"a1": 1, "slow1": 1}) {
+		t.Errorf("the crash server ran %v, want a1 and slow1 once", n)
+	}
+	for _, f := range []string{".slow1.release", ".slow2.release"} {
+		if err := os.WriteFile(count+f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitPending(t, baseA, run, "gate", "check")
+	api(t, baseA, "POST", "/api/v1/runs/"+run+"/decisions/check", `{"approve": true}`, 200, nil)
+	waitStatus(t, baseA, run, "completed")
+	want := map[string]int{"a1": 1, "slow1": 1, "a2": 1, "b1": 1, "slow2": 1, "b2": 1}
+	if got := lines(t, count); !maps.Equal(got, want) {
+		t.Fatalf("the crash server ran %v, want %v", got, want)
+	}
+}

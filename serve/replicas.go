@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openplaybook/openplaybook/builtin"
 	"github.com/openplaybook/openplaybook/store"
 	"github.com/openplaybook/openplaybook/store/replica"
 )
@@ -193,4 +194,60 @@ func (s *Server) adopt(rs *replicas, m replica.Member) {
 			delete(rs.refused, run)
 		}
 	}
+}
+
+// heldLock is a run lock taken before an execution starts and handed to
+// it: the first LockRun of the run through its store returns it.
+type heldLock struct {
+	store.Store
+	run string
+
+	mu     sync.Mutex
+	unlock func() // nil once handed over or released
+}
+
+// holdLock takes run's lock through st (store.ErrRunBusy when another
+// process or replica holds it).
+func holdLock(st store.Store, run string) (*heldLock, error) {
+	unlock, err := st.LockRun(run)
+	if err != nil {
+		return nil, err
+	}
+	return &heldLock{Store: st, run: run, unlock: unlock}, nil
+}
+
+func (h *heldLock) LockRun(run string) (func(), error) {
+	if run == h.run {
+		h.mu.Lock()
+		u := h.unlock
+		h.unlock = nil
+		h.mu.Unlock()
+		if u != nil {
+			return u, nil
+		}
+	}
+	return h.Store.LockRun(run)
+}
+
+// release unlocks the run when the lock was not handed over.
+func (h *heldLock) release() {
+	h.mu.Lock()
+	u := h.unlock
+	h.unlock = nil
+	h.mu.Unlock()
+	if u != nil {
+		u()
+	}
+}
+
+// store returns h as a store, keeping the built-in tools' data of the
+// store it wraps.
+func (h *heldLock) store() store.Store {
+	if d, ok := h.Store.(builtin.Data); ok {
+		return struct {
+			*heldLock
+			builtin.Data
+		}{h, d}
+	}
+	return h
 }

@@ -118,22 +118,37 @@ func (r *Runner) Resume(ctx context.Context, runID string) ([]diag.Diagnostic, e
 	if run.Status.Ended() {
 		return nil, fmt.Errorf("run %s has ended (%s)", runID, run.Status)
 	}
+	st := r.store()
+	release := func() {}
+	if r.replicas != nil {
+		// Another replica executing the run is told to the caller now
+		// (409), not found by the execution later: the run lock (and
+		// the claim) taken here is handed to the execution.
+		h, err := holdLock(st, runID)
+		if err != nil {
+			return nil, err
+		}
+		release, st = h.release, h.store()
+	}
 	// The run's recorded harness is checked before anything of the
 	// server's is used for it (launch.OpenRun): a run started with
 	// another harness file is refused with runtime.ErrHarnessChanged.
-	o, _, ds, err := launch.OpenRun(ctx, r.h, runID, launch.Options{Store: r.store(), External: r.x.Driver(), Progress: &progressWriter{b: r.events, run: runID}})
+	o, _, ds, err := launch.OpenRun(ctx, r.h, runID, launch.Options{Store: st, External: r.x.Driver(), Progress: &progressWriter{b: r.events, run: runID}})
 	r.lookupSecrets(o)
 	var hc *runtime.HarnessChangedError
 	if errors.As(err, &hc) {
+		release()
 		return nil, harnessChanged(fmt.Sprintf("run %s was last run with another harness (digest %.12s, this server's %.12s); nothing was resumed: resume it with the harness file it was last run with (openplaybook resume --harness FILE %s), or accept this server's with openplaybook resume --accept-harness-change (recorded in the audit log)", runID, hc.Last, hc.This, runID))
 	}
 	if err != nil {
+		release()
 		return ds, err
 	}
 	if !r.start(runID, o) {
+		release()
 		return nil, ErrExecuting
 	}
-	return ds, nil
+	return ds, nil // the execution takes the held lock
 }
 
 // Kick resumes the run if it waits for its agent, or for nothing but a
