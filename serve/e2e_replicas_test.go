@@ -597,3 +597,37 @@ func TestReplicasConcurrentResumes(t *testing.T) {
 		t.Fatalf("the crash server ran %v, want %v", got, want)
 	}
 }
+
+// TestReplicasCancelThroughOther: a cancel asked of replica B while
+// replica A executes the run (inside a side-effecting call) reaches A,
+// which stops the execution and ends the run; no further call runs.
+func TestReplicasCancelThroughOther(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two programs; skipped with -short")
+	}
+	k0, src, count := newCrashServe(t, "{driver: transcript, transcript: %q}")
+	p := k0.p
+	usePostgres(t, p.harness, pgtest.Schema(t))
+	a, b := &killable{t: t, p: p, pids: k0.pids}, &killable{t: t, p: p, pids: k0.pids}
+	baseA, baseB := a.start(), b.start()
+	var created struct {
+		Run string `json:"run"`
+	}
+	api(t, baseA, "POST", "/api/v1/runs", fmt.Sprintf(`{"document": %s}`, src), 201, &created)
+	run := created.Run
+	waitFile(t, count+".slow1.running")
+	api(t, baseB, "POST", "/api/v1/runs/"+run+"/cancel", `{"by": "ops", "reason": "wrong customer"}`, 200, nil)
+	waitStatus(t, baseB, run, "failed")
+	if err := os.WriteFile(count+".slow1.release", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.stop()
+	b.stop()
+	if n := lines(t, count); !maps.Equal(n, map[string]int{"a1": 1, "slow1": 1}) {
+		t.Errorf("the crash server ran %v, want a1 and slow1 once", n)
+	}
+	out, errs, code := p.cli("audit", "--verify", run)
+	if code != 0 || !strings.Contains(out, "chain verifies") {
+		t.Fatalf("audit --verify: exit %d\n%s%s", code, out, errs)
+	}
+}

@@ -19,15 +19,18 @@ const forwardedHeader = "X-Openplaybook-Forwarded-By"
 
 // forwardedRun returns the run of a request that is served by the run's
 // owner: /mcp/runs/{run} (an agent's MCP session lives in the owner's
-// memory) and /api/v1/runs/{run}/events (the owner publishes the run's
-// progress lines); "" for any other.
+// memory), /api/v1/runs/{run}/events (the owner publishes the run's
+// progress lines) and /api/v1/runs/{run}/cancel (the owner stops its
+// execution); "" for any other.
 func forwardedRun(path string) string {
 	if rest, ok := strings.CutPrefix(path, "/mcp/runs/"); ok && rest != "" && !strings.Contains(rest, "/") {
 		return rest
 	}
 	if rest, ok := strings.CutPrefix(path, "/api/v1/runs/"); ok {
-		if run, ok := strings.CutSuffix(rest, "/events"); ok && run != "" && !strings.Contains(run, "/") {
-			return run
+		for _, suffix := range []string{"/events", "/cancel"} {
+			if run, ok := strings.CutSuffix(rest, suffix); ok && run != "" && !strings.Contains(run, "/") {
+				return run
+			}
 		}
 	}
 	return ""
