@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -292,21 +293,24 @@ func TestReplicasFenceStoppedOwner(t *testing.T) {
 	}
 }
 
-// usePostgres points the crash harness's store at url.
+// usePostgres points the crash harness's store (SQLite, or PostgreSQL
+// under OPENPLAYBOOK_TEST_STORE=postgres) at url.
 func usePostgres(t *testing.T, harness, url string) {
 	t.Helper()
 	h, err := os.ReadFile(harness)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := strings.Replace(string(h), "store:\n  sqlite: store.db\n", "store:\n  postgres:\n    url: "+strconv.Quote(url)+"\n", 1)
+	hs := storeSection.ReplaceAllLiteralString(string(h), "store:\n  postgres:\n    url: "+strconv.Quote(url)+"\n")
 	if hs == string(h) {
-		t.Fatal("the crash harness has no sqlite store to replace")
+		t.Fatal("the crash harness has no store section to replace")
 	}
 	if err := os.WriteFile(harness, []byte(hs), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
+
+var storeSection = regexp.MustCompile(`store:\n  (sqlite: .*\n|postgres:\n    url: .*\n)`)
 
 func auditHead(t *testing.T, db *pgx.Conn, run string) (int64, string) {
 	t.Helper()
