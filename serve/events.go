@@ -18,15 +18,53 @@ type Event struct {
 // up loses events (it is sent a "status" event so it reads the run again);
 // publishing never blocks.
 type Broker struct {
-	mu   sync.Mutex
-	subs map[string]map[chan Event]struct{} // by run; "" is every run
+	mu     sync.Mutex
+	subs   map[string]map[chan Event]struct{} // by run; "" is every run
+	remote func(run string)                   // tells the other replicas of a status event; nil: none
 }
 
 // NewBroker returns a Broker with no subscribers.
 func NewBroker() *Broker { return &Broker{subs: map[string]map[chan Event]struct{}{}} }
 
-// Publish sends ev about run to its subscribers and to those of every run.
+// Publish sends ev about run to its subscribers and to those of every
+// run; a "status" event also wakes the other replicas (see
+// docs/serve.md, "Running several replicas"), whose listeners publish
+// it to their own subscribers.
 func (b *Broker) Publish(run string, ev Event) {
+	b.publish(run, ev)
+	b.mu.Lock()
+	remote := b.remote
+	b.mu.Unlock()
+	if remote != nil && ev.Type == "status" && run != "" {
+		remote(run)
+	}
+}
+
+// setRemote makes status events wake the other replicas through fn.
+func (b *Broker) setRemote(fn func(run string)) {
+	b.mu.Lock()
+	b.remote = fn
+	b.mu.Unlock()
+}
+
+// Nudge sends every subscriber a "status" event (its run's; "" to those
+// of every run): what it waits for may have changed unseen (the listener
+// for the other replicas' wake-ups reconnected).
+func (b *Broker) Nudge() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for run, subs := range b.subs {
+		for ch := range subs {
+			select {
+			case ch <- Event{Type: "status", Run: run}:
+			default: // full: it reads the run again anyway
+			}
+		}
+	}
+}
+
+// publish is Publish to this process's subscribers only.
+func (b *Broker) publish(run string, ev Event) {
 	ev.Run = run
 	b.mu.Lock()
 	defer b.mu.Unlock()

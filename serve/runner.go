@@ -42,6 +42,8 @@ type Runner struct {
 	// only that no step waits for it.
 	refused map[string]string
 	wg      sync.WaitGroup
+
+	replicas *replicas // nil: the store is not shared with other replicas
 }
 
 type execution struct {
@@ -116,22 +118,37 @@ func (r *Runner) Resume(ctx context.Context, runID string) ([]diag.Diagnostic, e
 	if run.Status.Ended() {
 		return nil, fmt.Errorf("run %s has ended (%s)", runID, run.Status)
 	}
+	st := r.store()
+	release := func() {}
+	if r.replicas != nil {
+		// Another replica executing the run is told to the caller now
+		// (409), not found by the execution later: the run lock (and
+		// the claim) taken here is handed to the execution.
+		h, err := holdLock(st, runID)
+		if err != nil {
+			return nil, err
+		}
+		release, st = h.release, h.store()
+	}
 	// The run's recorded harness is checked before anything of the
 	// server's is used for it (launch.OpenRun): a run started with
 	// another harness file is refused with runtime.ErrHarnessChanged.
-	o, _, ds, err := launch.OpenRun(ctx, r.h, runID, launch.Options{Store: r.st, External: r.x.Driver(), Progress: &progressWriter{b: r.events, run: runID}})
+	o, _, ds, err := launch.OpenRun(ctx, r.h, runID, launch.Options{Store: st, External: r.x.Driver(), Progress: &progressWriter{b: r.events, run: runID}})
 	r.lookupSecrets(o)
 	var hc *runtime.HarnessChangedError
 	if errors.As(err, &hc) {
+		release()
 		return nil, harnessChanged(fmt.Sprintf("run %s was last run with another harness (digest %.12s, this server's %.12s); nothing was resumed: resume it with the harness file it was last run with (openplaybook resume --harness FILE %s), or accept this server's with openplaybook resume --accept-harness-change (recorded in the audit log)", runID, hc.Last, hc.This, runID))
 	}
 	if err != nil {
+		release()
 		return ds, err
 	}
 	if !r.start(runID, o) {
+		release()
 		return nil, ErrExecuting
 	}
-	return ds, nil
+	return ds, nil // the execution takes the held lock
 }
 
 // Kick resumes the run if it waits for its agent, or for nothing but a
@@ -235,6 +252,39 @@ func (r *Runner) Cancel(ctx context.Context, runID, by, reason string) error {
 	return err
 }
 
+// store is the store an execution uses: with replicas, a view that
+// claims the run for this replica and fences its writes.
+func (r *Runner) store() store.Store {
+	if r.replicas == nil {
+		return r.st
+	}
+	return r.replicas.owned(r.st)
+}
+
+// Count returns how many runs execute here.
+func (r *Runner) Count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.active)
+}
+
+// StopAll stops every execution here and waits for them (they stay
+// resumable, by another replica or this one under its new id).
+func (r *Runner) StopAll() {
+	r.mu.Lock()
+	es := make([]*execution, 0, len(r.active))
+	for _, e := range r.active {
+		es = append(es, e)
+	}
+	r.mu.Unlock()
+	for _, e := range es {
+		e.cancel()
+	}
+	for _, e := range es {
+		<-e.done
+	}
+}
+
 // Close stops executing every run (they stay resumable) and waits.
 func (r *Runner) Close() {
 	r.cancel()
@@ -243,7 +293,7 @@ func (r *Runner) Close() {
 
 func (r *Runner) openWith(ctx context.Context, name string, src []byte, progress io.Writer) (*launch.Opened, []diag.Diagnostic, error) {
 	o, ds, err := launch.Open(ctx, r.h, launch.Options{
-		Name: name, Src: src, Store: r.st, External: r.x.Driver(), Progress: progress,
+		Name: name, Src: src, Store: r.store(), External: r.x.Driver(), Progress: progress,
 	})
 	r.lookupSecrets(o)
 	return o, ds, err

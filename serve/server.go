@@ -97,6 +97,8 @@ type Server struct {
 	oidc    *oidcAuth        // nil without serve.oidc
 	console *console.Console // the console mounted at /
 	notify  *notifier        // nil without Options.Notify
+
+	replicas *replicas // nil unless StartReplicas joined a shared store
 }
 
 // consoleSession is a logged-in console.
@@ -213,7 +215,18 @@ func (s *Server) Store() store.Store { return s.st }
 // sessions.
 func (s *Server) Close() {
 	s.gateway.close()
+	if s.replicas != nil {
+		close(s.replicas.stop)
+		<-s.replicas.done
+		s.replicas.stopListen()
+		s.replicas.listening.Wait()
+	}
 	s.runner.Close()
+	if s.replicas != nil {
+		if m := s.replicas.member(); m != nil {
+			m.Leave()
+		}
+	}
 	if s.notify != nil {
 		s.notify.stop()
 	}
@@ -229,11 +242,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, msg, http.StatusForbidden)
 		return
 	}
+	if s.forward(w, r) {
+		return
+	}
+	if s.replicas != nil {
+		w.Header().Set(ReplicaHeader, s.replicas.member().ID())
+	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	// same-origin, not no-referrer: under no-referrer a browser sends
 	// "Origin: null" with a form POST, which the Origin check refuses.
 	w.Header().Set("Referrer-Policy", "same-origin")
 	s.mux.ServeHTTP(w, r)
+}
+
+// StartReplicas makes the server one of several replicas when its store
+// is shared (PostgreSQL): it registers, claims the runs it executes,
+// fences their writes, and adopts the runs of replicas that died (see
+// docs/serve.md, "Running several replicas"). On a store that is not
+// shared (SQLite) it does nothing and returns nil. Call it once, before
+// [Server.ResumeWaiting].
+func (s *Server) StartReplicas(ctx context.Context, o ReplicaOptions) error {
+	return s.startReplicas(ctx, o)
 }
 
 // ResumeWaiting resumes, at start-up, the runs that wait for nothing but

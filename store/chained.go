@@ -38,6 +38,8 @@ var UnchainedColumns = map[Column]string{
 	{"runs", "reason"}:       "a note on the status, rewritten with it on paths no record carries",
 	{"runs", "created_at"}:   "a time; each record has its own",
 	{"runs", "updated_at"}:   "a time; each record has its own",
+	{"runs", "owner"}:        "which replica executes the run; a claim changes what may write the run, never what the run did",
+	{"runs", "owner_epoch"}:  "the claim count that fences a replica's writes; a claim changes what may write the run, never what the run did",
 
 	{"steps", "started_at"}:  "a time; each record has its own",
 	{"steps", "finished_at"}: "a time; each record has its own",
@@ -59,6 +61,7 @@ var UnchainedColumns = map[Column]string{
 // the schema's version, agent tokens (issued and revoked with records,
 // but checked by hash when presented, not against the chain), the
 // notifications' outbox (what was sent about the records, not a run's
-// state) and the built-in tools' data (customers, notes, today), which no
-// run's chain describes.
+// state), the replicas of serve (which processes are alive, not what a
+// run did) and the built-in tools' data (customers, notes, today), which
+// no run's chain describes.
 var RunStateTables = []string{"runs", "steps", "calls", "approvals", "gates"}

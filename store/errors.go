@@ -23,3 +23,9 @@ var (
 // ErrRunBusy is returned by [Store.LockRun] when another process holds the
 // run.
 var ErrRunBusy = errors.New("the run is being executed by another process")
+
+// ErrFenced is returned (wrapped) by a transaction that [Tx.Fence] made
+// conditional on an owner and epoch the run no longer has: another
+// replica claimed the run since. Nothing of the transaction is kept; the
+// session that wrote it must stop (it no longer executes the run).
+var ErrFenced = errors.New("store: the run was claimed by another replica (fenced)")

@@ -41,6 +41,8 @@ type Run struct {
 	Updated         time.Time
 	AuditSeq        int64  // the audit head: seq of the run's last audit record (0: none)
 	AuditHash       string // and its hash ([audit.Genesis] when none)
+	Owner           string // the replica that last claimed it ([Tx.ClaimRun]); "" before the first claim
+	OwnerEpoch      int64  // how many times it was claimed (0: never)
 }
 
 // StepStatus is where a step attempt is.

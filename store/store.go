@@ -154,6 +154,18 @@ type Tx interface {
 	// AppendAll is Append of several records of one run, in order.
 	AppendAll(recs ...audit.Record) ([]audit.Record, error)
 
+	// ClaimRun makes owner (a replica's id) the run's owner and moves
+	// its owner epoch up by one, in this transaction, and returns the new
+	// epoch (an ended run too: a resume claims it before it reads that it
+	// ended). See docs/store.md, "Replicas".
+	ClaimRun(run, owner string) (epoch int64, err error)
+	// Fence makes this transaction conditional on the run having owner
+	// and epoch as its owner and owner epoch when the transaction writes
+	// it (checked under the run's row lock, at the latest before the
+	// commit): otherwise the transaction fails with [ErrFenced] and
+	// nothing of it is kept. [ErrNotFound] when there is no such run.
+	Fence(run, owner string, epoch int64) error
+
 	// Reads inside the transaction.
 	Run(id string) (Run, error)
 	Call(k CallKey) (Call, error)

@@ -34,7 +34,12 @@ func (s *Store) LockRun(run string) (func(), error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
 	defer cancel()
-	conn, err := pgx.ConnectConfig(ctx, s.lockCf.Copy())
+	cf := s.lockCf.Copy()
+	idle := time.Duration(s.lockIdle.Load())
+	if idle > 0 {
+		cf.RuntimeParams["idle_session_timeout"] = fmt.Sprint(idle.Milliseconds())
+	}
+	conn, err := pgx.ConnectConfig(ctx, cf)
 	if err != nil {
 		return nil, fmt.Errorf("store: locking run %s: connecting: %w", run, redactErr(err))
 	}
@@ -54,16 +59,24 @@ func (s *Store) LockRun(run string) (func(), error) {
 		conn.Close(context.Background())
 		return nil, store.ErrClosed
 	}
-	s.locks[conn] = struct{}{}
+	mu := &sync.Mutex{} // the pinger's, unlock's and Close's use of conn
+	s.locks[conn] = mu
 	s.locksMu.Unlock()
+	stop := make(chan struct{})
+	if idle > 0 {
+		go pingLock(conn, mu, idle, stop)
+	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			close(stop)
 			s.locksMu.Lock()
 			_, held := s.locks[conn]
 			delete(s.locks, conn)
 			s.locksMu.Unlock()
-			if held {
+			if held { // Close no longer sees conn; the pinger may still use it
+				mu.Lock()
+				defer mu.Unlock()
 				// Released before the connection closes: the server
 				// handles a disconnect only later, and a lock still held
 				// then would make the next LockRun of the run (resume
@@ -76,4 +89,34 @@ func (s *Store) LockRun(run string) (func(), error) {
 			}
 		})
 	}, nil
+}
+
+// pingLock keeps a run lock's connection from its idle_session_timeout
+// while the process runs: a process stopped longer loses the lock, and
+// its writes are fenced by the owner epoch (docs/store.md, "Replicas").
+// It stops at the first failure (the lock is gone then) or on stop.
+func pingLock(conn *pgx.Conn, mu *sync.Mutex, idle time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(idle / 5)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		mu.Lock()
+		select {
+		case <-stop:
+			mu.Unlock()
+			return
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), idle/2)
+		_, err := conn.Exec(ctx, `SELECT 1`)
+		cancel()
+		mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
 }

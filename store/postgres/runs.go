@@ -102,7 +102,7 @@ func (t *tx) Run(id string) (store.Run, error) {
 }
 
 const runCols = `id, playbook_id, playbook_version, document_digest, %s, harness_path, input, status, current_step, reason,
-	created_at, updated_at, audit_last_seq, audit_last_hash`
+	created_at, updated_at, audit_last_seq, audit_last_hash, owner, owner_epoch`
 
 // GetRun returns the run with the given id, or [store.ErrNotFound].
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
@@ -149,7 +149,7 @@ func scanRuns(rows pgx.Rows) ([]store.Run, error) {
 		var input, created, updated *string
 		var status string
 		if err := rows.Scan(&r.ID, &r.PlaybookID, &r.PlaybookVersion, &r.DocumentDigest, &r.Document, &r.HarnessPath,
-			&input, &status, &r.CurrentStep, &r.Reason, &created, &updated, &r.AuditSeq, &r.AuditHash); err != nil {
+			&input, &status, &r.CurrentStep, &r.Reason, &created, &updated, &r.AuditSeq, &r.AuditHash, &r.Owner, &r.OwnerEpoch); err != nil {
 			return nil, fmt.Errorf("store: reading run: %w", err)
 		}
 		r.Input = jsonValue(input)

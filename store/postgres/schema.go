@@ -263,11 +263,25 @@ CREATE TABLE outbox (
 );
 CREATE INDEX outbox_due ON outbox (next_at) WHERE done = 0 AND dead = 0;
 `,
+	// 6: replicas of serve and run ownership (docs/store.md, "Replicas").
+	// lock_key is the advisory lock the replica's liveness connection
+	// holds.
+	`
+ALTER TABLE runs ADD COLUMN owner text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN owner_epoch bigint NOT NULL DEFAULT 0;
+CREATE INDEX runs_running_owner ON runs (owner) WHERE status = 'running';
+CREATE TABLE replicas (
+	id         text COLLATE "C" PRIMARY KEY,
+	address    text COLLATE "C" NOT NULL,
+	lock_key   bigint NOT NULL,
+	started_at text COLLATE "C" NOT NULL
+);
+`,
 }
 
 // SchemaVersion is the schema version this engine creates and reads; the
 // versions are store/sqlite's (the same tables and columns at each).
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 func init() {
 	if len(migrations) != SchemaVersion {
@@ -281,6 +295,7 @@ const (
 	codeState    = "OPB01" // store.ErrState
 	codeNotFound = "OPB02" // store.ErrNotFound
 	codeHead     = "OPB03" // the audit head moved under the run lock: a bug
+	codeFenced   = "OPB04" // store.ErrFenced
 )
 
 // migrate brings the schema of conn's search_path to SchemaVersion in one

@@ -64,7 +64,11 @@ type Store struct {
 	done   chan struct{} // closed when the queue worker has stopped
 
 	locksMu sync.Mutex
-	locks   map[*pgx.Conn]struct{} // LockRun's connections, closed by Close
+	locks   map[*pgx.Conn]*sync.Mutex // LockRun's connections (and the mutex of their use), closed by Close
+
+	waker waker // see Wake
+
+	lockIdle atomic.Int64 // a joined replica's liveness (nanoseconds): run locks expire with it; 0: never
 
 	closeOnce sync.Once
 	closeErr  error
@@ -141,7 +145,7 @@ func Open(ctx context.Context, url string, opt *Options) (*Store, error) {
 		schema: schema,
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
-		locks:  map[*pgx.Conn]struct{}{},
+		locks:  map[*pgx.Conn]*sync.Mutex{},
 	}
 	if o.Now != nil {
 		s.SetClock(o.Now)
@@ -178,13 +182,15 @@ func (s *Store) Close() error {
 		s.pool.Close()
 		s.locksMu.Lock()
 		var errs []error
-		for c := range s.locks {
+		for c, mu := range s.locks {
+			mu.Lock()
 			// The run lock is released before its connection closes, as
 			// unlock does: the server handles a disconnect only later.
 			ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
 			c.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
 			cancel()
 			errs = append(errs, c.Close(context.Background()))
+			mu.Unlock()
 		}
 		s.locks = nil
 		s.locksMu.Unlock()

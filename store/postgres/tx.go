@@ -70,6 +70,14 @@ type tx struct {
 	runs    map[string]*runState // runs locked in this transaction
 	locking map[string]bool      // runs whose lock is sent or pending
 	order   []string             // runs with unsent records, in the order of their first
+	fences  map[string]fence     // Fence's conditions, by run
+}
+
+// fence is a condition of [tx.Fence]: the run's owner and epoch.
+type fence struct {
+	owner string
+	epoch int64
+	sent  bool // its check is sent or pending
 }
 
 func newTx(s *Store, conn *pgxpool.Conn) *tx {
@@ -194,9 +202,11 @@ func mapErr(what string, err error) error {
 			return fmt.Errorf("%w: %s", store.ErrState, pe.Message)
 		case codeNotFound:
 			return fmt.Errorf("%w: %s", store.ErrNotFound, pe.Message)
+		case codeFenced:
+			return fmt.Errorf("%w: %s", store.ErrFenced, pe.Message)
 		}
 	}
-	if errors.Is(err, store.ErrState) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExpired) {
+	if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrState) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExpired) {
 		return err
 	}
 	if what == "" {
@@ -214,11 +224,17 @@ func (t *tx) commit() error {
 	if !t.begun && len(t.pending) == 0 && len(t.order) == 0 {
 		return nil // nothing to do
 	}
-	err := t.send(item{sql: "COMMIT", what: "commit"})
+	var last []item
+	for run, f := range t.fences {
+		if !f.sent { // a fenced transaction that never locked the run
+			last = append(last, t.lockItem(run)...)
+		}
+	}
+	err := t.send(append(last, item{sql: "COMMIT", what: "commit"})...)
 	if err != nil {
 		t.rollback()
 		var pe *pgconn.PgError
-		if !errors.As(err, &pe) && !errors.Is(err, store.ErrState) && !errors.Is(err, store.ErrNotFound) {
+		if !errors.As(err, &pe) && !errors.Is(err, store.ErrState) && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrFenced) {
 			return fmt.Errorf("%w (the connection failed while committing: the transaction may or may not have committed)", err)
 		}
 		return err
@@ -268,7 +284,7 @@ func (t *tx) lockItem(run string) []item {
 		return nil
 	}
 	t.locking[run] = true
-	return []item{{
+	return append([]item{{
 		sql:  `SELECT status, audit_last_seq, audit_last_hash FROM runs WHERE id = $1 FOR NO KEY UPDATE`,
 		args: []any{run},
 		what: "locking run " + run,
@@ -285,7 +301,79 @@ func (t *tx) lockItem(run string) []item {
 			t.runs[run] = st
 			return nil
 		},
+	}}, t.fenceItem(run)...)
+}
+
+// fenceItem is the check of run's fence, when it has one not sent yet:
+// sent after the run's lock, it reads the owner and epoch no other
+// transaction can change before this one ends.
+func (t *tx) fenceItem(run string) []item {
+	f, ok := t.fences[run]
+	if !ok || f.sent {
+		return nil
+	}
+	f.sent = true
+	t.fences[run] = f
+	return []item{{
+		sql: `SELECT CASE WHEN owner = $2 AND owner_epoch = $3 THEN true
+			ELSE op_check(false, '` + codeFenced + `', format('run %s is owned by %L at epoch %s, not %L at %s', id, owner, owner_epoch, $2::text, $3::bigint)) END
+			FROM runs WHERE id = $1`,
+		args: []any{run, f.owner, f.epoch},
+		what: "checking the owner of run " + run,
 	}}
+}
+
+// Fence makes the transaction conditional on run's owner and epoch; see
+// [store.Tx.Fence]. The check is sent with the run's lock (or, when the
+// run is locked already, with the next statement), or before COMMIT
+// when the transaction never locks the run.
+func (t *tx) Fence(run, owner string, epoch int64) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if t.fences == nil {
+		t.fences = map[string]fence{}
+	}
+	if f, ok := t.fences[run]; ok && f.sent {
+		if f.owner != owner || f.epoch != epoch {
+			return fmt.Errorf("store: run %s is fenced twice in one transaction with different owners", run)
+		}
+		return nil
+	}
+	t.fences[run] = fence{owner: owner, epoch: epoch}
+	if t.locking[run] {
+		return t.defer_(t.fenceItem(run)[0])
+	}
+	return nil
+}
+
+// ClaimRun makes owner the run's owner and moves its owner epoch up by
+// one, under the run's row lock; see [store.Tx.ClaimRun].
+func (t *tx) ClaimRun(run, owner string) (int64, error) {
+	if _, err := t.locked(run); err != nil {
+		return 0, err
+	}
+	var epoch int64
+	var found bool
+	err := t.send(item{
+		sql:  `UPDATE runs SET owner = $2, owner_epoch = owner_epoch + 1 WHERE id = $1 RETURNING owner_epoch`,
+		args: []any{run, owner},
+		what: "claiming run " + run,
+		rows: func(rows pgx.Rows) error {
+			if rows.Next() {
+				found = true
+				return rows.Scan(&epoch)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return 0, err
+	}
+	if !found {
+		return 0, fmt.Errorf("%w: run %q", store.ErrNotFound, run)
+	}
+	return epoch, nil
 }
 
 // lockLater puts run's lock in the next batch.

@@ -102,7 +102,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 }
 
 const runCols = `id, playbook_id, playbook_version, document_digest, %s, harness_path, input, status, current_step, reason,
-	created_at, updated_at, audit_last_seq, audit_last_hash`
+	created_at, updated_at, audit_last_seq, audit_last_hash, owner, owner_epoch`
 
 func getRun(ctx context.Context, q querier, id string) (store.Run, error) {
 	rows, err := q.query(ctx, `SELECT `+fmt.Sprintf(runCols, "document")+` FROM runs WHERE id = ?`, id)
@@ -148,7 +148,7 @@ func scanRuns(rows *sql.Rows) ([]store.Run, error) {
 		var status string
 		var created, updated sql.NullString
 		if err := rows.Scan(&r.ID, &r.PlaybookID, &r.PlaybookVersion, &r.DocumentDigest, &r.Document, &r.HarnessPath,
-			&input, &status, &r.CurrentStep, &r.Reason, &created, &updated, &r.AuditSeq, &r.AuditHash); err != nil {
+			&input, &status, &r.CurrentStep, &r.Reason, &created, &updated, &r.AuditSeq, &r.AuditHash, &r.Owner, &r.OwnerEpoch); err != nil {
 			return nil, fmt.Errorf("store: reading run: %w", err)
 		}
 		r.Input = jsonValue(input)
@@ -295,4 +295,44 @@ func jsonValue(b []byte) jsontext.Value {
 		return nil
 	}
 	return jsontext.Value(b)
+}
+
+// ClaimRun makes owner the run's owner and moves its owner epoch up by
+// one; see [store.Tx.ClaimRun]. One process uses an SQLite store, so
+// nothing else claims its runs.
+func (t *Tx) ClaimRun(run, owner string) (int64, error) {
+	if t.done {
+		return 0, store.ErrTxDone
+	}
+	var epoch int64
+	err := t.row(`UPDATE runs SET owner = ?, owner_epoch = owner_epoch + 1 WHERE id = ? RETURNING owner_epoch`, owner, run).Scan(&epoch)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("%w: run %q", store.ErrNotFound, run)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: claiming run: %w", err)
+	}
+	return epoch, nil
+}
+
+// Fence checks at once that the run has owner and epoch; see
+// [store.Tx.Fence]. The store has one writer at a time, so nothing
+// changes them before this transaction commits.
+func (t *Tx) Fence(run, owner string, epoch int64) error {
+	if t.done {
+		return store.ErrTxDone
+	}
+	var o string
+	var e int64
+	err := t.row(`SELECT owner, owner_epoch FROM runs WHERE id = ?`, run).Scan(&o, &e)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: run %q", store.ErrNotFound, run)
+	}
+	if err != nil {
+		return fmt.Errorf("store: reading run owner: %w", err)
+	}
+	if o != owner || e != epoch {
+		return fmt.Errorf("%w: run %s is owned by %q at epoch %d, not %q at %d", store.ErrFenced, run, o, e, owner, epoch)
+	}
+	return nil
 }

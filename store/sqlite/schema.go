@@ -209,6 +209,19 @@ CREATE TABLE outbox (
 ) STRICT;
 CREATE INDEX outbox_due ON outbox (next_at) WHERE done = 0 AND dead = 0;
 `,
+	// 6: replicas of serve and run ownership (docs/store.md, "Replicas").
+	// One process uses an SQLite store: it claims runs as a replica of
+	// one, and nothing adopts them.
+	`
+ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN owner_epoch INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE replicas (
+	id         TEXT PRIMARY KEY,
+	address    TEXT NOT NULL,
+	lock_key   INTEGER NOT NULL,
+	started_at TEXT NOT NULL
+) STRICT;
+`,
 }
 
 // SchemaVersion is the schema version this engine creates and reads.

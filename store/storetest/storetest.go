@@ -62,6 +62,7 @@ func Run(t *testing.T, open Opener) {
 		{"AuditPages", testAuditPages},
 		{"Outbox", testOutbox},
 		{"RunPages", testRunPages},
+		{"ClaimAndFence", testClaimAndFence},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
 	}

@@ -31,10 +31,12 @@ import (
 const DefaultListen = "127.0.0.1:7420"
 
 func (c *CLI) serveCommand() *cobra.Command {
-	var harnessPath, listen, certFile, keyFile, publicURL, proxies, logFormat, logLevel, metricsListen string
+	var harnessPath, listen, certFile, keyFile, publicURL, proxies, logFormat, logLevel, metricsListen, advertiseURL string
 	var insecure bool
+	var liveness time.Duration
+	var maxAdopt int
 	cmd := &cobra.Command{
-		Use:                   "serve [--harness FILE] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [--insecure-listen] [--public-url URL] [--trusted-proxies LIST] [--log-format json|text] [--log-level LEVEL] [--metrics-listen ADDR]",
+		Use:                   "serve [--harness FILE] [--listen ADDR] [--tls-cert FILE --tls-key FILE] [--insecure-listen] [--public-url URL] [--trusted-proxies LIST] [--log-format json|text] [--log-level LEVEL] [--metrics-listen ADDR] [--advertise-url URL] [--replica-liveness DURATION] [--max-adopt N]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Serve the console, the HTTP API and MCP endpoints for external agents",
 		Long: `Serve runs one process over the harness's store: the web console at /, the
@@ -55,6 +57,10 @@ hands out begin with it and it is the origin it trusts; --trusted-proxies
 lists the proxies whose X-Forwarded-* and Forwarded headers it believes.
 It logs to stderr (--log-format, --log-level); OpenTelemetry traces and
 metrics follow the OTEL_* variables; /healthz and /readyz answer probes.
+On a PostgreSQL store, several serve processes are replicas of one
+service: each claims the runs it executes, and the others adopt them when
+it dies (--advertise-url, --replica-liveness, --max-adopt; docs/serve.md,
+"Running several replicas").
 Every flag has an environment form: OPENPLAYBOOK_ and its name in capitals,
 with _ for - (OPENPLAYBOOK_PUBLIC_URL). See docs/operate.md.`,
 		Args: cobra.NoArgs,
@@ -136,6 +142,17 @@ with _ for - (OPENPLAYBOOK_PUBLIC_URL). See docs/operate.md.`,
 			hs := &http.Server{Handler: srv.Operated(o, trusted), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if advertiseURL != "" {
+				if u, err := url.Parse(advertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					ln.Close()
+					return &exitError{code: ExitUsage, err: fmt.Errorf("--advertise-url %q: write the scheme and host the other replicas reach this one at, such as http://10.0.0.5:7420", advertiseURL)}
+				}
+			}
+			if err := srv.StartReplicas(ctx, serve.ReplicaOptions{AdvertiseURL: advertiseURL, Liveness: liveness, MaxAdopt: maxAdopt}); err != nil {
+				ln.Close()
+				srv.Close()
+				return ioError(err)
+			}
 			srv.ResumeWaiting(ctx)
 			errc := make(chan error, 1)
 			go func() {
@@ -191,6 +208,9 @@ with _ for - (OPENPLAYBOOK_PUBLIC_URL). See docs/operate.md.`,
 	cmd.Flags().StringVar(&proxies, "trusted-proxies", "", "comma-separated IPs and CIDR prefixes of the proxies whose X-Forwarded-* and Forwarded headers are believed")
 	cmd.Flags().StringVar(&logFormat, "log-format", "", "log format on stderr: json or text (default: text on a terminal, else json)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	cmd.Flags().StringVar(&advertiseURL, "advertise-url", "", "on a PostgreSQL store: the URL the other replicas reach this one at (default: the listen or public URL)")
+	cmd.Flags().DurationVar(&liveness, "replica-liveness", 0, "on a PostgreSQL store: how long this replica may go unconfirmed before the others adopt its runs (default 5s, at least 1s)")
+	cmd.Flags().IntVar(&maxAdopt, "max-adopt", 0, "on a PostgreSQL store: the most runs this replica adopts and executes in one adoption round (default 50)")
 	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "also serve /metrics, unauthenticated, on this address (with OTEL_METRICS_EXPORTER=prometheus)")
 	return cmd
 }
