@@ -27,7 +27,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -414,25 +413,7 @@ type OIDC struct {
 }
 
 // Principals are people named by subject and by group.
-type Principals struct {
-	Subjects, Groups []string
-}
-
-// Empty reports whether p names no one.
-func (p Principals) Empty() bool { return len(p.Subjects) == 0 && len(p.Groups) == 0 }
-
-// Has reports whether the person with subject sub and groups is one of p.
-func (p Principals) Has(sub string, groups []string) bool {
-	if slices.Contains(p.Subjects, sub) {
-		return true
-	}
-	for _, g := range groups {
-		if slices.Contains(p.Groups, g) {
-			return true
-		}
-	}
-	return false
-}
+type Principals = policy.Principals
 
 // SecretRef is one use of a named secret in the harness file.
 type SecretRef struct {

@@ -41,7 +41,7 @@ func TestEvaluate(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := p.Evaluate(c.call)
-		if err != nil || got != c.want {
+		if err != nil || got.Effect != c.want.Effect || got.Rule != c.want.Rule || got.Reason != c.want.Reason {
 			t.Errorf("%s: %+v, %v; want %+v", c.name, got, err, c.want)
 		}
 	}
