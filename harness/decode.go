@@ -61,7 +61,8 @@ var (
 	postgresKeys   = []string{"url"}
 	runtimeKeys    = []string{"approvalExpiry", "maxToolCalls"}
 	serveKeys      = []string{"operatorTokenSecret", "approvalWait", "allowedOrigins", "publicURL", "trustedProxies", "oidc"}
-	oidcKeys       = []string{"issuer", "clientID", "clientSecretSecret", "audience", "scopes", "claims", "operators", "deciders", "selfApproval", "operatorToken"}
+	oidcKeys       = []string{"issuer", "clientID", "clientSecretSecret", "audience", "scopes", "claims", "operators", "deciders", "selfApproval", "operatorToken", "agents"}
+	agentOAuthKeys = []string{"claim"}
 	claimKeys      = []string{"subject", "name", "email", "groups"}
 	principalKeys  = []string{"subjects", "groups"}
 )
@@ -1085,6 +1086,14 @@ func (d *decoder) oidc(n *node) {
 	}
 	if v := f["operatorToken"]; v != nil && d.want(v, kBool, `"operatorToken"`) {
 		o.OperatorToken = v.text == "true"
+	}
+	if v := f["agents"]; v != nil && d.want(v, kMap, `"agents"`) {
+		o.AgentClaim = "client_id"
+		if c := d.fields(v, `"agents"`, agentOAuthKeys)["claim"]; c != nil {
+			if s, good := d.nonEmpty(c, `"agents"' "claim"`); good {
+				o.AgentClaim = s
+			}
+		}
 	}
 	if len(o.Audience) == 0 {
 		o.Audience = []string{o.ClientID}

@@ -409,7 +409,13 @@ type OIDC struct {
 	// as a bootstrap credential: it may do everything but decide. Default
 	// true; false turns it off (the secret need not be set).
 	OperatorToken bool
-	Pos           Pos
+	// AgentClaim, when not "", lets agents reach a run's MCP URL with a
+	// JWT access token of Issuer whose audience is that URL (serve
+	// "agents": {"claim": ...}; docs/serve.md, "Agents over OAuth"): the
+	// claim it names (e.g. client_id) is the agent's name, one of the
+	// run's agents. "" (no "agents"): agents use agent tokens only.
+	AgentClaim string
+	Pos        Pos
 }
 
 // Principals are people named by subject and by group.
