@@ -37,6 +37,12 @@ type Verdict struct {
 // the gate's step id or the approval id.
 type Decided struct {
 	Kind, ID string
+	// Approvals and Needed, for a decision that needs several distinct
+	// approvers (a policy rule's approvals), are how many approved so far
+	// and how many must: while Approvals < Needed, the approval was
+	// recorded (approval.endorsed, gate.endorsed) and the gate or call
+	// still waits. Both 0 otherwise.
+	Approvals, Needed int
 }
 
 func (d Decided) String() string { return d.Kind + " " + d.ID }
@@ -79,6 +85,7 @@ func Decide(ctx context.Context, st store.Store, runID, id string, v Verdict) (D
 		if dc.req != nil {
 			rules = dc.req.Rules
 		}
+		var count, need int
 		err = st.Tx(ctx, func(tx store.Tx) error {
 			var approvers []string
 			if needed := dc.req.Needed(); v.Approve && needed > 1 {
@@ -95,6 +102,7 @@ func Decide(ctx context.Context, st store.Store, runID, id string, v Verdict) (D
 				}
 				ev := ApprovalEndorsed{Approval: id, Endorsement: dc.endorsement(v, rules, needed)}
 				who, enough, err := endorse(tx, runID, a.Step, a.Tool, ev, id, 0, v.By, needed)
+				count, need = len(who), needed
 				if err != nil || !enough {
 					return err
 				}
@@ -115,7 +123,7 @@ func Decide(ctx context.Context, st store.Store, runID, id string, v Verdict) (D
 			_, err = tx.Append(newRecord(identity, runID, a.Step, a.Tool, e))
 			return err
 		})
-		return Decided{Kind: "approval", ID: id}, err
+		return Decided{Kind: "approval", ID: id, Approvals: count, Needed: need}, err
 	}
 	gates, err := st.Gates(ctx, runID)
 	if err != nil {
@@ -134,11 +142,13 @@ func Decide(ctx context.Context, st store.Store, runID, id string, v Verdict) (D
 			if dc.req != nil {
 				rules = dc.req.Rules
 			}
+			var count, need int
 			err = st.Tx(ctx, func(tx store.Tx) error {
 				var approvers []string
 				if needed := dc.req.Needed(); v.Approve && needed > 1 {
 					ev := GateEndorsed{Attempt: g.Attempt, Endorsement: dc.endorsement(v, rules, needed)}
 					who, enough, err := endorse(tx, runID, id, "", ev, id, g.Attempt, v.By, needed)
+					count, need = len(who), needed
 					if err != nil || !enough {
 						return err
 					}
@@ -155,7 +165,7 @@ func Decide(ctx context.Context, st store.Store, runID, id string, v Verdict) (D
 				_, err := tx.Append(newRecord(identity, runID, id, "", e))
 				return err
 			})
-			return Decided{Kind: "gate", ID: id}, err
+			return Decided{Kind: "gate", ID: id, Approvals: count, Needed: need}, err
 		}
 	}
 	for _, g := range gates {

@@ -27,12 +27,12 @@ func TestOIDCPolicyTwoApproversForAGate(t *testing.T) {
 	aliceAPI := ir.api(ir.token(alice, apiAudience))
 
 	want(t, "carol decides her own run", carolAPI.do("POST", gate, yes), 403, "not one of serve.oidc.deciders")
-	want(t, "alice approves", aliceAPI.do("POST", gate, yes), 200)
+	want(t, "alice approves", aliceAPI.do("POST", gate, yes), 200, `"approvals":1,"needed":2`)
 	if p, _ := ir.srv.Pending(context.Background(), run); len(p) != 1 || p[0].Kind != "gate" {
 		t.Fatalf("after one of two approvals the run waits for %+v", p)
 	}
 	want(t, "alice approves again", aliceAPI.do("POST", gate, yes), 403, "distinct people")
-	want(t, "bob approves", ir.api(ir.token(bob, apiAudience)).do("POST", gate, yes), 200)
+	want(t, "bob approves", ir.api(ir.token(bob, apiAudience)).do("POST", gate, yes), 200, `"approvals":2,"needed":2`)
 	ir.waitStatus(run, "waiting", "agent")
 
 	recs := ir.audit(aliceAPI, run)
