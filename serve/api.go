@@ -433,8 +433,8 @@ type decided struct {
 		Kind string `json:"kind"`
 		ID   string `json:"id"`
 		// Approvals and Needed: see [runtime.Decided].
-		Approvals int `json:"approvals,omitempty"`
-		Needed    int `json:"needed,omitempty"`
+		Approvals int `json:"approvals,omitzero"`
+		Needed    int `json:"needed,omitzero"`
 	} `json:"decided"`
 	Run runtime.RunStatus `json:"run"`
 }
