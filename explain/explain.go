@@ -28,6 +28,7 @@ import (
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/internal/credential"
 	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/policy"
 	"github.com/openplaybook/openplaybook/registry"
 )
 
@@ -128,6 +129,10 @@ type Options struct {
 	// Unavailable lists the parts of the registry that could not be
 	// consulted, one sentence each (an MCP server that did not answer).
 	Unavailable []string
+	// Policy, when set, is the harness's approval policy: each allowed
+	// tool and gate lists the rules that may apply to it ([Tool.Policy],
+	// [Step.Policy]).
+	Policy *policy.Policy
 }
 
 // Problem is one validation diagnostic.
@@ -231,6 +236,9 @@ type Gate struct {
 type Step struct {
 	// Index is the 0-based position in the document.
 	Index int `json:"index"`
+	// Policy, for a gate, lists the harness policy's rules about who
+	// decides it; null otherwise or when no policy was given.
+	Policy []PolicyRule `json:"policy"`
 	// ID is the step's id, "" when absent.
 	ID string `json:"id"`
 	// Ref is how the summary and the graph name the step: its id, or
@@ -306,6 +314,26 @@ type Tool struct {
 	// it confirms every declared value; every declared member when it does
 	// not have the tool.
 	Claims []string `json:"claims"`
+	// Policy lists the harness policy's rules that apply to calls of the
+	// tool in this step (each perhaps only when its condition holds), in
+	// the harness's order. Null when no policy was given; [] when no rule
+	// is about it.
+	Policy []PolicyRule `json:"policy"`
+}
+
+// PolicyRule is one harness policy rule as it applies to a tool or gate
+// (docs/policy.md).
+type PolicyRule struct {
+	Rule string `json:"rule"`
+	// Effect is "requireApproval" or "deny".
+	Effect string `json:"effect"`
+	// When is the rule's CEL condition ("": always).
+	When string `json:"when"`
+	// Deciders are who may decide (empty: anyone the server lets decide).
+	Deciders policy.Principals `json:"deciders"`
+	// Approvals is how many distinct people must approve.
+	Approvals    int  `json:"approvals"`
+	SelfApproval bool `json:"selfApproval"`
 }
 
 // Requires is what a harness must provide: names and purposes, never
@@ -458,6 +486,9 @@ func explainDocument(doc *playbook.Document, problems []diag.Diagnostic, opts *O
 		}
 	}
 	buildSteps(e, doc, opts.Registry)
+	if opts.Policy != nil {
+		applyPolicy(e, opts.Policy, opts.Registry)
+	}
 	buildSummary(e)
 	buildRequires(e, doc)
 	return e
@@ -522,6 +553,42 @@ func buildSteps(e *Explanation, doc *playbook.Document, reg *registry.Registry) 
 	if len(e.Steps) > 0 {
 		e.EntryStep = e.Steps[0].Ref
 	}
+}
+
+// applyPolicy lists, for every allowed tool and gate, the rules of p that
+// may apply to it. What serves a tool (a rule's connectors) is the
+// registry's; without one, such rules match nothing.
+func applyPolicy(e *Explanation, p *policy.Policy, reg *registry.Registry) {
+	for i := range e.Steps {
+		st := &e.Steps[i]
+		if st.Kind == "gate" {
+			st.Policy = policyRules(p.GateRules(st.ID))
+		}
+		for j := range st.AllowedTools {
+			t := &st.AllowedTools[j]
+			c := policy.Call{Tool: t.Name, Step: st.ID}
+			if t.RiskClass != RiskUnknown {
+				c.RiskClass = t.RiskClass
+			}
+			if reg != nil {
+				if entry, ok := reg.Lookup(t.Name); ok {
+					c.Connector = entry.Origin.Name
+					if entry.Origin.Kind == registry.Builtin {
+						c.Connector = "builtin"
+					}
+				}
+			}
+			t.Policy = policyRules(p.About(c))
+		}
+	}
+}
+
+func policyRules(ms []policy.Match) []PolicyRule {
+	out := []PolicyRule{}
+	for _, m := range ms {
+		out = append(out, PolicyRule{Rule: m.Rule, Effect: m.Effect, When: m.When, Deciders: m.Deciders, Approvals: m.Approvals, SelfApproval: m.SelfApproval})
+	}
+	return out
 }
 
 // explainTool explains the allowed tool name from its definition def (nil

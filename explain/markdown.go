@@ -243,6 +243,9 @@ func renderMarkdown(w io.Writer, e *Explanation) error {
 			if n := claimsText(tl); n != "" {
 				note += " — " + mdText(n)
 			}
+			if n := PolicyText(tl.Policy); n != "" {
+				note += " — policy: " + mdText(n)
+			}
 			notes = append(notes, note)
 			if !tl.Defined {
 				m.row(mdCode(tl.Name), mdText(tl.Family), "", mdCode(via(tl)), "unknown", "unknown", "unknown", "unknown", "**"+mdText(UndefinedNote)+"**")

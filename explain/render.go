@@ -86,6 +86,38 @@ func claimsText(tl *Tool) string {
 	return "claims the registry (" + tl.InRegistry + ") does not confirm: " + strings.Join(tl.Claims, ", ")
 }
 
+// PolicyText says what the harness policy's rules do to a tool or gate
+// ("" when none applies): "rule big-refunds requires approval when
+// args.amount > 10000, by groups finance, 2 distinct people".
+func PolicyText(rules []PolicyRule) string {
+	var parts []string
+	for _, r := range rules {
+		s := "rule " + r.Rule
+		if r.Effect == "deny" {
+			s += " refuses the call"
+		} else {
+			s += " requires approval"
+		}
+		if r.When != "" {
+			s += " when " + r.When
+		}
+		if len(r.Deciders.Subjects) > 0 {
+			s += ", by " + strings.Join(r.Deciders.Subjects, ", ")
+		}
+		if len(r.Deciders.Groups) > 0 {
+			s += ", by groups " + strings.Join(r.Deciders.Groups, ", ")
+		}
+		if r.Approvals > 1 {
+			s += fmt.Sprintf(", %d distinct people", r.Approvals)
+		}
+		if r.SelfApproval {
+			s += ", self-approval allowed"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
 // Terminals of the step graph.
 const (
 	toEnd      = -1 // the run ends

@@ -306,6 +306,9 @@ func kindText(st *Step) string {
 		}
 		return "agent " + st.Agent
 	case "gate":
+		if n := PolicyText(st.Policy); n != "" {
+			return "gate: a person decides (policy: " + n + ")"
+		}
 		return "gate: a person decides"
 	case "":
 		return "kind unknown"
@@ -393,6 +396,9 @@ func textTools(t *textWriter, tools []Tool) {
 		}
 		if n := claimsText(tl); n != "" {
 			t.para(off, "* "+n)
+		}
+		if n := PolicyText(tl.Policy); n != "" {
+			t.para(off, "policy: "+n)
 		}
 	}
 }

@@ -51,7 +51,7 @@ func exampleRole(authKind string) string {
 var (
 	topKeys        = []string{"$schema", "mcpServers", "connections", "secrets", "agents", "store", "runtime", "serve", "policy"}
 	policyKeys     = []string{"rules"}
-	ruleKeys       = []string{"name", "tools", "riskClasses", "steps", "when", "effect", "reason"}
+	ruleKeys       = []string{"name", "tools", "riskClasses", "steps", "connectors", "gates", "when", "effect", "reason", "deciders", "approvals", "selfApproval"}
 	serverKeys     = []string{"command", "args", "env", "cwd", "url", "headers", "timeout", "toolsCheck", "callTimeout"}
 	connectionKeys = []string{"authKind", "secrets", "scopes", "baseURL", "tokenURL", "callTimeout"}
 	secretsKeys    = []string{"env", "prefix", "dotenv", "declare"}
@@ -61,7 +61,8 @@ var (
 	postgresKeys   = []string{"url"}
 	runtimeKeys    = []string{"approvalExpiry", "maxToolCalls"}
 	serveKeys      = []string{"operatorTokenSecret", "approvalWait", "allowedOrigins", "publicURL", "trustedProxies", "oidc", "webhooks"}
-	oidcKeys       = []string{"issuer", "clientID", "clientSecretSecret", "audience", "scopes", "claims", "operators", "deciders", "selfApproval", "operatorToken"}
+	oidcKeys       = []string{"issuer", "clientID", "clientSecretSecret", "audience", "scopes", "claims", "operators", "deciders", "selfApproval", "operatorToken", "agents"}
+	agentOAuthKeys = []string{"claim"}
 	claimKeys      = []string{"subject", "name", "email", "groups"}
 	principalKeys  = []string{"subjects", "groups"}
 )
@@ -1079,19 +1080,8 @@ func (d *decoder) oidc(n *node) {
 		}
 	}
 	for key, dst := range map[string]*Principals{"operators": &o.Operators, "deciders": &o.Deciders} {
-		v := f[key]
-		if v == nil || !d.want(v, kMap, strconv.Quote(key)) {
-			continue
-		}
-		pf := d.fields(v, strconv.Quote(key), principalKeys)
-		if s := pf["subjects"]; s != nil {
-			dst.Subjects = d.nameList(s, `"subjects"`)
-		}
-		if g := pf["groups"]; g != nil {
-			dst.Groups = d.nameList(g, `"groups"`)
-		}
-		if dst.Empty() {
-			d.errN(v, RuleValue, "%q names no one: list \"subjects\" or \"groups\", or remove it (absent, it does not restrict)", key)
+		if v := f[key]; v != nil {
+			d.principals(v, key, dst)
 		}
 	}
 	if v := f["selfApproval"]; v != nil && d.want(v, kBool, `"selfApproval"`) {
@@ -1100,12 +1090,39 @@ func (d *decoder) oidc(n *node) {
 	if v := f["operatorToken"]; v != nil && d.want(v, kBool, `"operatorToken"`) {
 		o.OperatorToken = v.text == "true"
 	}
+	if v := f["agents"]; v != nil && d.want(v, kMap, `"agents"`) {
+		o.AgentClaim = "client_id"
+		if c := d.fields(v, `"agents"`, agentOAuthKeys)["claim"]; c != nil {
+			if s, good := d.nonEmpty(c, `"agents"' "claim"`); good {
+				o.AgentClaim = s
+			}
+		}
+	}
 	if len(o.Audience) == 0 {
 		o.Audience = []string{o.ClientID}
 	}
 	if ok {
 		d.h.Serve.OIDC = o
 	}
+}
+
+// principals reads {subjects, groups} naming at least one person.
+func (d *decoder) principals(v *node, key string, dst *Principals) bool {
+	if !d.want(v, kMap, strconv.Quote(key)) {
+		return false
+	}
+	pf := d.fields(v, strconv.Quote(key), principalKeys)
+	if s := pf["subjects"]; s != nil {
+		dst.Subjects = d.nameList(s, `"subjects"`)
+	}
+	if g := pf["groups"]; g != nil {
+		dst.Groups = d.nameList(g, `"groups"`)
+	}
+	if dst.Empty() {
+		d.errN(v, RuleValue, "%q names no one: list \"subjects\" or \"groups\", or remove it (absent, it does not restrict)", key)
+		return false
+	}
+	return true
 }
 
 // nameList reads a list of non-empty strings.
@@ -1184,6 +1201,32 @@ func (d *decoder) policy(n *node) {
 		if sv := rf["steps"]; sv != nil {
 			r.Steps = d.nameList(sv, `"steps"`)
 		}
+		if cv := rf["connectors"]; cv != nil {
+			r.Connectors = d.nameList(cv, `"connectors"`)
+		}
+		if gv := rf["gates"]; gv != nil {
+			r.Gates = d.nameList(gv, `"gates"`)
+			if len(r.Tools)+len(r.RiskClasses)+len(r.Steps)+len(r.Connectors) > 0 {
+				d.errN(gv, RuleValue, "%s: a rule about gates says who decides them; it has no \"tools\", \"riskClasses\", \"steps\" or \"connectors\" (write a rule of its own for calls)", where)
+				ok = false
+			}
+		}
+		if dv := rf["deciders"]; dv != nil {
+			if !d.principals(dv, "deciders", &r.Deciders) {
+				ok = false
+			}
+		}
+		if av := rf["approvals"]; av != nil {
+			if n, err := strconv.Atoi(av.text); av.kind != kNumber || err != nil || n < 1 || n > policy.MaxApprovals {
+				d.errN(av, RuleValue, "%s: \"approvals\" is how many distinct people approve: a whole number from 1 to %d", where, policy.MaxApprovals)
+				ok = false
+			} else {
+				r.Approvals = n
+			}
+		}
+		if sv := rf["selfApproval"]; sv != nil && d.want(sv, kBool, where+"'s \"selfApproval\"") {
+			r.SelfApproval = sv.text == "true"
+		}
 		if wv := rf["when"]; wv != nil {
 			if s, good := d.nonEmpty(wv, where+"'s \"when\""); good {
 				if _, err := policy.Compile(s); err != nil {
@@ -1195,7 +1238,9 @@ func (d *decoder) policy(n *node) {
 				ok = false
 			}
 		}
-		if ev := rf["effect"]; ev == nil {
+		if ev := rf["effect"]; ev == nil && len(r.Gates) > 0 {
+			r.Effect = policy.RequireApproval
+		} else if ev == nil {
 			d.errN(item, RuleRequired, "%s needs \"effect\": %q or %q", where, policy.RequireApproval, policy.Deny)
 			ok = false
 		} else if s, good := d.str(ev, where+"'s \"effect\""); good {
@@ -1204,6 +1249,14 @@ func (d *decoder) policy(n *node) {
 				ok = false
 			}
 			r.Effect = s
+			if s == policy.Deny && (!r.Deciders.Empty() || r.Approvals > 1 || r.SelfApproval) {
+				d.errN(ev, RuleValue, "%s: a deny rule refuses the call; \"deciders\", \"approvals\" and \"selfApproval\" are for %q", where, policy.RequireApproval)
+				ok = false
+			}
+			if s == policy.Deny && len(r.Gates) > 0 {
+				d.errN(ev, RuleValue, "%s: a rule about gates says who decides them; its effect is %q", where, policy.RequireApproval)
+				ok = false
+			}
 		} else {
 			ok = false
 		}

@@ -27,7 +27,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -413,29 +412,17 @@ type OIDC struct {
 	// as a bootstrap credential: it may do everything but decide. Default
 	// true; false turns it off (the secret need not be set).
 	OperatorToken bool
-	Pos           Pos
+	// AgentClaim, when not "", lets agents reach a run's MCP URL with a
+	// JWT access token of Issuer whose audience is that URL (serve
+	// "agents": {"claim": ...}; docs/serve.md, "Agents over OAuth"): the
+	// claim it names (e.g. client_id) is the agent's name, one of the
+	// run's agents. "" (no "agents"): agents use agent tokens only.
+	AgentClaim string
+	Pos        Pos
 }
 
 // Principals are people named by subject and by group.
-type Principals struct {
-	Subjects, Groups []string
-}
-
-// Empty reports whether p names no one.
-func (p Principals) Empty() bool { return len(p.Subjects) == 0 && len(p.Groups) == 0 }
-
-// Has reports whether the person with subject sub and groups is one of p.
-func (p Principals) Has(sub string, groups []string) bool {
-	if slices.Contains(p.Subjects, sub) {
-		return true
-	}
-	for _, g := range groups {
-		if slices.Contains(p.Groups, g) {
-			return true
-		}
-	}
-	return false
-}
+type Principals = policy.Principals
 
 // SecretRef is one use of a named secret in the harness file.
 type SecretRef struct {

@@ -866,4 +866,22 @@ func TestPolicyDiagnostics(t *testing.T) {
 	if len(ds) != 0 || h.Policy.Len() != 1 {
 		t.Fatalf("valid policy: %v, %d rules", ds, h.Policy.Len())
 	}
+	// Rules that would loosen or make no sense: deciders on a deny, a gate
+	// rule about tools, a gate rule that denies.
+	for src, sub := range map[string]string{
+		"policy:\n  rules: [{name: a, effect: deny, deciders: {groups: [x]}}]\n":           "a deny rule refuses the call",
+		"policy:\n  rules: [{name: a, effect: deny, approvals: 2}]\n":                      "a deny rule refuses the call",
+		"policy:\n  rules: [{name: a, tools: [x], gates: [g], deciders: {groups: [x]}}]\n": "a rule about gates",
+		"policy:\n  rules: [{name: a, gates: [g], effect: deny}]\n":                        "a rule about gates",
+		"policy:\n  rules: [{name: a, effect: requireApproval, approvals: 1.5}]\n":         "a whole number from 1 to 16",
+	} {
+		h, ds := Parse("h.yaml", []byte(src), "")
+		if h.Policy != nil || len(ds) == 0 || !strings.Contains(render(ds), sub) {
+			t.Errorf("%q: policy %v, diagnostics %s; want an error saying %q", src, h.Policy, render(ds), sub)
+		}
+	}
+	h, ds = Parse("h.yaml", []byte("policy:\n  rules: [{name: g, gates: [review], deciders: {subjects: [carol]}, approvals: 2}, {name: c, connectors: [stripe], effect: requireApproval, selfApproval: true}]\n"), "")
+	if len(ds) != 0 || h.Policy.Len() != 2 {
+		t.Fatalf("valid gate and connector rules: %s, %d rules", render(ds), h.Policy.Len())
+	}
 }

@@ -41,7 +41,7 @@ func TestEvaluate(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := p.Evaluate(c.call)
-		if err != nil || got != c.want {
+		if err != nil || got.Effect != c.want.Effect || got.Rule != c.want.Rule || got.Reason != c.want.Reason {
 			t.Errorf("%s: %+v, %v; want %+v", c.name, got, err, c.want)
 		}
 	}
@@ -88,5 +88,57 @@ func TestNewRefuses(t *testing.T) {
 		if _, err := New([]Rule{r}); err == nil || !strings.Contains(err.Error(), r.Name) {
 			t.Errorf("rule %q: %v", r.Name, err)
 		}
+	}
+}
+
+// TestRequirementNarrows: every requireApproval rule that matches a call
+// narrows who decides it: each rule's deciders must name the decider,
+// the largest approvals wins, and self-approval holds only when every
+// rule allows it; a gate rule matches no call.
+func TestRequirementNarrows(t *testing.T) {
+	p := mustNew(t,
+		Rule{Name: "finance", Tools: []string{"charge.*"}, Effect: RequireApproval, Deciders: Principals{Groups: []string{"finance"}}, SelfApproval: true},
+		Rule{Name: "two", RiskClasses: []string{"money_movement"}, Effect: RequireApproval, Approvals: 2, Deciders: Principals{Subjects: []string{"alice", "bob"}}},
+		Rule{Name: "three-in-test", Tools: []string{"charge.refund"}, When: "input.env == 'test'", Effect: RequireApproval, Approvals: 3},
+		Rule{Name: "gate", Gates: []string{"review"}, Approvals: 2},
+	)
+	v, err := p.Evaluate(Call{Tool: "charge.refund", RiskClass: "money_movement", Input: []byte(`{"env": "prod"}`)})
+	if err != nil || v.Effect != RequireApproval || v.Rule != "finance" || v.Require == nil {
+		t.Fatalf("%+v, %v", v, err)
+	}
+	r := v.Require
+	if strings.Join(r.Rules, ",") != "finance,two" || r.Needed() != 2 || r.SelfApproval {
+		t.Fatalf("requirement %+v", r)
+	}
+	for _, c := range []struct {
+		sub    string
+		groups []string
+		ok     bool
+	}{
+		{"alice", []string{"finance"}, true},
+		{"alice", nil, false},                     // not of finance
+		{"carol", []string{"finance"}, false},     // not alice or bob
+		{"bob", []string{"ops", "finance"}, true}, // both
+	} {
+		if got := r.Refuses(c.sub, c.groups) == ""; got != c.ok {
+			t.Errorf("%s %v: may decide %v, want %v (%s)", c.sub, c.groups, got, c.ok, r.Refuses(c.sub, c.groups))
+		}
+	}
+	v, _ = p.Evaluate(Call{Tool: "charge.refund", RiskClass: "money_movement", Input: []byte(`{"env": "test"}`)})
+	if v.Require.Needed() != 3 {
+		t.Errorf("the strictest approvals: %d", v.Require.Needed())
+	}
+	if v, _ := p.Evaluate(Call{Tool: "note.add"}); v.Require != nil || v.Effect != "" {
+		t.Errorf("no rule is about note.add: %+v", v)
+	}
+	g, err := p.EvaluateGate(Gate{Step: "review"})
+	if err != nil || g == nil || g.Needed() != 2 || strings.Join(g.Rules, ",") != "gate" {
+		t.Errorf("gate requirement %+v, %v", g, err)
+	}
+	if g, _ := p.EvaluateGate(Gate{Step: "other"}); g != nil {
+		t.Errorf("no rule is about gate other: %+v", g)
+	}
+	if v, _ := p.Evaluate(Call{Tool: "review", Step: "review"}); v.Effect != "" {
+		t.Errorf("a gate rule matched a call: %+v", v)
 	}
 }

@@ -304,8 +304,10 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 	if d.tool.approval {
 		why = ReasonRequiresApproval
 	}
+	var req *policy.Requirement
 	if pol := c.s.opt.Policy; pol.Len() > 0 {
-		v, err := pol.Evaluate(policy.Call{Tool: d.tool.def.Name, RiskClass: d.tool.def.RiskClass, Step: c.step, Arguments: d.Args, Input: c.runInput(ctx)})
+		v, err := c.askPolicy(ctx, d)
+		req = v.Require
 		switch {
 		case err != nil:
 			return c.refuse(ctx, call.Name, d, CodePolicy, fmt.Sprintf("%v; a policy that fails to evaluate refuses: the call was refused and not run", err))
@@ -320,7 +322,7 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 		}
 	}
 	if why != "" {
-		return c.approvalGate(ctx, call.Name, d, nil, bindDigest(d.tool, live, c.attempt), why)
+		return c.approvalGate(ctx, call.Name, d, nil, bindDigest(d.tool, live, c.attempt), why, req)
 	}
 	if d.tool.sideEff && !c.replays && c.ranBefore(call.Name) {
 		// A resumed (or retried) step: a side-effecting call that matches
@@ -328,7 +330,7 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 		// attempt (or in the failed attempt it retries), may be an
 		// executed call reworded (a model asked again rephrases): a
 		// person decides whether it is a new one.
-		return c.approvalGate(ctx, call.Name, d, nil, bindDigest(d.tool, live, c.attempt), ReasonResumedSameTool)
+		return c.approvalGate(ctx, call.Name, d, nil, bindDigest(d.tool, live, c.attempt), ReasonResumedSameTool, req)
 	}
 	if !d.tool.sideEff {
 		// A read call is recorded with its outcome after it ran (queued:
@@ -816,7 +818,7 @@ func (c *Caller) refuse(ctx context.Context, name string, d Decision, code Code,
 // person is asked; existing is the waiting call on resume. An approval
 // whose bind no longer holds is voided (approval.voided) and a person is
 // asked again.
-func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, existing *store.Call, bind, why string) (driver.Result, error) {
+func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, existing *store.Call, bind, why string, req *policy.Requirement) (driver.Result, error) {
 	var (
 		key     store.CallKey
 		run     bool
@@ -908,7 +910,7 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 		}
 		asked = ap.ID
 		return c.append(tx, name, ApprovalRequested{Attempt: c.attempt, Approval: ap.ID, Index: key.Index, ArgsDigest: d.ArgsDigest,
-			DefDigest: d.tool.defDigest, BindDigest: bind, Binding: d.tool.entry.Origin.Binding(), Reason: ap.Reason})
+			DefDigest: d.tool.defDigest, BindDigest: bind, Binding: d.tool.entry.Origin.Binding(), Reason: ap.Reason, Policy: req})
 	})
 	if err == nil {
 		c.s.sayVoided(voided, staleWhy)
@@ -1032,6 +1034,27 @@ func (c *Caller) approvalState(tx store.Tx, tool string, existing *store.Call, b
 
 func (s *Session) now() time.Time { return s.opt.Store.Now() }
 
+// askPolicy asks the harness policy about the call d (no policy: the
+// zero verdict).
+func (c *Caller) askPolicy(ctx context.Context, d Decision) (policy.Verdict, error) {
+	pol := c.s.opt.Policy
+	if pol.Len() == 0 || d.tool == nil {
+		return policy.Verdict{}, nil
+	}
+	return pol.Evaluate(policy.Call{Tool: d.tool.def.Name, RiskClass: d.tool.def.RiskClass, Step: c.step,
+		Connector: connectorOf(d.tool.entry.Origin), Arguments: d.Args, Input: c.runInput(ctx)})
+}
+
+// connectorOf is what a policy rule's "connectors" names for a tool of
+// origin o: the connector's provider or the MCP server's name, "builtin"
+// for a built-in.
+func connectorOf(o registry.Origin) string {
+	if o.Kind == registry.Builtin {
+		return "builtin"
+	}
+	return o.Name
+}
+
 // replay answers a call the attempt already made, on resume.
 func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.Result, error) {
 	switch m.State {
@@ -1046,7 +1069,13 @@ func (c *Caller) replay(ctx context.Context, m *store.Call, d Decision) (driver.
 			return c.refuseWaiting(ctx, m, CodeDrifted, reason)
 		}
 		_, live := c.confirm(ctx, d.tool)
-		return c.approvalGate(ctx, m.Tool, d, m, bindDigest(d.tool, live, c.attempt), m.Reason)
+		// Who decides a new request (one voided for a changed binding is
+		// asked again) is what the policy says now.
+		v, err := c.askPolicy(ctx, d)
+		if err != nil {
+			return c.refuseWaiting(ctx, m, CodePolicy, fmt.Sprintf("%v; a policy that fails to evaluate refuses: the call was refused and not run", err))
+		}
+		return c.approvalGate(ctx, m.Tool, d, m, bindDigest(d.tool, live, c.attempt), m.Reason, v.Require)
 	case store.CallStarted:
 		// Side-effecting if the row or the imported definition says so:
 		// a row edited to say "read" does not make a side effect safe

@@ -19,12 +19,30 @@ type Verdict struct {
 	// ByName and ByEmail, when By is a verified person's subject, are
 	// their name and e-mail claims, recorded beside By.
 	ByName, ByEmail string
+	// Verified is true when By is a subject an issuer verified (serve
+	// with serve.oidc), Groups then their groups. Only a verified person
+	// decides what a policy rule names deciders for or asks several
+	// approvers of, and only then are self-approval and distinct
+	// approvers checked (docs/policy.md).
+	Verified bool
+	Groups   []string
+	// SelfApproval lets the person who started the run, or approved one
+	// of its gates, decide what no policy rule is about
+	// (serve.oidc.selfApproval); a rule's own selfApproval decides for
+	// what it asks.
+	SelfApproval bool
 }
 
 // Decided says what [Decide] decided: Kind is "gate" or "approval", ID
 // the gate's step id or the approval id.
 type Decided struct {
 	Kind, ID string
+	// Approvals and Needed, for a decision that needs several distinct
+	// approvers (a policy rule's approvals), are how many approved so far
+	// and how many must: while Approvals < Needed, the approval was
+	// recorded (approval.endorsed, gate.endorsed) and the gate or call
+	// still waits. Both 0 otherwise.
+	Approvals, Needed int
 }
 
 func (d Decided) String() string { return d.Kind + " " + d.ID }
@@ -46,13 +64,50 @@ func Decide(ctx context.Context, st store.Store, runID, id string, v Verdict) (D
 	if run.Status.Ended() {
 		return Decided{}, fmt.Errorf("run %s has ended (%s); there is nothing to decide", runID, run.Status)
 	}
+	recs, err := verifiedRecords(ctx, st, runID)
+	if err != nil {
+		return Decided{}, fmt.Errorf("run %s: %w; nothing was decided", runID, err)
+	}
 	if strings.HasPrefix(id, "apr_") {
+		dc, err := readDeciding(recs, id, 0)
+		if err != nil {
+			return Decided{}, fmt.Errorf("run %s: %w; nothing was decided", runID, err)
+		}
+		if err := dc.check(v, runID, "approval "+id, true); err != nil {
+			return Decided{}, err
+		}
 		if v.Approve {
 			if err := approvable(ctx, st, runID, id); err != nil {
 				return Decided{}, err
 			}
 		}
-		err := st.Tx(ctx, func(tx store.Tx) error {
+		var rules []string
+		if dc.req != nil {
+			rules = dc.req.Rules
+		}
+		var count, need int
+		err = st.Tx(ctx, func(tx store.Tx) error {
+			var approvers []string
+			if needed := dc.req.Needed(); v.Approve && needed > 1 {
+				a, err := tx.Approval(id)
+				if err != nil {
+					return err
+				}
+				if a.Run != runID {
+					return fmt.Errorf("approval %s belongs to run %s, not %s", id, a.Run, runID)
+				}
+				if a.Status != store.ApprovalPending {
+					_, err := tx.DecideApproval(id, v.Approve, v.Reason, v.By) // says why it cannot be
+					return err
+				}
+				ev := ApprovalEndorsed{Approval: id, Endorsement: dc.endorsement(v, rules, needed)}
+				who, enough, err := endorse(tx, runID, a.Step, a.Tool, ev, id, 0, v.By, needed)
+				count, need = len(who), needed
+				if err != nil || !enough {
+					return err
+				}
+				approvers = who
+			}
 			a, err := tx.DecideApproval(id, v.Approve, v.Reason, v.By)
 			if err != nil {
 				return err
@@ -60,7 +115,7 @@ func Decide(ctx context.Context, st store.Store, runID, id string, v Verdict) (D
 			if a.Run != runID {
 				return fmt.Errorf("approval %s belongs to run %s, not %s", id, a.Run, runID)
 			}
-			ev := ApprovalApproved{Approval: id, By: v.By, Reason: v.Reason, ApprovalKind: string(a.Kind), ByName: v.ByName, ByEmail: v.ByEmail}
+			ev := ApprovalApproved{Approval: id, By: v.By, Reason: v.Reason, ApprovalKind: string(a.Kind), ByName: v.ByName, ByEmail: v.ByEmail, Rules: rules, Approvers: approvers}
 			var e Event = ev
 			if !v.Approve {
 				e = ApprovalDenied(ev)
@@ -68,7 +123,7 @@ func Decide(ctx context.Context, st store.Store, runID, id string, v Verdict) (D
 			_, err = tx.Append(newRecord(identity, runID, a.Step, a.Tool, e))
 			return err
 		})
-		return Decided{Kind: "approval", ID: id}, err
+		return Decided{Kind: "approval", ID: id, Approvals: count, Needed: need}, err
 	}
 	gates, err := st.Gates(ctx, runID)
 	if err != nil {
@@ -76,11 +131,33 @@ func Decide(ctx context.Context, st store.Store, runID, id string, v Verdict) (D
 	}
 	for _, g := range gates {
 		if g.Step == id && g.Status == store.GateWaiting {
-			err := st.Tx(ctx, func(tx store.Tx) error {
+			dc, err := readDeciding(recs, id, g.Attempt)
+			if err != nil {
+				return Decided{}, fmt.Errorf("run %s: %w; nothing was decided", runID, err)
+			}
+			if err := dc.check(v, runID, "gate "+id, false); err != nil {
+				return Decided{}, err
+			}
+			var rules []string
+			if dc.req != nil {
+				rules = dc.req.Rules
+			}
+			var count, need int
+			err = st.Tx(ctx, func(tx store.Tx) error {
+				var approvers []string
+				if needed := dc.req.Needed(); v.Approve && needed > 1 {
+					ev := GateEndorsed{Attempt: g.Attempt, Endorsement: dc.endorsement(v, rules, needed)}
+					who, enough, err := endorse(tx, runID, id, "", ev, id, g.Attempt, v.By, needed)
+					count, need = len(who), needed
+					if err != nil || !enough {
+						return err
+					}
+					approvers = who
+				}
 				if _, err := tx.DecideGate(runID, id, g.Attempt, v.Approve, v.Reason, v.By); err != nil {
 					return err
 				}
-				ev := GateApproved{Attempt: g.Attempt, By: v.By, Reason: v.Reason, ByName: v.ByName, ByEmail: v.ByEmail}
+				ev := GateApproved{Attempt: g.Attempt, By: v.By, Reason: v.Reason, ByName: v.ByName, ByEmail: v.ByEmail, Rules: rules, Approvers: approvers}
 				var e Event = ev
 				if !v.Approve {
 					e = GateRejected(ev)
@@ -88,7 +165,7 @@ func Decide(ctx context.Context, st store.Store, runID, id string, v Verdict) (D
 				_, err := tx.Append(newRecord(identity, runID, id, "", e))
 				return err
 			})
-			return Decided{Kind: "gate", ID: id}, err
+			return Decided{Kind: "gate", ID: id, Approvals: count, Needed: need}, err
 		}
 	}
 	for _, g := range gates {

@@ -7,6 +7,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/audit"
+	"github.com/openplaybook/openplaybook/policy"
 )
 
 // The run's audit log is a list of typed events: one [EventKind] constant
@@ -51,6 +52,8 @@ const (
 	KindApprovalApproved   EventKind = "approval.approved"
 	KindApprovalDenied     EventKind = "approval.denied"
 	KindApprovalVoided     EventKind = "approval.voided"
+	KindApprovalEndorsed   EventKind = "approval.endorsed"
+	KindGateEndorsed       EventKind = "gate.endorsed"
 	KindRunCancelled       EventKind = "run.cancelled"
 	KindRunRequested       EventKind = "run.requested"
 	KindAgentTokenIssued   EventKind = "agent.token-issued"
@@ -194,6 +197,9 @@ type StepCallLimit struct {
 type GateWaiting struct {
 	Attempt int    `json:"attempt"`
 	Purpose string `json:"purpose"`
+	// Policy is what the harness policy's gate rules require of who
+	// decides the gate, as in [ApprovalRequested].
+	Policy *policy.Requirement `json:"policy,omitempty"`
 }
 
 // GateApproved: a person approved a gate.
@@ -205,6 +211,30 @@ type GateApproved struct {
 	// person By names (serve.oidc); absent otherwise.
 	ByName  string `json:"byName,omitempty"`
 	ByEmail string `json:"byEmail,omitempty"`
+	// Rules and Approvers are as in [ApprovalApproved].
+	Rules     []string `json:"rules,omitempty"`
+	Approvers []string `json:"approvers,omitempty"`
+}
+
+// Endorsement is one approval of the distinct people a policy rule asks
+// for (N of M), as [ApprovalEndorsed] and [GateEndorsed] record it.
+type Endorsement struct {
+	By      string `json:"by"`
+	ByName  string `json:"byName,omitempty"`
+	ByEmail string `json:"byEmail,omitempty"`
+	Reason  string `json:"reason"`
+	// Rules are the policy rules that ask; Count how many distinct people
+	// approved so far, this one included, of Needed.
+	Rules  []string `json:"rules"`
+	Count  int      `json:"count"`
+	Needed int      `json:"needed"`
+}
+
+// GateEndorsed: one of the people a policy rule asks for approved a
+// gate; the gate is approved (gate.approved) once Count reaches Needed.
+type GateEndorsed struct {
+	Attempt     int `json:"attempt"`
+	Endorsement `json:",inline"`
 }
 
 // GateRejected: a person rejected a gate.
@@ -320,6 +350,10 @@ type ApprovalRequested struct {
 	// person decides): "requiresApproval", "resumed-same-tool", or
 	// "policy:" and the name of the harness policy rule that asks.
 	Reason string `json:"reason,omitempty"`
+	// Policy is what the harness policy's rules require of who decides
+	// (deciders, how many distinct approvers, self-approval); absent when
+	// no rule asks. [Decide] enforces it as recorded here.
+	Policy *policy.Requirement `json:"policy,omitempty"`
 }
 
 // ApprovalVoided: an open approval no longer holds (what it was bound to
@@ -341,6 +375,18 @@ type ApprovalApproved struct {
 	// ByName and ByEmail are as in [GateApproved].
 	ByName  string `json:"byName,omitempty"`
 	ByEmail string `json:"byEmail,omitempty"`
+	// Rules are the policy rules that asked who decides; Approvers, for
+	// N of M, everyone who approved (each has an approval.endorsed).
+	Rules     []string `json:"rules,omitempty"`
+	Approvers []string `json:"approvers,omitempty"`
+}
+
+// ApprovalEndorsed: one of the people a policy rule asks for approved
+// a call; the approval is approved (approval.approved) once Count
+// reaches Needed.
+type ApprovalEndorsed struct {
+	Approval    string `json:"approval"`
+	Endorsement `json:",inline"`
 }
 
 // ApprovalDenied: a person denied an approval request.
@@ -377,6 +423,8 @@ func (ApprovalRequested) Kind() EventKind  { return KindApprovalRequested }
 func (ApprovalApproved) Kind() EventKind   { return KindApprovalApproved }
 func (ApprovalDenied) Kind() EventKind     { return KindApprovalDenied }
 func (ApprovalVoided) Kind() EventKind     { return KindApprovalVoided }
+func (ApprovalEndorsed) Kind() EventKind   { return KindApprovalEndorsed }
+func (GateEndorsed) Kind() EventKind       { return KindGateEndorsed }
 
 // newRecord builds the audit record of ev. The tool name goes in as
 // received; a name holding a secret value is recorded redacted with

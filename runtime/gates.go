@@ -7,6 +7,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/openplaybook/openplaybook/playbook"
+	"github.com/openplaybook/openplaybook/policy"
 	"github.com/openplaybook/openplaybook/store"
 )
 
@@ -26,7 +27,11 @@ func (s *Session) gateStep(ctx context.Context, runID string, si *stepInfo, atte
 		}
 	}
 	if g == nil {
-		err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
+		req, err := s.gatePolicy(ctx, runID, stepID)
+		if err != nil {
+			return "", Outcome{}, true, err
+		}
+		err = s.opt.Store.Tx(ctx, func(tx store.Tx) error {
 			if _, err := tx.OpenGate(runID, stepID, attempt); err != nil {
 				return err
 			}
@@ -36,7 +41,7 @@ func (s *Session) gateStep(ctx context.Context, runID string, si *stepInfo, atte
 			if err := tx.SetRunStatus(runID, store.RunWaiting, "gate "+stepID+" waits for a person's decision"); err != nil {
 				return err
 			}
-			return s.append(tx, runID, stepID, "", GateWaiting{Attempt: attempt, Purpose: playbook.Str(si.step.Purpose)})
+			return s.append(tx, runID, stepID, "", GateWaiting{Attempt: attempt, Purpose: playbook.Str(si.step.Purpose), Policy: req})
 		})
 		if err != nil {
 			return "", Outcome{}, true, err
@@ -88,4 +93,28 @@ func (s *Session) gateStep(ctx context.Context, runID string, si *stepInfo, atte
 		return "", Outcome{Status: Rejected, Reason: reason}, true, err
 	}
 	return next, Outcome{}, false, nil
+}
+
+// gatePolicy is what the harness policy's gate rules require of who
+// decides gate step (nil: no rule is about it). A rule whose condition
+// fails to evaluate gives a requirement no one meets, so the gate can
+// only be rejected.
+func (s *Session) gatePolicy(ctx context.Context, runID, step string) (*policy.Requirement, error) {
+	pol := s.opt.Policy
+	if pol.Len() == 0 || len(pol.GateRules(step)) == 0 {
+		return nil, nil
+	}
+	run, err := s.opt.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	req, err := pol.EvaluateGate(policy.Gate{Step: step, Input: run.Input})
+	if err != nil {
+		var rules []string
+		for _, m := range pol.GateRules(step) {
+			rules = append(rules, m.Rule)
+		}
+		return &policy.Requirement{Rules: rules, Approvals: 1, Refused: s.opt.Redact(err.Error())}, nil
+	}
+	return req, nil
 }

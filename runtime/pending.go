@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/openplaybook/openplaybook/policy"
 	"github.com/openplaybook/openplaybook/store"
 )
 
@@ -32,6 +33,16 @@ type Pending struct {
 	// audit chain: Tool and Arguments are then withheld, since they are
 	// not what was recorded, and [Decide] refuses to approve it.
 	Altered string `json:"altered,omitempty"`
+	// Policy, when harness policy rules asked who decides this gate or
+	// approval, is what they require and who approved so far (N of M).
+	Policy *PendingPolicy `json:"policy,omitempty"`
+}
+
+// PendingPolicy is what the policy requires of a decision still open.
+type PendingPolicy struct {
+	policy.Requirement
+	// Approved are the distinct people who approved so far.
+	Approved []string `json:"approved"`
 }
 
 // waitingOutcome lists what a waiting run waits for.
@@ -130,6 +141,11 @@ func pendingsOnce(ctx context.Context, s store.Store, runID string) (out []Pendi
 		}
 		out = append(out, p)
 	}
+	if len(out) > 0 {
+		if err := pendingPolicies(ctx, s, runID, out, gates); err != nil {
+			return nil, false, err
+		}
+	}
 	if len(out) == 0 {
 		if run, err := s.GetRun(ctx, runID); err == nil && run.Status == store.RunWaiting {
 			out = append(out, idleWait(run))
@@ -147,4 +163,37 @@ func idleWait(r store.Run) Pending {
 	}
 	return Pending{Kind: "resume", ID: r.ID, Step: r.CurrentStep,
 		Summary: "nothing is left to decide (an approval request expired or was decided): resume the run"}
+}
+
+// pendingPolicies sets the Policy of the pendings the run's audit log
+// records a policy requirement for, and says it in their Summary.
+func pendingPolicies(ctx context.Context, s store.Store, runID string, out []Pending, gates []store.Gate) error {
+	recs, err := s.Audit(ctx, runID)
+	if err != nil {
+		return err
+	}
+	for i := range out {
+		p := &out[i]
+		if p.Altered != "" || (p.Kind != "gate" && p.Kind != string(store.KindCall)) {
+			continue
+		}
+		attempt := 0
+		if p.Kind == "gate" {
+			for _, g := range gates {
+				if g.Step == p.ID && g.Status == store.GateWaiting {
+					attempt = g.Attempt
+				}
+			}
+		}
+		dc, err := readDeciding(recs, p.ID, attempt)
+		if err != nil || dc.req == nil {
+			continue
+		}
+		p.Policy = &PendingPolicy{Requirement: *dc.req, Approved: dc.endorsers}
+		if p.Policy.Approved == nil {
+			p.Policy.Approved = []string{}
+		}
+		p.Summary += "; " + dc.req.Describe(dc.endorsers)
+	}
+	return nil
 }

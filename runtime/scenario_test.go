@@ -177,8 +177,18 @@ func runScenario(t *testing.T, path string) {
 				fmt.Fprintf(&out, "  waiting %s %s %s\n", p.Kind, p.Step, p.Tool)
 			}
 		case "approve", "deny":
+			// approve call TOOL [by SUBJECT [GROUP,...]]: "by" decides as a
+			// verified person (serve with serve.oidc), else as the CLI does.
+			v := runtime.Verdict{Approve: words[0] == "approve", Reason: "the scenario says so", By: "scenario"}
+			if len(words) >= 5 && words[3] == "by" {
+				v.By, v.Verified = words[4], true
+				if len(words) == 6 {
+					v.Groups = strings.Split(words[5], ",")
+				}
+				words = words[:3]
+			}
 			if len(words) != 3 {
-				t.Fatalf("%s: script line %d: want %s gate|call|unknown NAME", path, i+1, words[0])
+				t.Fatalf("%s: script line %d: want %s gate|call|unknown NAME [by SUBJECT [GROUPS]]", path, i+1, words[0])
 			}
 			id := words[2]
 			if words[1] != "gate" {
@@ -195,7 +205,7 @@ func runScenario(t *testing.T, path string) {
 				fmt.Fprintf(&out, "nothing to %s\n", words[0])
 				continue
 			}
-			d, err := runtime.Decide(ctx, r.st, run, id, runtime.Verdict{Approve: words[0] == "approve", Reason: "the scenario says so", By: "scenario"})
+			d, err := runtime.Decide(ctx, r.st, run, id, v)
 			if err != nil {
 				fmt.Fprintf(&out, "error: %v\n", err)
 			} else {
@@ -228,6 +238,7 @@ func runScenario(t *testing.T, path string) {
 		if rec.Tool != "" {
 			line += " " + strconv.QuoteToASCII(rec.Tool)
 		}
+		line += decisionNote(rec.Data)
 		out.WriteString(line + "\n")
 	}
 	notes, err := r.st.ListNotes(ctx, "", "", 1000)
@@ -304,4 +315,42 @@ func lines(b []byte) []string {
 		}
 	}
 	return out
+}
+
+// decisionNote is what the want file shows of a decision record a
+// policy rule is about: who, the rules, N of M.
+func decisionNote(data []byte) string {
+	var d struct {
+		By        string   `json:"by"`
+		Rules     []string `json:"rules"`
+		Count     int      `json:"count"`
+		Needed    int      `json:"needed"`
+		Approvers []string `json:"approvers"`
+		Policy    *struct {
+			Rules     []string `json:"rules"`
+			Approvals int      `json:"approvals"`
+			Refused   string   `json:"refused"`
+		} `json:"policy"`
+	}
+	if len(data) == 0 || json.Unmarshal(data, &d) != nil {
+		return ""
+	}
+	if d.Policy != nil {
+		s := fmt.Sprintf(" policy=%s approvals=%d", strings.Join(d.Policy.Rules, ","), d.Policy.Approvals)
+		if d.Policy.Refused != "" {
+			s += " refused"
+		}
+		return s
+	}
+	if len(d.Rules) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf(" by=%s rules=%s", d.By, strings.Join(d.Rules, ","))
+	if d.Needed > 0 {
+		s += fmt.Sprintf(" %d/%d", d.Count, d.Needed)
+	}
+	if len(d.Approvers) > 0 {
+		s += " approvers=" + strings.Join(d.Approvers, ",")
+	}
+	return s
 }

@@ -423,6 +423,9 @@ type decided struct {
 	Decided struct {
 		Kind string `json:"kind"`
 		ID   string `json:"id"`
+		// Approvals and Needed: see [runtime.Decided].
+		Approvals int `json:"approvals,omitzero"`
+		Needed    int `json:"needed,omitzero"`
 	} `json:"decided"`
 	Run runtime.RunStatus `json:"run"`
 }
@@ -460,6 +463,7 @@ func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request) error {
 	}
 	var out decided
 	out.Decided.Kind, out.Decided.ID, out.Run = d.Kind, d.ID, rs
+	out.Decided.Approvals, out.Decided.Needed = d.Approvals, d.Needed
 	s.reply(w, http.StatusOK, out)
 	return nil
 }

@@ -133,7 +133,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	run := r.PathValue("run")
 	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	rec, err := AgentToken(ctx, g.s.st, run, tok)
+	rec, err := g.s.agentBearer(ctx, run, tok)
 	if err != nil {
 		if status, ended := endedRun(ctx, g.s, rec, run); ended {
 			// The holder of a token of this run, which has ended: its
@@ -144,11 +144,11 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, fmt.Sprintf("run %s has ended (%s): its MCP sessions ended with it, and there is nothing for an agent to do", run, status), http.StatusNotFound)
 				return
 			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook", error="invalid_token"`)
+			w.Header().Set("WWW-Authenticate", g.s.challenge(run, true))
 			http.Error(w, fmt.Sprintf("unauthorized: run %s has ended (%s), and its agent tokens ended with it", run, status), http.StatusUnauthorized)
 			return
 		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook", error="invalid_token"`)
+		w.Header().Set("WWW-Authenticate", g.s.challenge(run, tok != ""))
 		http.Error(w, "unauthorized: "+ErrBadAgentToken.Error()+"; the operator issues one with POST /api/v1/runs/"+run+"/agent-token", http.StatusUnauthorized)
 		return
 	}

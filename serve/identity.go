@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
-	"github.com/go-json-experiment/json"
 	"golang.org/x/oauth2"
 
 	"github.com/openplaybook/openplaybook/harness"
@@ -56,7 +55,9 @@ func IdentityFrom(ctx context.Context) (Identity, bool) {
 // let decide: outside serve.oidc.deciders, the operator token, a request
 // with no verified identity, or the person who started the run
 // (self-approval).
-var ErrNotDecider = errors.New("not allowed to decide")
+// It is [runtime.ErrNotDecider]: the runtime checks the harness policy's
+// deciders, distinct approvers and self-approval.
+var ErrNotDecider = runtime.ErrNotDecider
 
 // oidcAuth is the server's OpenID Connect relying party: the console's
 // login (authorization code with PKCE) and the API's bearer JWTs.
@@ -317,9 +318,10 @@ func (s *Server) byFrom(ctx context.Context, by string) string {
 
 // mayDecide checks that the identity in ctx may decide run's gates and
 // approvals: with serve.oidc set, a person the issuer verified (not the
-// operator token), one of serve.oidc.deciders when that is set, and not
-// the person who started the run unless serve.oidc.selfApproval. It
-// returns the verdict with By, ByName and ByEmail from that identity.
+// operator token) and one of serve.oidc.deciders when that is set. It
+// returns the verdict with By, ByName, ByEmail, Groups and Verified from
+// that identity, for [runtime.Decide] to check the rest (self-approval,
+// the policy's deciders and N of M).
 // Without serve.oidc, v is returned as it is.
 func (s *Server) mayDecide(ctx context.Context, runID string, v runtime.Verdict) (runtime.Verdict, error) {
 	if s.oidc == nil {
@@ -333,36 +335,9 @@ func (s *Server) mayDecide(ctx context.Context, runID string, v runtime.Verdict)
 	if !cfg.Deciders.Empty() && !cfg.Deciders.Has(who.Subject, who.Groups) {
 		return v, fmt.Errorf("%w: %s is not one of serve.oidc.deciders", ErrNotDecider, who.Subject)
 	}
-	if !cfg.SelfApproval {
-		starter, err := runStarter(ctx, s, runID)
-		if err != nil {
-			return v, fmt.Errorf("%w: who started run %s could not be read: %v", ErrNotDecider, runID, err)
-		}
-		if starter != "" && starter == who.Subject {
-			return v, fmt.Errorf("%w: %s started run %s and may not decide its gates and approvals (self-approval; serve.oidc.selfApproval allows it)", ErrNotDecider, who.Subject, runID)
-		}
-	}
 	v.By, v.ByName, v.ByEmail = who.Subject, who.Name, who.Email
+	v.Verified, v.Groups, v.SelfApproval = true, who.Groups, cfg.SelfApproval
 	return v, nil
-}
-
-// runStarter is the subject the run's run.requested record names ("" if
-// none: a run started by the CLI or before serve.oidc was set).
-func runStarter(ctx context.Context, s *Server, runID string) (string, error) {
-	recs, err := s.st.Audit(ctx, runID)
-	if err != nil {
-		return "", err
-	}
-	for _, r := range recs {
-		if r.Kind == string(runtime.KindRunRequested) {
-			var ev runtime.RunRequested
-			if err := json.Unmarshal(r.Data, &ev); err != nil {
-				return "", err
-			}
-			return ev.By, nil
-		}
-	}
-	return "", nil
 }
 
 // requested is the run.requested record of a run the identity in ctx

@@ -19,6 +19,7 @@ func TestOAuthDiscoveryAnswersJSON(t *testing.T) {
 	paths := []struct{ method, path string }{
 		{"GET", "/.well-known/oauth-protected-resource"},
 		{"GET", "/.well-known/oauth-protected-resource/mcp/runs/run_0123456789abcdef"},
+		{"GET", "/mcp/runs/run_0123456789abcdef/.well-known/oauth-protected-resource"},
 		{"GET", "/.well-known/oauth-authorization-server"},
 		{"GET", "/.well-known/oauth-authorization-server/mcp/runs/run_0123456789abcdef"},
 		{"GET", "/.well-known/openid-configuration"},

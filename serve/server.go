@@ -538,32 +538,32 @@ func (s *Server) IssueAgentToken(ctx context.Context, runID, agent, by string) (
 		return IssuedToken{}, fmt.Errorf("run %s has ended (%s); its agent needs no token", runID, run.Status)
 	}
 	if agent != "" {
-		doc, _ := playbook.Read("run", run.Document, nil)
-		var agents []string
-		for _, st := range doc.Steps {
-			if a := playbook.Str(st.Agent); a != "" && !slices.Contains(agents, a) {
-				agents = append(agents, a)
-			}
-		}
-		if !slices.Contains(agents, agent) {
-			return IssuedToken{}, fmt.Errorf("%w: run %s's playbook has no agent %q; its agents are %s", ErrNoSuchAgent, runID, agent, strings.Join(agents, ", "))
+		if err := runHasAgent(run, agent); err != nil {
+			return IssuedToken{}, err
 		}
 	}
 	tok := randomToken("opa_")
 	expires := time.Now().Add(s.opt.AgentTokenTTL).UTC()
+	rec, err := s.recordAgentToken(ctx, runID, agent, hashHex(tok), by, expires)
+	if err != nil {
+		return IssuedToken{}, err
+	}
+	return IssuedToken{Token: tok, ID: rec.ID, MCPURL: s.MCPURL(runID), Expires: expires.Format(time.RFC3339), Agent: agent}, nil
+}
+
+// recordAgentToken stores an agent token's hash with its audit record
+// (agent.token-issued), in one transaction.
+func (s *Server) recordAgentToken(ctx context.Context, runID, agent, hash, by string, expires time.Time) (store.AgentToken, error) {
 	var rec store.AgentToken
-	err = s.st.Tx(ctx, func(tx store.Tx) error {
+	err := s.st.Tx(ctx, func(tx store.Tx) error {
 		var err error
-		rec, err = tx.CreateAgentToken(runID, agent, hashHex(tok), by, expires)
+		rec, err = tx.CreateAgentToken(runID, agent, hash, by, expires)
 		if err != nil {
 			return err
 		}
 		return runtime.NoteTx(tx, runID, runtime.AgentTokenIssued{Token: rec.ID, Agent: agent, By: by, Expires: expires.Format(time.RFC3339)})
 	})
-	if err != nil {
-		return IssuedToken{}, err
-	}
-	return IssuedToken{Token: tok, ID: rec.ID, MCPURL: s.MCPURL(runID), Expires: expires.Format(time.RFC3339), Agent: agent}, nil
+	return rec, err
 }
 
 // RevokeAgentTokens revokes the run's agent tokens (id "" for all) and
@@ -593,6 +593,24 @@ func (s *Server) RevokeAgentTokens(ctx context.Context, runID, id, by string) (i
 // MCPURL is the MCP endpoint of a run.
 func (s *Server) MCPURL(runID string) string {
 	return s.opt.BaseURL + "/mcp/runs/" + url.PathEscape(runID)
+}
+
+// runHasAgent checks that agent is one of the run's playbook's agents
+// (an error wrapping [ErrNoSuchAgent] otherwise).
+func runHasAgent(run store.Run, agent string) error {
+	doc, _ := playbook.Read("run", run.Document, nil)
+	var agents []string
+	if doc != nil {
+		for _, st := range doc.Steps {
+			if a := playbook.Str(st.Agent); a != "" && !slices.Contains(agents, a) {
+				agents = append(agents, a)
+			}
+		}
+	}
+	if !slices.Contains(agents, agent) {
+		return fmt.Errorf("%w: run %s's playbook has no agent %q; its agents are %s", ErrNoSuchAgent, run.ID, agent, strings.Join(agents, ", "))
+	}
+	return nil
 }
 
 // ErrNoSuchAgent is the error of a token asked for an agent name the

@@ -81,7 +81,7 @@ cannot be read or has errors.`,
 					return err
 				}
 				defer env.Close()
-				opts = &explain.Options{Registry: env.Registry, Source: "the registry of " + harnessPath + " (" + env.Describe() + ")", Unavailable: unavailable(env, doc)}
+				opts = &explain.Options{Registry: env.Registry, Source: "the registry of " + harnessPath + " (" + env.Describe() + ")", Unavailable: unavailable(env, doc), Policy: env.Harness.Policy}
 			}
 			if err := explain.Render(c.stdout(), explain.BuildWith(doc, problems, opts), format.value); err != nil {
 				return ioError(fmt.Errorf("writing the explanation: %w", err))
