@@ -210,7 +210,13 @@ func (n *Notifier) attempt(ctx context.Context, d Delivery) {
 	}
 	err := n.send(ctx, ep, d.Event)
 	if ctx.Err() != nil {
-		return // stopping: the delivery stays due
+		// Stopping: the delivery is given back as it was, due at once
+		// for the next server (an outbox that claims what it hands out
+		// would otherwise hold it until the claim runs out).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = n.Outbox.Update(rctx, d)
+		return
 	}
 	d.Attempts++
 	if err == nil {

@@ -21,6 +21,11 @@ type Delivery struct {
 	Dead      bool // the attempts ran out
 }
 
+// DeliveryLease is how long a delivery [Outbox.DueDeliveries] handed
+// out stays claimed: more than one attempt takes (package notify gives up
+// on an answer after 10 s).
+const DeliveryLease = time.Minute
+
 // Outbox is what an engine that keeps notification deliveries offers (both
 // engines here do; it is optional to the contract). Each method is one
 // transaction of its own; none takes a run's lock.
@@ -29,7 +34,11 @@ type Outbox interface {
 	// EventID exists (done or not); it reports whether it added d.
 	AddDelivery(ctx context.Context, d Delivery) (bool, error)
 	// DueDeliveries returns at most limit deliveries neither done nor dead
-	// whose Next is not after now, the earliest first.
+	// whose Next is not after now, the earliest first, as they were, and
+	// claims them: in the store their Next becomes now + [DeliveryLease],
+	// so that no other caller (another server over the store) is handed
+	// them until the claimer records the attempt ([UpdateDelivery]) or
+	// the lease runs out (the claimer died: at least once, not at most).
 	DueDeliveries(ctx context.Context, now time.Time, limit int) ([]Delivery, error)
 	// UpdateDelivery stores d's Attempts, Next, LastError, Done and Dead;
 	// [ErrNotFound] when there is no such delivery.

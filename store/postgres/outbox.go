@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,12 +26,18 @@ func (s *Store) AddDelivery(ctx context.Context, d store.Delivery) (bool, error)
 	return tag.RowsAffected() == 1, nil
 }
 
-// DueDeliveries implements [store.Outbox].
+// DueDeliveries implements [store.Outbox]: one UPDATE claims the due
+// rows that no other transaction holds (FOR UPDATE SKIP LOCKED) and
+// returns them as they were.
 func (s *Store) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]store.Delivery, error) {
-	rows, err := s.pool.Query(ctx, `SELECT endpoint, event_id, event, attempts, next_at, last_error, done, dead FROM outbox
-		WHERE done = 0 AND dead = 0 AND next_at <= $1 ORDER BY next_at, endpoint, event_id LIMIT $2`, formatTime(now), limit)
+	rows, err := s.pool.Query(ctx, `UPDATE outbox o SET next_at = $2
+		FROM (SELECT endpoint, event_id, next_at FROM outbox
+			WHERE done = 0 AND dead = 0 AND next_at <= $1 ORDER BY next_at, endpoint, event_id LIMIT $3 FOR UPDATE SKIP LOCKED) d
+		WHERE o.endpoint = d.endpoint AND o.event_id = d.event_id
+		RETURNING o.endpoint, o.event_id, o.event, o.attempts, d.next_at, o.last_error, o.done, o.dead`,
+		formatTime(now), formatTime(now.Add(store.DeliveryLease)), limit)
 	if err != nil {
-		return nil, fmt.Errorf("store: reading due deliveries: %w", err)
+		return nil, fmt.Errorf("store: claiming due deliveries: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Delivery, error) {
 		var d store.Delivery
@@ -40,9 +48,24 @@ func (s *Store) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]
 		return d, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: reading due deliveries: %w", err)
+		return nil, fmt.Errorf("store: claiming due deliveries: %w", err)
 	}
+	sortDue(out)
 	return out, nil
+}
+
+// sortDue puts deliveries in the order they fell due (RETURNING keeps
+// none).
+func sortDue(ds []store.Delivery) {
+	slices.SortFunc(ds, func(a, b store.Delivery) int {
+		if c := a.Next.Compare(b.Next); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Endpoint, b.Endpoint); c != 0 {
+			return c
+		}
+		return strings.Compare(a.EventID, b.EventID)
+	})
 }
 
 // UpdateDelivery implements [store.Outbox].

@@ -32,27 +32,43 @@ func (s *Store) AddDelivery(ctx context.Context, d store.Delivery) (added bool, 
 	return added, nil
 }
 
-// DueDeliveries implements [store.Outbox].
+// DueDeliveries implements [store.Outbox]: the due rows are read and
+// claimed in one transaction of the writer.
 func (s *Store) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]store.Delivery, error) {
-	rows, err := s.pool().query(ctx, `SELECT endpoint, event_id, event, attempts, next_at, last_error, done, dead FROM outbox
-		WHERE done = 0 AND dead = 0 AND next_at <= ? ORDER BY next_at, endpoint, event_id LIMIT ?`, formatTime(now), limit)
-	if err != nil {
-		return nil, fmt.Errorf("store: reading due deliveries: %w", err)
-	}
-	defer rows.Close()
 	var out []store.Delivery
-	for rows.Next() {
-		var d store.Delivery
-		var next string
-		var done, dead int
-		if err := rows.Scan(&d.Endpoint, &d.EventID, &d.Event, &d.Attempts, &next, &d.LastError, &done, &dead); err != nil {
-			return nil, fmt.Errorf("store: reading due deliveries: %w", err)
+	err := s.Tx(ctx, func(stx store.Tx) error {
+		t := stx.(*Tx)
+		out = nil
+		rows, err := t.query(ctx, `SELECT endpoint, event_id, event, attempts, next_at, last_error, done, dead FROM outbox
+			WHERE done = 0 AND dead = 0 AND next_at <= ? ORDER BY next_at, endpoint, event_id LIMIT ?`, formatTime(now), limit)
+		if err != nil {
+			return err
 		}
-		d.Next, d.Done, d.Dead = parseTime(sql.NullString{String: next, Valid: true}), done == 1, dead == 1
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: reading due deliveries: %w", err)
+		for rows.Next() {
+			var d store.Delivery
+			var next string
+			var done, dead int
+			if err := rows.Scan(&d.Endpoint, &d.EventID, &d.Event, &d.Attempts, &next, &d.LastError, &done, &dead); err != nil {
+				rows.Close()
+				return err
+			}
+			d.Next, d.Done, d.Dead = parseTime(sql.NullString{String: next, Valid: true}), done == 1, dead == 1
+			out = append(out, d)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		lease := formatTime(now.Add(store.DeliveryLease))
+		for _, d := range out {
+			if _, err := t.exec(`UPDATE outbox SET next_at = ? WHERE endpoint = ? AND event_id = ?`, lease, d.Endpoint, d.EventID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: claiming due deliveries: %w", err)
 	}
 	return out, nil
 }

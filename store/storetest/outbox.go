@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -69,8 +70,13 @@ func testOutbox(t *testing.T, openTest Opener) {
 	if string(due[1].Event) != string(body) || !due[1].Next.Equal(t0) {
 		t.Errorf("the delivery read back: event %q next %v; want %q and %v", due[1].Event, due[1].Next, body, t0)
 	}
-	if one, err := ob.DueDeliveries(bg, t0, 1); err != nil || len(one) != 1 || one[0].Endpoint != "slack" {
-		t.Errorf("due with limit 1: %+v, %v", one, err)
+	// Handed out, they are claimed for store.DeliveryLease: no other
+	// caller gets them before that.
+	if again, err := ob.DueDeliveries(bg, t0, 10); err != nil || len(again) != 0 {
+		t.Errorf("due at t0 once more: %+v, %v; want none (claimed)", again, err)
+	}
+	if one, err := ob.DueDeliveries(bg, t0.Add(store.DeliveryLease), 1); err != nil || len(one) != 1 {
+		t.Errorf("due with limit 1 once the lease ran out: %+v, %v; want one", one, err)
 	}
 	// A failed attempt moves it later; done and dead ones are never due.
 	d := due[1]
@@ -103,7 +109,38 @@ func testOutbox(t *testing.T, openTest Opener) {
 	if err := ob.UpdateDelivery(bg, store.Delivery{Endpoint: "ops", EventID: "evt_none"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("updating a delivery that does not exist: %v; want ErrNotFound", err)
 	}
-	if due, err := ob.DueDeliveries(bg, t0.Add(2*time.Hour), 10); err != nil || len(due) != 1 || due[0].EventID != "evt_1" {
+	if due, err := ob.DueDeliveries(bg, t0.Add(2*time.Hour+store.DeliveryLease), 10); err != nil || len(due) != 1 || due[0].EventID != "evt_1" {
 		t.Errorf("due after evt_2 died: %+v, %v; want evt_1 alone", due, err)
+	}
+	// Servers racing for due deliveries get each one once.
+	for i := range 20 {
+		mustAdd(store.Delivery{Endpoint: "race", EventID: "evt_r" + strconv.Itoa(i), Event: []byte(`{}`), Next: t0.Add(3 * time.Hour)})
+	}
+	got := map[string]int{}
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ds, err := ob.DueDeliveries(bg, t0.Add(3*time.Hour), 10)
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			for _, d := range ds {
+				got[d.Endpoint+"/"+d.EventID]++
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for k, n := range got {
+		if n != 1 {
+			t.Errorf("%s was handed out %d times to racing callers", k, n)
+		}
+	}
+	for i := range 20 {
+		if got["race/evt_r"+strconv.Itoa(i)] != 1 {
+			t.Errorf("race/evt_r%d was handed out %d times; want once", i, got["race/evt_r"+strconv.Itoa(i)])
+		}
 	}
 }
