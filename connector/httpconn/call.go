@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
@@ -335,10 +336,10 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 				continue
 			}
 			return nil, last
-		case ans.status == http.StatusTooManyRequests || ans.status == http.StatusTooEarly:
+		case ans.status == http.StatusTooManyRequests || ans.status == http.StatusTooEarly || rateLimited(ans):
 			// Not processed now (RFC 6585 section 4, RFC 8470 section
-			// 5.2): definite unless an earlier attempt may have been
-			// applied.
+			// 5.2, a quota used up): definite unless an earlier attempt
+			// may have been applied.
 			last = refused(c.providerError(t, req, ans))
 			if retryable && attempt < MaxAttempts && c.waitRetry(ctx, ans, attempt) {
 				continue
@@ -703,16 +704,39 @@ func netError(ctx context.Context, err error, timeout time.Duration) string {
 	return err.Error()
 }
 
+// backoff is the wait before attempt+1: 0.5 s x 2^(attempt-1) with equal
+// jitter (a wait drawn from [d/2, d)), so that runs which failed together
+// do not retry together (AWS Architecture Blog, "Exponential Backoff And
+// Jitter").
 func backoff(attempt int) time.Duration {
-	return time.Duration(500<<(attempt-1)) * time.Millisecond
+	d := time.Duration(500<<(attempt-1)) * time.Millisecond
+	return d/2 + rand.N(d/2)
+}
+
+// rateLimited reports whether ans is a rate-limit answer that is not a
+// 429: a 403 with X-RateLimit-Remaining: 0, as GitHub's REST API answers
+// when a token's quota is used up (docs.github.com, "Rate limits for the
+// REST API"). It is then "not now", never a permission error.
+func rateLimited(ans *answer) bool {
+	return ans.status == http.StatusForbidden && strings.TrimSpace(ans.header.Get("X-RateLimit-Remaining")) == "0"
 }
 
 // retryAfter reads a Retry-After header (RFC 9110 section 10.2.3): delay
 // seconds or an HTTP date.
+//
+// Without it, an X-RateLimit-Reset header (Unix seconds, as GitHub
+// sends) gives the wait until then.
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
-		return 0, false
+		reset, err := strconv.ParseInt(strings.TrimSpace(h.Get("X-RateLimit-Reset")), 10, 64)
+		if err != nil || reset <= 0 {
+			return 0, false
+		}
+		if d := time.Unix(reset, 0).Sub(now); d > 0 {
+			return min(d, 24*time.Hour), true
+		}
+		return 0, true
 	}
 	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
 		// More than a day is as good as never (and n seconds past
