@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -24,6 +25,14 @@ const sseHeartbeat = 15 * time.Second
 // flushing after each, until the client goes away or the server closes.
 // A client that falls behind loses events but is sent a "status" one:
 // it should read the run again on every "status".
+//
+// On a run's stream each "status" event carries an id: the run's audit
+// sequence when it was written (its head, the number of records), so
+// that a client that reconnects sends it back as Last-Event-ID (the
+// EventSource does so by itself) and is sent a "status" event at once
+// when the run has moved since; an id that is not a number, or one of
+// the same head, gets nothing extra. Progress lines carry no id (they are
+// not in the audit log).
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, run string) {
 	events, cancel := s.events.Subscribe(run)
 	defer cancel()
@@ -47,6 +56,28 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, run string
 	if !write(": openplaybook events of " + oneLine(s.redact(what)) + "\n\n") {
 		return
 	}
+	// statusEvent writes a status event of the run, with its head as id.
+	statusEvent := func(ev Event) bool {
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return true
+		}
+		id := ""
+		if run != "" {
+			if rec, err := s.st.GetRun(r.Context(), run); err == nil {
+				id = "id: " + strconv.FormatInt(rec.AuditSeq, 10) + "\n"
+			}
+		}
+		return write(fmt.Sprintf("event: status\n%sdata: %s\n\n", id, data))
+	}
+	if last := r.Header.Get("Last-Event-ID"); run != "" && last != "" {
+		seen, err := strconv.ParseInt(last, 10, 64)
+		if rec, rerr := s.st.GetRun(r.Context(), run); err == nil && rerr == nil && rec.AuditSeq != seen {
+			if !statusEvent(Event{Type: "status", Run: run}) {
+				return
+			}
+		}
+	}
 	tick := time.NewTicker(sseHeartbeat)
 	defer tick.Stop()
 	for {
@@ -64,6 +95,12 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, run string
 				continue // not a name this stream documents
 			}
 			ev.Text = s.redact(ev.Text)
+			if ev.Type == "status" {
+				if !statusEvent(ev) {
+					return
+				}
+				continue
+			}
 			data, err := json.Marshal(ev)
 			if err != nil {
 				continue

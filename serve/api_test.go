@@ -299,17 +299,26 @@ func want(t *testing.T, what string, res apiResp, status int, subs ...string) {
 }
 
 type sseEvent struct {
-	name, data string
+	name, data, id string
 }
 
 // events opens an event stream and returns its events; it returns once
 // the stream's opening comment arrived (so the subscription is live).
 func (c *apiClient) events(path string) (<-chan sseEvent, func()) {
 	c.t.Helper()
+	return c.eventsSince(path, "")
+}
+
+// eventsSince is events with a Last-Event-ID header (none when "").
+func (c *apiClient) eventsSince(path, lastID string) (<-chan sseEvent, func()) {
+	c.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, "GET", c.base+path, nil)
 	if err != nil {
 		c.t.Fatal(err)
+	}
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
 	}
 	c.auth(req)
 	res, err := http.DefaultClient.Do(req)
@@ -344,6 +353,8 @@ func (c *apiClient) events(path string) (<-chan sseEvent, func()) {
 			case strings.HasPrefix(line, ":"):
 			case strings.HasPrefix(line, "event: "):
 				ev.name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "id: "):
+				ev.id = strings.TrimPrefix(line, "id: ")
 			case strings.HasPrefix(line, "data: "):
 				if ev.data != "" {
 					ev.data += "\n" // a second data line: the test fails on it
