@@ -17,8 +17,11 @@
 // recomputes it over the raw body, compares in constant time, and rejects
 // a t older (or newer) than its tolerance (5 minutes is usual) so that a
 // captured delivery cannot be replayed later; [Verify] does all three.
-// Several v1= values may appear (while a secret is rotated): one match is
-// enough.
+// The header may hold several v1= values (a sender signing with an old
+// and a new key at once); one match is enough. [Sign], and so the
+// [Notifier], writes one, keyed with the endpoint's one secret: rotating
+// it means a receiver accepts both secrets until the sender has the new
+// one.
 package notify
 
 import (

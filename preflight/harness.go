@@ -34,7 +34,13 @@ import (
 //   - every agent's driver can be built as a run would build it (a
 //     transcript read, an API key resolved), without sending anything
 //     (rule preflight-agent); a transcript path holding "{playbook}" is
-//     left to the check of a document.
+//     left to the check of a document;
+//   - every secret that only `serve` reads and the harness names
+//     explicitly resolves to a non-empty value: each serve.webhooks
+//     endpoint's signingKeySecret and urlSecret (at the endpoint) and
+//     serve.oidc's clientSecretSecret (at serve.oidc), rule
+//     harness-secret-missing, since serve refuses to start without them
+//     (the operator token, which has a default name, is left to serve).
 //
 // It does not repeat the diagnostics of reading the harness, nor
 // h.Diagnostics (dotenv files, the store seed, registry clashes).
@@ -102,6 +108,28 @@ func Harness(ctx context.Context, h *host.Host) []diag.Diagnostic {
 				continue // reported at the secret's use
 			}
 			at(a.Pos, diag.Error, RuleAgent, "agent %q cannot be used: %v", name, err)
+		}
+	}
+	if sv := hs.Serve; sv != nil {
+		need := func(pos harness.Pos, what, name string) {
+			if name == "" {
+				return
+			}
+			if _, err := h.Secrets.Resolve(name); err != nil {
+				msg := err.Error()
+				var se *harness.SecretError
+				if errors.As(err, &se) {
+					msg = fmt.Sprintf("secret %q %s", se.Name, se.Reason)
+				}
+				at(pos, diag.Error, harness.RuleSecretMissing, "%s: %s; serve refuses to start without it", what, msg)
+			}
+		}
+		for _, w := range sv.Webhooks {
+			need(w.Pos, fmt.Sprintf("webhook %q's signingKeySecret", w.Name), w.SigningKeySecret)
+			need(w.Pos, fmt.Sprintf("webhook %q's urlSecret", w.Name), w.URLSecret)
+		}
+		if sv.OIDC != nil {
+			need(sv.OIDC.Pos, "serve.oidc's clientSecretSecret", sv.OIDC.ClientSecretSecret)
 		}
 	}
 	for i := range ds {

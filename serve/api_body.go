@@ -108,7 +108,7 @@ func bodyError(body []byte, err error, shape bodyShape) error {
 		name := firstToken(ptr)
 		switch {
 		case errors.Is(se.Err, json.ErrUnknownName):
-			what = fmt.Sprintf("unknown member %q; the body has only %s", ptr.LastToken(), shape.names())
+			what = fmt.Sprintf("unknown member %q; %s", ptr.LastToken(), shape.names())
 		case ptr == "":
 			what = fmt.Sprintf("the body must be a JSON object, not %s: send %s", kindName(se.JSONKind), shape.example)
 		default:
@@ -140,15 +140,18 @@ func bodyError(body []byte, err error, shape bodyShape) error {
 	return apiErrorf(http.StatusBadRequest, "the request body, %s: %s", where, what)
 }
 
+// names says which members the body may have, for an unknown member's
+// error: "the body has only ..." or, for a body without members, that
+// it has none.
 func (b bodyShape) names() string {
 	if len(b.members) == 0 {
-		return "no members: send {} or nothing"
+		return "the body has no members: send {} or nothing"
 	}
 	n := make([]string, len(b.members))
 	for i, m := range b.members {
 		n[i] = m.name
 	}
-	return quoteJoin(n)
+	return "the body has only " + quoteJoin(n)
 }
 
 func (b bodyShape) want(name string) string {

@@ -843,6 +843,8 @@ func TestAPIRefusals(t *testing.T) {
 	res = c.do("POST", "/api/v1/runs/"+run+"/resume", nil)
 	want(t, "resume", res, 202, `"run":"`+run+`"`)
 	r.waitStatus(run, "waiting", "agent")
+	res = c.do("POST", "/api/v1/runs/"+run+"/resume", `{"reason": "again"}`)
+	want(t, "resume with a member", res, 400, `unknown member \"reason\"; the body has no members: send {} or nothing`)
 
 	res = c.do("POST", "/api/v1/runs/"+run+"/agent-token", nil)
 	want(t, "issue agent token", res, 201)

@@ -356,6 +356,20 @@ func TestCheckHarnessAlone(t *testing.T) {
 		t.Errorf("an agent whose transcript is not there: exit %d:\n%s", code, dump(ds))
 	}
 
+	// A webhook's signing key, which only serve reads, unset: an error at
+	// the endpoint; set, clean again.
+	hooked := writeDoc(t, dir, "hooked.yaml", src[:cut]+src[end:]+
+		"serve:\n  webhooks:\n    - name: ops\n      url: http://127.0.0.1:9/hook\n      signingKeySecret: CHECK_TEST_HOOK_KEY\n")
+	t.Setenv("CHECK_TEST_HOOK_KEY", "")
+	if code, ds := checkJSON(t, "--harness", hooked); code != ExitProblems || len(ds) != 1 ||
+		find(ds, "harness-secret-missing", "/serve/webhooks/0", diag.Error, `webhook "ops"`, `"CHECK_TEST_HOOK_KEY"`, "serve refuses to start") == nil {
+		t.Errorf("webhook key unset: exit %d, want one harness-secret-missing error at the endpoint:\n%s", code, dump(ds))
+	}
+	t.Setenv("CHECK_TEST_HOOK_KEY", "0123456789abcdef")
+	if code, ds := checkJSON(t, "--harness", hooked); code != ExitOK || len(ds) != 0 {
+		t.Errorf("webhook key set: exit %d:\n%s", code, dump(ds))
+	}
+
 	// The Stripe key unset: one error, at the secret's use.
 	t.Setenv("STRIPE_API_KEY", "")
 	code, ds = checkJSON(t, "--harness", clean)

@@ -130,7 +130,7 @@ unless the verification after the commit failed), 2 bad usage.`,
 			for _, t := range migrate.Tables {
 				parts = append(parts, fmt.Sprintf("%s %d", t, rep.Rows[t]))
 			}
-			fmt.Fprintf(c.stdout(), "copied %s into PostgreSQL (%s); every run's audit chain verifies there (%d runs)\n", from, strings.Join(parts, ", "), rep.Runs)
+			fmt.Fprintf(c.stdout(), "copied %s into PostgreSQL (%s); every run's audit chain verifies there (%s)\n", from, strings.Join(parts, ", "), plural(rep.Runs, "run"))
 			return nil
 		},
 	}
