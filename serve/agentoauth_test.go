@@ -44,13 +44,8 @@ func mcpStatus(t *testing.T, u, tok string) (int, string) {
 // alg none, and signed by a key not in the issuer's JWKS. The run's own
 // agent tokens keep working.
 func TestAgentOAuthAtTheGateway(t *testing.T) {
-	ir := newIdentityRig(t, "    agents: {claim: client_id}\n")
+	ir, run := oauthAgentRun(t)
 	ctx := context.Background()
-	run, ds, err := ir.srv.CreateRun(ctx, "agent.json", readTestdata(t, "agent.json"), []byte(`{"customerId":"cus_ada"}`))
-	if err != nil {
-		t.Fatal(err, ds)
-	}
-	ir.waitStatus(run, "waiting", "agent")
 	other, _, err := ir.srv.CreateRun(ctx, "agent.json", readTestdata(t, "agent.json"), []byte(`{"customerId":"cus_ada"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +147,19 @@ func TestAgentOAuthAtTheGateway(t *testing.T) {
 	}
 }
 
+// oauthAgentRun starts an identity rig whose agents use OAuth
+// (serve.oidc.agents, claim client_id) and a run that waits for its agent.
+func oauthAgentRun(t *testing.T) (*identityRig, string) {
+	t.Helper()
+	ir := newIdentityRig(t, "    agents: {claim: client_id}\n")
+	run, ds, err := ir.srv.CreateRun(context.Background(), "agent.json", readTestdata(t, "agent.json"), []byte(`{"customerId":"cus_ada"}`))
+	if err != nil {
+		t.Fatal(err, ds)
+	}
+	ir.waitStatus(run, "waiting", "agent")
+	return ir, run
+}
+
 // algNone is an unsigned JWT (RFC 7519, section 6) of claims.
 func algNone(claims map[string]any) string {
 	enc := func(v any) string {
@@ -168,13 +176,8 @@ func algNone(claims map[string]any) string {
 // one is. A token issued after the revocation is accepted (cutting the
 // client off for good is the issuer's to do).
 func TestAgentOAuthRevokedBeforeUse(t *testing.T) {
-	ir := newIdentityRig(t, "    agents: {claim: client_id}\n")
+	ir, run := oauthAgentRun(t)
 	ctx := context.Background()
-	run, ds, err := ir.srv.CreateRun(ctx, "agent.json", readTestdata(t, "agent.json"), []byte(`{"customerId":"cus_ada"}`))
-	if err != nil {
-		t.Fatal(err, ds)
-	}
-	ir.waitStatus(run, "waiting", "agent")
 	mcpURL := ir.srv.MCPURL(run)
 	key := hydratest.NewKey(t)
 	ir.hy.AddSigningKey(key, "agent-key")
