@@ -91,10 +91,8 @@ func (d *decoder) webhooks(n *node) {
 			ok = false
 		case u != nil:
 			if s, good := d.nonEmpty(u, `"url"`); good && d.noRefs(u, `"url"`) {
-				pu, err := url.Parse(s)
 				switch {
-				case err != nil || pu.Host == "" || pu.Fragment != "" || pu.User != nil ||
-					!(pu.Scheme == "https" || (pu.Scheme == "http" && loopbackHost(pu.Hostname()))):
+				case !WebhookURL(s):
 					d.errN(u, RuleValue, `"url" must be an https URL with no user or fragment (http only on a loopback host, such as "http://127.0.0.1:9000/hook")`)
 					ok = false
 				case w.Format == "slack":
@@ -154,4 +152,13 @@ func (d *decoder) webhooks(n *node) {
 			d.h.Serve.Webhooks = append(d.h.Serve.Webhooks, w)
 		}
 	}
+}
+
+// WebhookURL reports whether s may be a webhook's URL (its url, or the
+// value of its urlSecret): an https URL with a host and no user or
+// fragment, or http on a loopback host.
+func WebhookURL(s string) bool {
+	pu, err := url.Parse(s)
+	return err == nil && pu.Host != "" && pu.Fragment == "" && pu.User == nil &&
+		(pu.Scheme == "https" || (pu.Scheme == "http" && loopbackHost(pu.Hostname())))
 }

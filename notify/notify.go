@@ -68,6 +68,10 @@ type Endpoint struct {
 	Format string
 	// IncludeArguments sends a call's argument values (off by default).
 	IncludeArguments bool
+	// URLSecret says URL is a credential (read from a secret, as
+	// serve.webhooks' urlSecret is): errors and logs name only its
+	// scheme and host, as for a Slack webhook.
+	URLSecret bool
 }
 
 func (e Endpoint) wants(typ string) bool { return len(e.Events) == 0 || slices.Contains(e.Events, typ) }
@@ -329,15 +333,28 @@ func (n *Notifier) send(ctx context.Context, ep Endpoint, ev Event) error {
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 	if res.StatusCode < 200 || res.StatusCode > 299 {
-		return fmt.Errorf("POST %s: %s", redactURL(ep), res.Status)
+		return fmt.Errorf("POST %s: %s", redactURL(ep), clipStatus(res.Status))
 	}
 	return nil
 }
 
-// redactURL is how an endpoint is named in errors: a Slack webhook's URL
-// is a secret, so only its host is shown.
+// maxStatus bounds how much of a receiver's status line an error keeps
+// (the line is the receiver's to choose, up to the client's header limit).
+const maxStatus = 200
+
+// clipStatus is status cut to maxStatus bytes, "…" marking a cut.
+func clipStatus(status string) string {
+	if len(status) <= maxStatus {
+		return status
+	}
+	return strings.ToValidUTF8(status[:maxStatus], "") + "…"
+}
+
+// redactURL is how an endpoint is named in errors: a Slack webhook's URL,
+// and any URL read from a secret, is a credential, so only its scheme
+// and host are shown.
 func redactURL(ep Endpoint) string {
-	if ep.Format == "slack" {
+	if ep.Format == "slack" || ep.URLSecret {
 		if i := strings.Index(ep.URL, "://"); i >= 0 {
 			rest := ep.URL[i+3:]
 			if j := strings.IndexByte(rest, '/'); j >= 0 {
@@ -345,7 +362,7 @@ func redactURL(ep Endpoint) string {
 			}
 			return ep.URL[:i+3] + rest + "/…"
 		}
-		return "(the Slack webhook)"
+		return "(the endpoint's secret URL)"
 	}
 	return ep.URL
 }

@@ -275,3 +275,59 @@ func TestSlack(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileReceiverAnswers: a JSON endpoint whose URL came from a
+// secret (its path holds a token) answers 500 with a 1 MiB status line:
+// the delivery's recorded error and the log lines name neither the
+// secret path nor more than a short part of the receiver's status.
+func TestHostileReceiverAnswers(t *testing.T) {
+	ln := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		c, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		_, _ = buf.WriteString("HTTP/1.1 500 " + strings.Repeat("x", 1<<20) + "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		_ = buf.Flush()
+	}))
+	defer ln.Close()
+	hook := ln.URL + "/hooks/TOKEN_abcdef0123456789"
+	ob, err := notify.OpenFileOutbox(filepath.Join(t.TempDir(), "o.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var logs []string
+	n := &notify.Notifier{Outbox: ob, Endpoints: []notify.Endpoint{{Name: "ops", URL: hook, URLSecret: true, Secret: []byte("whsec_test_0123456789")}},
+		Backoff: func(int) time.Duration { return time.Hour }, Log: func(s string) { mu.Lock(); logs = append(logs, s); mu.Unlock() }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go n.Run(ctx)
+	_ = n.Publish(ctx, notify.Event{ID: "evt_run_3_1", Type: notify.RunCompleted, Run: "run_3", Summary: "completed"})
+	deadline := time.Now().Add(20 * time.Second)
+	var d []notify.Delivery
+	for {
+		if d = ob.Deliveries(); len(d) == 1 && d[0].Attempts == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no attempt recorded: %+v", d)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if strings.Contains(d[0].LastError, "TOKEN") || len(d[0].LastError) > 1024 {
+		t.Errorf("the recorded error (%d bytes) shows the secret URL or the whole status: %.200s", len(d[0].LastError), d[0].LastError)
+	}
+	if !strings.Contains(d[0].LastError, "500") {
+		t.Errorf("the recorded error %.200q does not give the status", d[0].LastError)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range logs {
+		if strings.Contains(l, "TOKEN") || len(l) > 1024 {
+			t.Errorf("a log line (%d bytes) shows the secret URL or the whole status: %.200s", len(l), l)
+		}
+	}
+}

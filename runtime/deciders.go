@@ -49,6 +49,10 @@ func readDeciding(recs []audit.Record, id string, gateAttempt int) (deciding, er
 				return dc, fmt.Errorf("a gate.approved record does not read: %v", err)
 			}
 			dc.gateApprovers[ev.By] = r.Step
+			// A gate that needed several people was approved by each.
+			for _, by := range ev.Approvers {
+				dc.gateApprovers[by] = r.Step
+			}
 		case KindApprovalRequested:
 			var ev ApprovalRequested
 			if err := json.Unmarshal(r.Data, &ev); err != nil {

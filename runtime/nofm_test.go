@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -112,5 +113,46 @@ func TestNofMDenyDeniesAtOnce(t *testing.T) {
 	}
 	if notes, err := r.st.ListNotes(ctx, "", "", 10); err != nil || len(notes) != 0 {
 		t.Fatalf("%d notes (%v)", len(notes), err)
+	}
+}
+
+// TestNofMGateEndorserApprovesCall: gate hold needs two people of
+// finance; alice endorses it, bob's approval opens it. The call of the
+// next step then waits for approval: alice approved the gate as surely as
+// bob did (approval.approved names both), so neither may approve the
+// call (self-approval); carol may.
+func TestNofMGateEndorserApprovesCall(t *testing.T) {
+	cfg := rigConfig{policy: map[string]any{"rules": []any{
+		map[string]any{"name": "two-open-hold", "gates": []any{"hold"}, "effect": "requireApproval",
+			"deciders": map[string]any{"groups": []any{"finance"}}, "approvals": 2},
+		map[string]any{"name": "notes-need-approval", "tools": []any{"note.add"}, "effect": "requireApproval"},
+	}}}
+	doc := buildDoc(t, "gatethencall", gateStep("hold", "write", ""),
+		map[string]any{"id": "write", "kind": "agent", "agent": "rita", "purpose": "Write a note.", "allowedTools": []string{"note.add"}})
+	r := newRig(t, cfg, doc)
+	ctx := context.Background()
+	tr := map[string]string{"rita": `{"steps": {"write": [{"tool": "note.add", "arguments": {"body": "hello"}}]}}`}
+	o, err := r.engine(0, tr, nil, nil).Start(ctx, nil)
+	wantOutcome(t, "start", o, err, runtime.Waiting)
+	fin := []string{"finance"}
+	for _, who := range []string{"alice", "bob"} {
+		if _, err := runtime.Decide(ctx, r.st, o.Run, "hold", runtime.Verdict{Approve: true, By: who, Verified: true, Groups: fin, Reason: "ok"}); err != nil {
+			t.Fatalf("%s at the gate: %v", who, err)
+		}
+	}
+	o, err = r.engine(0, tr, nil, nil).Resume(ctx, o.Run)
+	wantOutcome(t, "resume", o, err, runtime.Waiting)
+	apr, err := r.st.PendingApprovals(ctx, o.Run)
+	if err != nil || len(apr) != 1 {
+		t.Fatalf("pending approvals %+v, %v", apr, err)
+	}
+	for _, who := range []string{"alice", "bob"} {
+		_, err := runtime.Decide(ctx, r.st, o.Run, apr[0].ID, runtime.Verdict{Approve: true, By: who, Verified: true, Groups: fin, Reason: "mine"})
+		if !errors.Is(err, runtime.ErrNotDecider) {
+			t.Errorf("%s, who approved gate hold, approved its call: %v", who, err)
+		}
+	}
+	if _, err := runtime.Decide(ctx, r.st, o.Run, apr[0].ID, runtime.Verdict{Approve: true, By: "carol", Verified: true, Groups: fin, Reason: "ok"}); err != nil {
+		t.Fatalf("carol: %v", err)
 	}
 }

@@ -78,8 +78,9 @@ func looksJWT(tok string) bool { return strings.Count(tok, ".") == 2 }
 // first use (expiring with the token, at most serve's agent token
 // lifetime later). It refuses (an error) a token that is not the issuer's
 // (signature from its JWKS, asymmetric algorithms only, iss), expired,
-// whose "aud" does not hold the run's MCP URL, or whose agent claim is
-// not one of the run's agents.
+// whose "aud" does not hold the run's MCP URL, whose agent claim is
+// not one of the run's agents, or issued before a revocation of that
+// agent's tokens of the run.
 func (s *Server) agentFromJWT(ctx context.Context, run, raw string) (store.AgentToken, error) {
 	p, err := s.oidc.discover(ctx)
 	if err != nil {
@@ -107,6 +108,9 @@ func (s *Server) agentFromJWT(ctx context.Context, run, raw string) (store.Agent
 	if err := runHasAgent(r, agent); err != nil {
 		return store.AgentToken{}, err
 	}
+	if err := issuedAfterRevocations(ctx, s.st, run, agent, tok.IssuedAt); err != nil {
+		return store.AgentToken{}, err
+	}
 	by := "oauth:" + tok.Subject
 	// It expires with the token, and no later than an issued agent
 	// token would.
@@ -123,6 +127,24 @@ func (s *Server) agentFromJWT(ctx context.Context, run, raw string) (store.Agent
 		return store.AgentToken{}, err
 	}
 	return rec, tokenUsable(ctx, s.st, rec, run)
+}
+
+// issuedAfterRevocations refuses an access token for agent of run that
+// was issued (its "iat", whole seconds) no later than a revocation of one
+// of that agent's tokens of the run: revoking ends the tokens the issuer
+// had given the agent by then, those not yet sent included. A token with
+// no "iat" is refused once there has been one.
+func issuedAfterRevocations(ctx context.Context, st store.Store, run, agent string, iat time.Time) error {
+	toks, err := st.AgentTokens(ctx, run)
+	if err != nil {
+		return err
+	}
+	for _, t := range toks {
+		if t.Agent == agent && !t.Revoked.IsZero() && !iat.After(t.Revoked) {
+			return fmt.Errorf("the token was issued (%s) before agent %s's tokens of run %s were revoked (%s)", iat.UTC().Format(time.RFC3339), agent, run, t.Revoked.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
 }
 
 // agentBearer checks the bearer token of a request to run's MCP URL: an

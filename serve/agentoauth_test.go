@@ -44,13 +44,8 @@ func mcpStatus(t *testing.T, u, tok string) (int, string) {
 // alg none, and signed by a key not in the issuer's JWKS. The run's own
 // agent tokens keep working.
 func TestAgentOAuthAtTheGateway(t *testing.T) {
-	ir := newIdentityRig(t, "    agents: {claim: client_id}\n")
+	ir, run := oauthAgentRun(t)
 	ctx := context.Background()
-	run, ds, err := ir.srv.CreateRun(ctx, "agent.json", readTestdata(t, "agent.json"), []byte(`{"customerId":"cus_ada"}`))
-	if err != nil {
-		t.Fatal(err, ds)
-	}
-	ir.waitStatus(run, "waiting", "agent")
 	other, _, err := ir.srv.CreateRun(ctx, "agent.json", readTestdata(t, "agent.json"), []byte(`{"customerId":"cus_ada"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +147,19 @@ func TestAgentOAuthAtTheGateway(t *testing.T) {
 	}
 }
 
+// oauthAgentRun starts an identity rig whose agents use OAuth
+// (serve.oidc.agents, claim client_id) and a run that waits for its agent.
+func oauthAgentRun(t *testing.T) (*identityRig, string) {
+	t.Helper()
+	ir := newIdentityRig(t, "    agents: {claim: client_id}\n")
+	run, ds, err := ir.srv.CreateRun(context.Background(), "agent.json", readTestdata(t, "agent.json"), []byte(`{"customerId":"cus_ada"}`))
+	if err != nil {
+		t.Fatal(err, ds)
+	}
+	ir.waitStatus(run, "waiting", "agent")
+	return ir, run
+}
+
 // algNone is an unsigned JWT (RFC 7519, section 6) of claims.
 func algNone(claims map[string]any) string {
 	enc := func(v any) string {
@@ -159,4 +167,38 @@ func algNone(claims map[string]any) string {
 		return base64.RawURLEncoding.EncodeToString(b)
 	}
 	return enc(map[string]string{"alg": "none", "typ": "JWT"}) + "." + enc(claims) + "."
+}
+
+// TestAgentOAuthRevokedBeforeUse: an OAuth agent holds two access tokens
+// of the issuer for the run, uses one, and the operator revokes the run's
+// agent tokens. Neither is accepted afterwards: the one never sent
+// before the revocation was issued before it, and is refused as the used
+// one is. A token issued after the revocation is accepted (cutting the
+// client off for good is the issuer's to do).
+func TestAgentOAuthRevokedBeforeUse(t *testing.T) {
+	ir, run := oauthAgentRun(t)
+	ctx := context.Background()
+	mcpURL := ir.srv.MCPURL(run)
+	key := hydratest.NewKey(t)
+	ir.hy.AddSigningKey(key, "agent-key")
+	mint := func(iat time.Time, jti string) string {
+		return hydratest.SignJWT(t, key, "agent-key", map[string]any{"iss": ir.hy.Issuer, "sub": "outside", "client_id": "outside", "aud": []string{mcpURL},
+			"iat": iat.Unix(), "exp": iat.Add(10 * time.Minute).Unix(), "jti": jti})
+	}
+	before := time.Now().Add(-2 * time.Second)
+	used, held := mint(before, "used"), mint(before, "held")
+	if status, _ := mcpStatus(t, mcpURL, used); status != 200 {
+		t.Fatalf("the first token before the revocation: %d", status)
+	}
+	if n, err := ir.srv.RevokeAgentTokens(ctx, run, "", "operator"); err != nil || n != 1 {
+		t.Fatalf("revoking: %d, %v", n, err)
+	}
+	for name, tok := range map[string]string{"used": used, "held": held} {
+		if status, _ := mcpStatus(t, mcpURL, tok); status != 401 {
+			t.Errorf("the %s token, issued before the revocation, after it: %d; want 401", name, status)
+		}
+	}
+	if status, _ := mcpStatus(t, mcpURL, mint(time.Now().Add(2*time.Second), "after")); status != 200 {
+		t.Errorf("a token issued after the revocation: %d; want 200", status)
+	}
 }

@@ -330,20 +330,7 @@ func auditHead(t *testing.T, db *pgx.Conn, run string) (int64, string) {
 // (a status event with no decision), and a later decision still reaches
 // it.
 func TestReplicasWakeUps(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds two programs; skipped with -short")
-	}
-	k0, src, count := newCrashServe(t, "{driver: transcript, transcript: %q}")
-	p := k0.p
-	url := pgtest.Schema(t)
-	usePostgres(t, p.harness, url)
-	for _, f := range []string{".slow1.release", ".slow2.release"} {
-		if err := os.WriteFile(count+f, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a, b := &killable{t: t, p: p, pids: k0.pids}, &killable{t: t, p: p, pids: k0.pids}
-	baseA, baseB := a.start(), b.start()
+	_, _, baseA, baseB, src, url := twoReplicas(t)
 	atGate := func() string {
 		var created struct {
 			Run string `json:"run"`
@@ -453,31 +440,7 @@ func (es *eventStream) close() { es.body.Close() }
 // answer names the replica that served it), streamed through B; once A
 // is killed, B serves them itself.
 func TestReplicasForwardToOwner(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds two programs; skipped with -short")
-	}
-	k0, src, count := newCrashServe(t, "{driver: transcript, transcript: %q}")
-	p := k0.p
-	url := pgtest.Schema(t)
-	usePostgres(t, p.harness, url)
-	for _, f := range []string{".slow1.release", ".slow2.release"} {
-		if err := os.WriteFile(count+f, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a, b := &killable{t: t, p: p, pids: k0.pids}, &killable{t: t, p: p, pids: k0.pids}
-	baseA, baseB := a.start(), b.start()
-	var created struct {
-		Run string `json:"run"`
-	}
-	api(t, baseA, "POST", "/api/v1/runs", fmt.Sprintf(`{"document": %s}`, src), 201, &created)
-	run := created.Run
-	waitPending(t, baseA, run, "gate", "check")
-	db, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close(context.Background())
+	a, _, baseB, run, db := replicasAtGate(t)
 	var idA, idB string
 	if err := db.QueryRow(context.Background(), `SELECT owner FROM runs WHERE id = $1`, run).Scan(&idA); err != nil {
 		t.Fatal(err)
@@ -521,6 +484,49 @@ func TestReplicasForwardToOwner(t *testing.T) {
 	if by, _ := servedBy(baseB, "/mcp/runs/"+run); by != idB {
 		t.Errorf("MCP endpoint through B after A died: served by %q, want B (%s)", by, idB)
 	}
+}
+
+// twoReplicas starts two replicas, A and B, of the crash harness (its
+// slow tools released) on a fresh PostgreSQL schema and returns them,
+// their base URLs, the crash playbook and the database URL. It skips
+// with -short (it builds two programs).
+func twoReplicas(t *testing.T) (a, b *killable, baseA, baseB string, src []byte, url string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds two programs; skipped with -short")
+	}
+	k0, src, count := newCrashServe(t, "{driver: transcript, transcript: %q}")
+	url = pgtest.Schema(t)
+	usePostgres(t, k0.p.harness, url)
+	for _, f := range []string{".slow1.release", ".slow2.release"} {
+		if err := os.WriteFile(count+f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b = &killable{t: t, p: k0.p, pids: k0.pids}, &killable{t: t, p: k0.p, pids: k0.pids}
+	return a, b, a.start(), b.start(), src, url
+}
+
+// replicasAtGate starts two replicas, A and B, of the crash harness on a
+// fresh PostgreSQL schema and a run at A that waits at its gate check;
+// it returns A, both base URLs, the run and a connection to the
+// database. It skips with -short (it builds two programs).
+func replicasAtGate(t *testing.T) (a *killable, baseA, baseB, run string, db *pgx.Conn) {
+	t.Helper()
+	a, _, baseA, baseB, src, url := twoReplicas(t)
+	var created struct {
+		Run string `json:"run"`
+	}
+	api(t, baseA, "POST", "/api/v1/runs", fmt.Sprintf(`{"document": %s}`, src), 201, &created)
+	run = created.Run
+	waitPending(t, baseA, run, "gate", "check")
+	var err error
+	db, err = pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	return a, baseA, baseB, run, db
 }
 
 // TestReplicasConcurrentResumes: while replica A executes a run (inside

@@ -215,10 +215,10 @@ func webhookNotifier(hooks []harness.Webhook, sec *harness.Secrets, st store.Sto
 			if err != nil {
 				return nil, fmt.Errorf("serve: webhook %q: its URL: %v (set %s, the secret its urlSecret names; docs/console.md)", w.Name, err, w.URLSecret)
 			}
-			if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-				return nil, fmt.Errorf("serve: webhook %q: the secret %s is not an http or https URL", w.Name, w.URLSecret)
+			if !harness.WebhookURL(v) {
+				return nil, fmt.Errorf("serve: webhook %q: the secret %s is not an http or https URL a webhook may use (as \"url\": https, or http only on a loopback host, with no user or fragment)", w.Name, w.URLSecret)
 			}
-			ep.URL = v
+			ep.URL, ep.URLSecret = v, true
 		}
 		if w.SigningKeySecret != "" {
 			v, err := sec.Resolve(w.SigningKeySecret)

@@ -181,6 +181,10 @@ func TestWebhookSecretsAtStart(t *testing.T) {
 		"key unset": {"    - {name: ops, url: \"http://127.0.0.1:1/h\", signingKeySecret: OPS_HOOK_KEY_UNSET}\n", "", "", "OPS_HOOK_KEY_UNSET"},
 		"key short": {"    - {name: ops, url: \"http://127.0.0.1:1/h\", signingKeySecret: OPS_HOOK_KEY}\n", "OPS_HOOK_KEY", "short-k3y", "only 9 bytes"},
 		"url bad":   {"    - {name: chat, format: slack, urlSecret: CHAT_HOOK_URL}\n", "CHAT_HOOK_URL", "xoxb-not-a-url-0123456789", "not an http or https URL"},
+		// A URL from a secret obeys what "url" does: https, or http on
+		// loopback, with no user or fragment.
+		"url cleartext": {"    - {name: chat, format: slack, urlSecret: OPS_HOOK_URL}\n", "OPS_HOOK_URL", "http://hooks.example.com/T0/B0/SECRETX0123", "https"},
+		"url user":      {"    - {name: chat, format: slack, urlSecret: OPS_HOOK_URL}\n", "OPS_HOOK_URL", "https://me:pw0123456789@hooks.example.com/h", "no user"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if tc.env != "" {

@@ -72,7 +72,11 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
 		},
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			writeError(w, http.StatusBadGateway, "the replica that executes run "+run+" could not be reached: "+s.redact(err.Error()))
+			// Where the owner lives, and why it could not be reached, go
+			// to the log: the answer may go to a client that sent no
+			// credential (this runs before authentication).
+			s.logf("forwarding a request for run %s to replica %s at %s: %v", run, owner, addr, err)
+			writeError(w, http.StatusBadGateway, "the replica that executes run "+run+" could not be reached; try again (another replica adopts the run if that one has stopped)")
 		},
 	}
 	p.ServeHTTP(w, r)
