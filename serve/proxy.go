@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -70,6 +71,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
 			// (Server.checkOrigin); the owner sees a request of a peer.
 			pr.Out.Header.Del("Origin")
 		},
+		Transport:     s.peerTransport(),
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			// Where the owner lives, and why it could not be reached, go
@@ -81,4 +83,20 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
 	}
 	p.ServeHTTP(w, r)
 	return true
+}
+
+// peerTransport is the transport of forwarded requests: a peer that does
+// not accept the connection within 5 s, or (stopped, say) does not begin
+// its answer within the longest an MCP tools/call may wait for a person
+// (serve.approvalWait) and 30 s more, ends the request with a 502
+// instead of holding the client; an event stream begins its answer at
+// once and is not bounded after that.
+func (s *Server) peerTransport() http.RoundTripper {
+	s.peerOnce.Do(func() {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		t.ResponseHeaderTimeout = s.opt.Harness.H.Serve.ApprovalWait + 30*time.Second
+		s.peer = t
+	})
+	return s.peer
 }

@@ -98,6 +98,9 @@ type Server struct {
 	console *console.Console // the console mounted at /
 	notify  *notifier        // nil without Options.Notify
 
+	peerOnce sync.Once
+	peer     http.RoundTripper // forwarded requests' transport (peerTransport)
+
 	replicas *replicas // nil unless StartReplicas joined a shared store
 }
 
