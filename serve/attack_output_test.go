@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -82,7 +83,7 @@ func checkFrames(t *testing.T, what, stream, run string) (progress []string) {
 		if frame == "" {
 			continue
 		}
-		var name, data string
+		var name, data, id string
 		datas := 0
 		for _, line := range strings.Split(frame, "\n") {
 			switch {
@@ -92,6 +93,12 @@ func checkFrames(t *testing.T, what, stream, run string) (progress []string) {
 			case strings.HasPrefix(line, "data: "):
 				data = strings.TrimPrefix(line, "data: ")
 				datas++
+			case strings.HasPrefix(line, "id: "):
+				// A run's status events carry its audit sequence.
+				id = strings.TrimPrefix(line, "id: ")
+				if n, err := strconv.ParseInt(id, 10, 64); err != nil || n < 0 || strconv.FormatInt(n, 10) != id {
+					t.Errorf("BROKEN: %s has an id %q that is not an audit sequence", what, id)
+				}
 			default:
 				t.Errorf("BROKEN: %s has a line %q that is no field the stream writes", what, line)
 			}
@@ -106,6 +113,9 @@ func checkFrames(t *testing.T, what, stream, run string) (progress []string) {
 		}
 		if (name != "status" && name != "progress") || ev.Type != name || ev.Run != run {
 			t.Errorf("BROKEN: %s: a forged event %q %+v", what, name, ev)
+		}
+		if id != "" && name != "status" {
+			t.Errorf("BROKEN: %s: a %s event has an id (%s); only status events carry one", what, name, id)
 		}
 		if name == "progress" {
 			progress = append(progress, ev.Text)
