@@ -36,6 +36,7 @@ type notifier struct {
 	mu     sync.Mutex
 	cursor map[string]int64 // by run: the last seq read
 	ended  map[string]bool  // runs read to their end
+	swept  bool             // the first sweep (of every run) is done; only the sweeping goroutine uses it
 
 	cancel context.CancelFunc
 	done   sync.WaitGroup
@@ -77,20 +78,39 @@ func (nt *notifier) stop() {
 	nt.done.Wait()
 }
 
-// sweep reads every run not yet read to its end.
+// sweep reads the runs not yet read to their end: on the first sweep
+// every run (what ended while no server ran is published then), after
+// it the runs that are running or waiting and those it has read but not
+// to their end, so that its cost follows the open runs, not every run
+// the store holds.
 func (nt *notifier) sweep(ctx context.Context) {
-	runs, err := nt.s.st.ListRuns(ctx)
+	var statuses []store.RunStatus
+	if nt.swept {
+		statuses = []store.RunStatus{store.RunRunning, store.RunWaiting}
+	}
+	runs, err := nt.s.st.ListRuns(ctx, statuses...)
 	if err != nil {
 		nt.s.logf("notify: listing runs: %v", err)
 		return
 	}
+	nt.swept = true
+	ids := make(map[string]bool, len(runs))
 	for _, r := range runs {
-		nt.mu.Lock()
-		done := nt.ended[r.ID]
-		nt.mu.Unlock()
-		if !done {
-			nt.scan(ctx, r.ID)
+		ids[r.ID] = true
+	}
+	nt.mu.Lock()
+	for id := range nt.cursor {
+		ids[id] = true
+	}
+	var todo []string
+	for id := range ids {
+		if !nt.ended[id] {
+			todo = append(todo, id)
 		}
+	}
+	nt.mu.Unlock()
+	for _, id := range todo {
+		nt.scan(ctx, id)
 	}
 }
 
@@ -112,26 +132,19 @@ func (nt *notifier) scan(ctx context.Context, run string) {
 		return
 	}
 	nt.mu.Unlock()
-	au, err := nt.s.Audit(ctx, run, false)
-	if err != nil {
-		nt.s.logf("notify: reading the audit log of %s: %v", run, err)
-		return
-	}
-	nt.mu.Lock()
-	from := nt.cursor[run]
-	nt.mu.Unlock()
-	last := from
-	for _, r := range au.Records {
-		if r.Seq <= from {
-			continue
-		}
+	// Only the records after the cursor are read.
+	last := seen
+	err = store.EachAuditAfter(ctx, nt.s.st, run, seen, func(r audit.Record) error {
 		if ev, ok := nt.event(ctx, rec, r); ok {
 			if err := nt.n.Publish(ctx, ev); err != nil {
-				nt.s.logf("%v", err)
-				break // read again from here next time
+				return err // read again from here next time
 			}
 		}
 		last = r.Seq
+		return nil
+	})
+	if err != nil {
+		nt.s.logf("notify: %s: %v", run, err)
 	}
 	nt.mu.Lock()
 	nt.cursor[run] = last

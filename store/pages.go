@@ -29,6 +29,13 @@ const AuditPageSize = 512
 // (Store.AuditHead) to know they saw one state. fn's error stops the
 // read and is returned.
 func EachAudit(ctx context.Context, st Store, run string, fn func(audit.Record) error) error {
+	return EachAuditAfter(ctx, st, run, 0, fn)
+}
+
+// EachAuditAfter is [EachAudit] for the records whose seq is above after:
+// with an [AuditPager], a reader that keeps its place (a cursor) reads
+// only what is new, not the log from its start.
+func EachAuditAfter(ctx context.Context, st Store, run string, after int64, fn func(audit.Record) error) error {
 	p, ok := As[AuditPager](st)
 	if !ok {
 		recs, err := st.Audit(ctx, run)
@@ -36,13 +43,15 @@ func EachAudit(ctx context.Context, st Store, run string, fn func(audit.Record) 
 			return err
 		}
 		for _, r := range recs {
+			if r.Seq <= after {
+				continue
+			}
 			if err := fn(r); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	var after int64
 	for {
 		page, err := p.AuditPage(ctx, run, after, AuditPageSize)
 		if err != nil {
