@@ -30,6 +30,11 @@ type deciding struct {
 	endorsers     []string
 }
 
+// deciderKinds are the kinds of record readDeciding and endorsers read;
+// a caller may give them only those.
+var deciderKinds = map[EventKind]bool{KindRunRequested: true, KindGateApproved: true, KindApprovalRequested: true,
+	KindGateWaiting: true, KindApprovalEndorsed: true, KindGateEndorsed: true}
+
 // readDeciding reads what [Decide] checks from the run's verified log:
 // for an approval id ("apr_..."), its approval.requested record; for a
 // gate (step id, attempt), its last gate.waiting.

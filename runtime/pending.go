@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/policy"
 	"github.com/openplaybook/openplaybook/store"
 )
@@ -168,7 +170,20 @@ func idleWait(r store.Run) Pending {
 // pendingPolicies sets the Policy of the pendings the run's audit log
 // records a policy requirement for, and says it in their Summary.
 func pendingPolicies(ctx context.Context, s store.Store, runID string, out []Pending, gates []store.Gate) error {
-	recs, err := s.Audit(ctx, runID)
+	if !slices.ContainsFunc(out, func(p Pending) bool {
+		return p.Altered == "" && (p.Kind == "gate" || p.Kind == string(store.KindCall))
+	}) {
+		return nil // nothing a policy can ask of: the log is not read
+	}
+	// Only the records readDeciding reads are kept, as the log streams by
+	// a page at a time.
+	var recs []audit.Record
+	err := store.EachAudit(ctx, s, runID, func(r audit.Record) error {
+		if deciderKinds[EventKind(r.Kind)] {
+			recs = append(recs, r)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
