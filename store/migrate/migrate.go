@@ -32,7 +32,7 @@ import (
 // Tables are the tables copied, in an order that keeps every foreign key
 // satisfied as rows arrive. schema_version is not copied: each engine
 // keeps its own.
-var Tables = []string{"runs", "steps", "calls", "approvals", "gates", "audit", "agent_tokens", "outbox", "customers", "notes", "today"}
+var Tables = []string{"runs", "steps", "calls", "approvals", "gates", "audit", "agent_tokens", "outbox", "vault", "customers", "notes", "today"}
 
 // Report is what a copy did.
 type Report struct {

@@ -277,11 +277,26 @@ CREATE TABLE replicas (
 	started_at text COLLATE "C" NOT NULL
 );
 `,
+	// 7: the credential vault (store.Vault): sealed OAuth tokens by
+	// destination, and the leases that make a refresh single-flight.
+	`
+CREATE TABLE vault (
+	name       text COLLATE "C" PRIMARY KEY,
+	sealed     bytea NOT NULL,
+	version    bigint NOT NULL CHECK (version >= 1),
+	updated_at text COLLATE "C" NOT NULL
+);
+CREATE TABLE vault_leases (
+	name   text COLLATE "C" PRIMARY KEY,
+	holder text COLLATE "C" NOT NULL,
+	until  text COLLATE "C" NOT NULL
+);
+`,
 }
 
 // SchemaVersion is the schema version this engine creates and reads; the
 // versions are store/sqlite's (the same tables and columns at each).
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 func init() {
 	if len(migrations) != SchemaVersion {

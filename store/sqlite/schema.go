@@ -222,6 +222,21 @@ CREATE TABLE replicas (
 	started_at TEXT NOT NULL
 ) STRICT;
 `,
+	// 7: the credential vault (store.Vault): sealed OAuth tokens by
+	// destination, and the leases that make a refresh single-flight.
+	`
+CREATE TABLE vault (
+	name       TEXT PRIMARY KEY,
+	sealed     BLOB NOT NULL,
+	version    INTEGER NOT NULL CHECK (version >= 1),
+	updated_at TEXT NOT NULL
+) STRICT;
+CREATE TABLE vault_leases (
+	name   TEXT PRIMARY KEY,
+	holder TEXT NOT NULL,
+	until  TEXT NOT NULL
+) STRICT;
+`,
 }
 
 // SchemaVersion is the schema version this engine creates and reads.

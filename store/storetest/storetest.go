@@ -61,6 +61,7 @@ func Run(t *testing.T, open Opener) {
 		{"AuditToolNames", testAuditToolNames},
 		{"AuditPages", testAuditPages},
 		{"Outbox", testOutbox},
+		{"Vault", testVault},
 		{"RunPages", testRunPages},
 		{"ClaimAndFence", testClaimAndFence},
 	} {
