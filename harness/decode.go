@@ -57,7 +57,7 @@ var (
 	secretsKeys    = []string{"env", "prefix", "dotenv", "declare"}
 	declKeys       = []string{"mcpServers", "connections", "agents"} // in the order of destinationKinds
 	dotenvKeys     = []string{"path", "optional"}
-	storeKeys      = []string{"sqlite", "postgres", "seed"}
+	storeKeys      = []string{"sqlite", "postgres", "seed", "vault"}
 	postgresKeys   = []string{"url"}
 	runtimeKeys    = []string{"approvalExpiry", "maxToolCalls"}
 	serveKeys      = []string{"operatorTokenSecret", "approvalWait", "allowedOrigins", "publicURL", "trustedProxies", "oidc", "webhooks"}
@@ -870,6 +870,9 @@ func (d *decoder) store(n *node) {
 		if p, ok := d.nonEmpty(v, `"seed"`); ok && d.noRefs(v, `"seed"`) {
 			d.h.Store.Seed = d.h.ResolvePath(p)
 		}
+	}
+	if v := f["vault"]; v != nil {
+		d.vault(v)
 	}
 }
 

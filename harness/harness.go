@@ -274,6 +274,9 @@ type Store struct {
 	// loads into the store's customer records, replacing records with the
 	// same id, each time it opens the store. "" means none.
 	Seed string
+	// Vault is store.vault, the credential vault's keys, or nil: then
+	// tokens a token endpoint issues are kept in memory only.
+	Vault *Vault
 }
 
 // Engine names the store's engine: "sqlite" or "postgres".

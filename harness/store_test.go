@@ -97,3 +97,31 @@ func TestStorePostgresErrors(t *testing.T) {
 		t.Errorf("password by reference: %s", render(ds))
 	}
 }
+
+// TestStoreVault: store.vault names the key's secret and earlier keys'
+// secrets; a missing keySecret, a key written in place of a name, and an
+// earlier key that is the current one are refused where they are.
+func TestStoreVault(t *testing.T) {
+	h, ds := Parse("h.yaml", []byte("store:\n  vault:\n    keySecret: OPENPLAYBOOK_VAULT_KEY\n    previousKeySecrets: [OLD_KEY]\n"), "/h")
+	if diag.Count(ds, diag.Error) > 0 {
+		t.Fatalf("diagnostics:\n%s", render(ds))
+	}
+	if v := h.Store.Vault; v == nil || v.KeySecret != "OPENPLAYBOOK_VAULT_KEY" || len(v.PreviousKeySecrets) != 1 || v.PreviousKeySecrets[0] != "OLD_KEY" || v.Pos.Pointer != "/store/vault" {
+		t.Fatalf("vault = %+v", h.Store.Vault)
+	}
+	for _, c := range []struct{ src, ptr, rule string }{
+		{"store:\n  vault: {}\n", "/store/vault", RuleRequired},
+		{"store:\n  vault: {keySecret: \"3f9a0c1e-not-a-name\"}\n", "/store/vault/keySecret", RuleName},
+		{"store:\n  vault: {keySecret: K, previousKeySecrets: [K]}\n", "/store/vault/previousKeySecrets/0", RuleValue},
+		{"store:\n  vault: {keySecret: K, key: abc}\n", "/store/vault/key", RuleUnknownKey},
+	} {
+		h, ds := Parse("h.yaml", []byte(c.src), "/h")
+		found := false
+		for _, d := range ds {
+			found = found || (d.Pointer == c.ptr && d.Rule == c.rule && d.Severity == diag.Error)
+		}
+		if !found || (c.rule != RuleUnknownKey && h.Store.Vault != nil) {
+			t.Errorf("%q: want %s at %s; got vault %+v and\n%s", c.src, c.rule, c.ptr, h.Store.Vault, render(ds))
+		}
+	}
+}
