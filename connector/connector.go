@@ -15,6 +15,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/registry"
+	"github.com/openplaybook/openplaybook/vault"
 )
 
 // Provider is one connector.
@@ -80,6 +81,11 @@ type Config struct {
 	TokenURL string
 	// Timeout bounds one call; zero means the provider's default.
 	Timeout time.Duration
+	// Vault, when set, keeps the tokens a token endpoint issues for the
+	// connection (entry "connection:<provider>"), so that every process
+	// on the store uses and refreshes one chain of them; nil keeps them
+	// in memory only (docs/identity.md, "The credential vault").
+	Vault *vault.Vault
 }
 
 // Connection is a provider bound to one credential.

@@ -33,6 +33,7 @@ import (
 	"github.com/openplaybook/openplaybook/registry"
 	"github.com/openplaybook/openplaybook/store"
 	"github.com/openplaybook/openplaybook/store/engine"
+	"github.com/openplaybook/openplaybook/vault"
 )
 
 // Rule ids of the diagnostics a Host itself reports (docs/check.md).
@@ -116,6 +117,9 @@ type Host struct {
 	// connecting (dotenv files, a registry name clash, the store seed),
 	// positioned in the harness file.
 	Diagnostics []diag.Diagnostic
+	// Vault is the store's credential vault with the harness's keys
+	// (store.vault), or nil: without it, issued tokens stay in memory.
+	Vault *vault.Vault
 	// External is the driver of agents bound to driver "mcp" (an
 	// *external.Exchange's Driver, set by a server before runs start);
 	// nil: such steps wait for their agent.
@@ -126,6 +130,7 @@ type Host struct {
 	probed  map[string]error // agent -> result of its driver's one probe
 
 	tempDirs []string // working directories made for servers, removed by Close
+	vaultErr error    // why store.vault cannot be used
 }
 
 // Close ends every MCP session and removes the working directories made
@@ -183,6 +188,7 @@ func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document
 				Message: fmt.Sprintf("the store seed cannot be used: %v", err)})
 		}
 	}
+	h.openVault(o.Store)
 	var builtins map[string]registry.Tool
 	if o.Store != nil {
 		// An engine without the business tables runs no built-in: each
@@ -198,6 +204,10 @@ func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document
 		var tools map[string]registry.Tool
 		if c := hs.Connections[p.Name()]; c != nil {
 			h.Diagnostics = append(h.Diagnostics, unusedSettings(hs.Path, p, c)...)
+			if c.AuthKind == "oauth" && c.Secrets["refreshToken"] != "" && c.Secrets["clientId"] != "" && (hs.Store == nil || hs.Store.Vault == nil) {
+				h.Diagnostics = append(h.Diagnostics, diag.Diagnostic{File: hs.Path, Line: c.Pos.Line, Column: c.Pos.Column, Pointer: c.Pos.Pointer + "/secrets/refreshToken", Severity: diag.Warning, Rule: RuleConnectionVault,
+					Message: fmt.Sprintf("the %s connection's refreshed tokens are kept in memory only: where the provider rotates refresh tokens, the next process presents the bound one again and the provider may revoke the grant; keep them in the credential vault (store.vault, docs/identity.md)", p.Name())})
+			}
 			conn, err := h.open(p, c)
 			if err != nil {
 				h.ConnectionErrs[p.Name()] = err
@@ -352,12 +362,26 @@ func (h *Host) open(p connector.Provider, c *harness.Connection) (connector.Conn
 		}
 		cfg.Secrets[role] = v
 	}
+	if c.AuthKind == "oauth" && cfg.Secrets["clientId"] != "" && cfg.Secrets["clientSecret"] != "" {
+		// Its tokens are issued by a token endpoint: kept in the vault
+		// when the harness has one (a vault that cannot be opened fails
+		// the connection, never falls back to memory).
+		if h.vaultErr != nil {
+			return nil, fmt.Errorf("the %s connection's tokens are kept in the credential vault, which cannot be opened: %v", p.Name(), h.vaultErr)
+		}
+		cfg.Vault = h.Vault
+	}
 	return p.Open(cfg)
 }
 
 // RuleConnectionUnused is the rule id of a connection setting the
 // connector never uses (a warning).
 const RuleConnectionUnused = "preflight-connection-unused"
+
+// RuleConnectionVault is the rule id of an OAuth connection with a refresh
+// token whose refreshed tokens have no credential vault to live in (a
+// warning).
+const RuleConnectionVault = "preflight-connection-vault"
 
 // unusedSettings warns about what a connection binds that its provider's
 // auth kind never uses: a secret role it neither needs nor takes, and a

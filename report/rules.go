@@ -32,6 +32,7 @@ var checkRules = []Rule{
 	{"preflight-secret", "every secret in requires.secrets resolves to a non-empty value"},
 	{"preflight-connection", "every connection in requires.connections is bound in the harness and usable"},
 	{"preflight-connection-unused", "a harness connection binds nothing its connector never uses"},
+	{"preflight-connection-vault", "an OAuth connection's refreshed tokens have a credential vault to live in"},
 	{"preflight-connection-scope", "a harness connection's scopes cover the permissions of the connector tools the document embeds"},
 	{"preflight-mcp-server", "every server in requires.mcpServers is bound in the harness and answers"},
 	{"preflight-mcp-tool", "every name in a server's toolNames is a tool the live server lists"},
@@ -40,7 +41,7 @@ var checkRules = []Rule{
 	{"preflight-transcript", "every step id a transcript records calls for is an agent step of the playbook"},
 	{"preflight-model", "every model binding a step uses reaches its API, which accepts the key and knows the model"},
 	{"preflight-registry", "no two sources of the registry claim the same tool name"},
-	{"preflight-store", "the harness's store seed can be used"},
+	{"preflight-store", "the harness's store seed and credential vault keys can be used"},
 
 	{harness.RuleSyntax, "the harness file is well-formed YAML or JSON"},
 	{harness.RuleLimit, "the harness file is within the size and depth limits"},

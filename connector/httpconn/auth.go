@@ -3,8 +3,10 @@ package httpconn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,19 +15,30 @@ import (
 
 	"github.com/openplaybook/openplaybook/internal/credential"
 	"github.com/openplaybook/openplaybook/internal/redact"
+	"github.com/openplaybook/openplaybook/vault"
 )
 
 // refresher holds an OAuth access token and refreshes it with the
-// refresh token (RFC 6749 section 6) through golang.org/x/oauth2. The
-// refreshed token is kept in memory only.
+// refresh token (RFC 6749 section 6) or the client-credentials grant
+// through golang.org/x/oauth2. With a vault (connector.Config.Vault) the
+// tokens live in the store, sealed: a new process starts from the rotated
+// refresh token the last one stored, and a refresh is single-flight
+// across every process on the store (package vault). Without one they are
+// kept in memory only.
 type refresher struct {
 	cfg    oauth2.Config
 	cc     *clientcredentials.Config // the client-credentials grant instead
 	client *http.Client
 	expiry time.Time
 
-	// issued, when set, is told every token the endpoint issues (the
-	// connection's redactor learns them).
+	// vault and name: where the tokens are kept ("connection:<provider>");
+	// seed fingerprints the harness credential the chain begins from.
+	vault *vault.Vault
+	name  string
+	seed  string
+
+	// issued, when set, is told every token the endpoint issues or the
+	// vault holds (the connection's redactor learns them).
 	issued func(vals ...string)
 
 	mu      sync.Mutex
@@ -43,6 +56,7 @@ func newClientCredentials(tokenURL string, secrets map[string]string, scopes []s
 			Scopes: scopes, AuthStyle: oauth2.AuthStyleInHeader,
 		},
 		client: client,
+		seed:   vault.Fingerprint("client_credentials", tokenURL, secrets["clientId"], secrets["clientSecret"], strings.Join(scopes, " ")),
 	}
 }
 
@@ -55,42 +69,109 @@ func newRefresher(tokenURL string, secrets map[string]string, client *http.Clien
 		},
 		client:  client,
 		refresh: secrets["refreshToken"],
+		seed:    vault.Fingerprint("refresh_token", tokenURL, secrets["clientId"], secrets["refreshToken"]),
 	}
 }
 
-// token returns the access token to send: the bound one until a refresh
-// replaced it; with none bound, it refreshes first.
+// fresh reports whether an access token expiring at expiry may still be
+// sent: one with an expiry is renewed a minute before it.
+func fresh(expiry time.Time) bool {
+	return expiry.IsZero() || time.Until(expiry) >= time.Minute
+}
+
+// token returns the access token to send: the vault's, or the bound one
+// until a refresh replaced it; with none, it refreshes first.
 func (r *refresher) token(ctx context.Context, bound string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.loaded {
 		r.current, r.loaded = bound, true
+		if r.vault != nil {
+			// What another process (or this one before a restart)
+			// stored for this credential comes first.
+			t, _, err := r.vault.Get(ctx, r.name)
+			switch {
+			case errors.Is(err, vault.ErrNotFound):
+			case err != nil:
+				r.loaded = false
+				return "", fmt.Errorf("reading the credential vault: %v", err)
+			case t.Seed == r.seed && t.AccessToken != "" && fresh(t.Expiry):
+				r.use(t)
+			}
+		}
 	}
-	// A token with an expiry is renewed a minute before it.
-	if r.current == "" || (!r.expiry.IsZero() && time.Until(r.expiry) < time.Minute) {
-		if err := r.refreshLocked(ctx); err != nil {
+	if r.current == "" || !fresh(r.expiry) {
+		if err := r.refreshLocked(ctx, ""); err != nil {
 			return "", err
 		}
 	}
 	return r.current, nil
 }
 
-// force refreshes the access token (the provider refused the current one).
-func (r *refresher) force(ctx context.Context) error {
+// force refreshes the access token: the provider refused refused, the
+// one a request carried. When another call (or process) has replaced it
+// meanwhile, the replacement is used and nothing is refreshed.
+func (r *refresher) force(ctx context.Context, refused string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.loaded = true
-	return r.refreshLocked(ctx)
+	if r.current != refused && r.current != "" && fresh(r.expiry) {
+		return nil
+	}
+	return r.refreshLocked(ctx, refused)
 }
 
-func (r *refresher) refreshLocked(ctx context.Context) error {
+// use makes t the token sent from now on.
+func (r *refresher) use(t vault.Token) {
+	if r.issued != nil {
+		r.issued(t.AccessToken, t.RefreshToken)
+	}
+	r.current, r.expiry = t.AccessToken, t.Expiry
+	if t.RefreshToken != "" {
+		r.refresh = t.RefreshToken
+	}
+}
+
+// refreshLocked gets a new access token; refused is the one the provider
+// refused ("" when none was).
+func (r *refresher) refreshLocked(ctx context.Context, refused string) error {
+	if r.vault == nil {
+		t, err := r.fetch(ctx, r.refresh)
+		if err != nil {
+			return err
+		}
+		r.use(t)
+		return nil
+	}
+	usable := func(t vault.Token) bool {
+		return t.AccessToken != "" && t.AccessToken != refused && fresh(t.Expiry)
+	}
+	t, err := r.vault.Refresh(ctx, r.name, r.seed, usable, func(ctx context.Context, cur *vault.Token) (vault.Token, error) {
+		rt := r.refresh // the bound one, or the last this process used
+		if cur != nil && cur.RefreshToken != "" {
+			rt = cur.RefreshToken // the rotated one, stored by whoever refreshed last
+		}
+		return r.fetch(ctx, rt)
+	})
+	if err != nil {
+		return err
+	}
+	r.use(t)
+	return nil
+}
+
+// fetch asks the token endpoint once: the refresh-token grant with rt, or
+// the client-credentials grant.
+func (r *refresher) fetch(ctx context.Context, rt string) (vault.Token, error) {
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, r.client)
 	var tok *oauth2.Token
 	var err error
+	grant := "refresh_token"
 	if r.cc != nil {
+		grant = "client_credentials"
 		tok, err = r.cc.Token(ctx)
 	} else {
-		tok, err = r.cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: r.refresh}).Token()
+		tok, err = r.cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: rt}).Token()
 	}
 	if err != nil {
 		var re *oauth2.RetrieveError
@@ -99,21 +180,27 @@ func (r *refresher) refreshLocked(ctx context.Context) error {
 			if re.ErrorCode != "" {
 				msg += ": " + re.ErrorCode
 			}
-			return errors.New(msg)
+			return vault.Token{}, errors.New(msg)
 		}
-		return errors.New("the token endpoint could not be reached")
+		if ctx.Err() != nil {
+			return vault.Token{}, fmt.Errorf("the token endpoint did not answer in time: %v", ctx.Err())
+		}
+		return vault.Token{}, errors.New("the token endpoint could not be reached")
 	}
 	if tok.AccessToken == "" {
-		return errors.New("the token endpoint answered no access token")
+		return vault.Token{}, errors.New("the token endpoint answered no access token")
 	}
 	if r.issued != nil {
-		r.issued(tok.AccessToken, tok.RefreshToken)
+		r.issued(tok.AccessToken, tok.RefreshToken) // redacted even if it is never stored
 	}
-	r.current, r.expiry = tok.AccessToken, tok.Expiry
-	if tok.RefreshToken != "" {
-		r.refresh = tok.RefreshToken
+	t := vault.Token{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.TokenType, Expiry: tok.Expiry.UTC(), Grant: grant}
+	if t.RefreshToken == "" && grant == "refresh_token" {
+		t.RefreshToken = rt // the endpoint did not rotate it: it stays valid
 	}
-	return nil
+	if sc, ok := tok.Extra("scope").(string); ok && sc != "" {
+		t.Scopes = strings.Fields(sc)
+	}
+	return t, nil
 }
 
 // redactor removes the connection's secret values, the tokens its token

@@ -319,7 +319,7 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 		switch {
 		case ans.status == http.StatusUnauthorized && c.refresh != nil && !refreshed:
 			refreshed = true
-			if err := c.refresh.force(ctx); err != nil {
+			if err := c.refresh.force(ctx, ans.sent); err != nil {
 				return nil, refused(fmt.Errorf("%s: the provider refused the access token (401) and refreshing it failed: %s", t.def.Name, c.redactor(err.Error())))
 			}
 			attempt--
@@ -528,27 +528,38 @@ type answer struct {
 	header http.Header
 	body   []byte
 	tooBig bool
+	// sent is the refreshable access token the request carried ("" when
+	// none): what a 401 refused.
+	sent string
 }
 
 // httpRequest makes b an *http.Request with the credential placed.
 func (c *Connection) httpRequest(ctx context.Context, b *built) (*http.Request, error) {
+	req, _, err := c.authorizedRequest(ctx, b)
+	return req, err
+}
+
+// authorizedRequest is httpRequest that also returns the refreshable
+// access token it placed ("" when none).
+func (c *Connection) authorizedRequest(ctx context.Context, b *built) (*http.Request, string, error) {
 	var body io.Reader
 	if b.body != nil {
 		body = bytes.NewReader(b.body)
 	}
 	req, err := http.NewRequestWithContext(ctx, b.method, b.url, body)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	req.Header = b.header.Clone()
-	if err := c.authorize(ctx, req); err != nil {
-		return nil, &notSent{err}
+	sent, err := c.authorize(ctx, req)
+	if err != nil {
+		return nil, "", &notSent{err}
 	}
-	return req, nil
+	return req, sent, nil
 }
 
 func (c *Connection) send(ctx context.Context, b *built) (*answer, error) {
-	req, err := c.httpRequest(ctx, b)
+	req, sent, err := c.authorizedRequest(ctx, b)
 	if err != nil {
 		return nil, err
 	}
@@ -561,7 +572,7 @@ func (c *Connection) send(ctx context.Context, b *built) (*answer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the answer: %w", err)
 	}
-	a := &answer{status: resp.StatusCode, header: resp.Header, body: data}
+	a := &answer{status: resp.StatusCode, header: resp.Header, body: data, sent: sent}
 	if len(data) > MaxAnswerBytes {
 		a.tooBig, a.body = true, nil
 	}
@@ -569,18 +580,19 @@ func (c *Connection) send(ctx context.Context, b *built) (*answer, error) {
 }
 
 // authorize places the credential on the request per the auth kind.
-func (c *Connection) authorize(ctx context.Context, req *http.Request) error {
+func (c *Connection) authorize(ctx context.Context, req *http.Request) (sent string, err error) {
 	a := c.auth
 	if a.Bearer != "" {
 		tok := c.secrets[a.Bearer]
 		if c.refresh != nil && a.Bearer == "accessToken" {
 			var err error
 			if tok, err = c.refresh.token(ctx, tok); err != nil {
-				return fmt.Errorf("refreshing the OAuth access token: %v", err)
+				return "", fmt.Errorf("refreshing the OAuth access token: %v", err)
 			}
 			if !headerSafe(tok) {
-				return errors.New("the token endpoint issued an access token with control characters")
+				return "", errors.New("the token endpoint issued an access token with control characters")
 			}
+			sent = tok
 		}
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
@@ -596,15 +608,16 @@ func (c *Connection) authorize(ctx context.Context, req *http.Request) error {
 		if c.refresh != nil && role == "accessToken" {
 			var err error
 			if tok, err = c.refresh.token(ctx, tok); err != nil {
-				return fmt.Errorf("refreshing the OAuth access token: %v", err)
+				return "", fmt.Errorf("refreshing the OAuth access token: %v", err)
 			}
 			if !headerSafe(tok) {
-				return errors.New("the token endpoint issued an access token with control characters")
+				return "", errors.New("the token endpoint issued an access token with control characters")
 			}
+			sent = tok
 		}
 		req.Header.Set(h, tok)
 	}
-	return nil
+	return sent, nil
 }
 
 // providerError is a provider's error answer as a message: the status,

@@ -343,6 +343,9 @@ func (p *Provider) open(cfg connector.Config, client *http.Client) (*Connection,
 	}
 	if c.refresh != nil {
 		c.refresh.issued = red.add
+		if cfg.Vault != nil {
+			c.refresh.vault, c.refresh.name = cfg.Vault, "connection:"+p.spec.Provider
+		}
 	}
 	return c, nil
 }

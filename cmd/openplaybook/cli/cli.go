@@ -164,6 +164,7 @@ at a gate).`,
 		c.mcpCommand(),
 		c.agentTokenCommand(),
 		c.storeCommand(),
+		c.authCommand(),
 		c.docsCommand(),
 	)
 	// cobra's completion command (bash, zsh, fish, powershell), added here

@@ -1,0 +1,214 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/spf13/cobra"
+
+	"github.com/openplaybook/openplaybook/host"
+	"github.com/openplaybook/openplaybook/launch"
+	"github.com/openplaybook/openplaybook/store"
+	"github.com/openplaybook/openplaybook/vault"
+)
+
+func (c *CLI) authCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                   "auth COMMAND",
+		DisableFlagsInUseLine: true,
+		Short:                 "List, revoke and rekey the OAuth tokens in the credential vault",
+		Long: `Auth manages the credential vault (the harness's store.vault): the OAuth
+access and refresh tokens that token endpoints issued for the harness's
+connections, sealed in the store (docs/identity.md, "The credential
+vault"). No command prints a token.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.SetOut(c.stderr())
+			_ = cmd.Help()
+			return &exitError{code: ExitUsage}
+		},
+	}
+	cmd.AddCommand(c.authListCommand(), c.authRevokeCommand(), c.authRekeyCommand())
+	return cmd
+}
+
+// openVault loads the harness, opens its store and the vault in it.
+func (c *CLI) openVault(harnessPath string) (*vault.Vault, store.Store, error) {
+	lh, err := launch.Load(harnessPath)
+	if err != nil {
+		return nil, nil, ioError(fmt.Errorf("reading the harness: %w", err))
+	}
+	for _, d := range lh.Unusable() {
+		if d.Severity == 2 {
+			return nil, nil, &exitError{code: ExitUsage, err: fmt.Errorf("%s:%d:%d: %s [%s]", d.File, d.Line, d.Column, d.Message, d.Rule)}
+		}
+	}
+	if lh.H.Store == nil || lh.H.Store.Vault == nil {
+		return nil, nil, &exitError{code: ExitUsage, err: fmt.Errorf("the harness %s has no credential vault: add store.vault.keySecret (docs/identity.md, \"The credential vault\")", harnessPath)}
+	}
+	st, err := host.OpenStoreFile(lh.H)
+	if err != nil {
+		return nil, nil, ioError(err)
+	}
+	v, err := host.OpenVault(lh.H, lh.H.SecretResolver(), st)
+	if err != nil {
+		st.Close()
+		return nil, nil, &exitError{code: ExitProblems, err: fmt.Errorf("the credential vault: %v", err)}
+	}
+	return v, st, nil
+}
+
+func (c *CLI) authListCommand() *cobra.Command {
+	var harnessPath string
+	format := newChoice("text", []string{"text", "json"})
+	cmd := &cobra.Command{
+		Use:                   "list [--harness FILE] [--format text|json]",
+		DisableFlagsInUseLine: true,
+		Short:                 "List the vault's entries (never their tokens)",
+		Long: `List prints each entry of the credential vault: its name
+(connection:<provider> or mcp:<server>), the grant it began with, when its
+access token expires, whether it holds a refresh token, the scopes granted,
+when it was written and the id of the key that sealed it ("old key" when
+that is one of store.vault.previousKeySecrets: run auth rekey). An entry
+that does not open says why. Tokens are never printed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, st, err := c.openVault(harnessPath)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			list, err := v.List(ctxOf(cmd))
+			if err != nil {
+				return &exitError{code: ExitProblems, err: fmt.Errorf("auth list: %v", err)}
+			}
+			if format.value == "json" {
+				type row struct {
+					Name       string    `json:"name"`
+					Grant      string    `json:"grant,omitempty"`
+					Expires    time.Time `json:"expires,omitzero"`
+					Refresh    bool      `json:"refreshToken"`
+					Scopes     []string  `json:"scopes,omitempty"`
+					Issued     time.Time `json:"issued,omitzero"`
+					Updated    time.Time `json:"updated"`
+					Version    int64     `json:"version"`
+					KeyID      string    `json:"keyId"`
+					CurrentKey bool      `json:"currentKey"`
+					Error      string    `json:"error,omitempty"`
+				}
+				rows := []row{}
+				for _, e := range list {
+					r := row{Name: e.Name, Grant: e.Grant, Expires: e.Expiry, Refresh: e.HasRefresh, Scopes: e.Scopes, Issued: e.Issued, Updated: e.Updated, Version: e.Version, KeyID: e.KeyID, CurrentKey: e.Current}
+					if e.Err != nil {
+						r.Error = e.Err.Error()
+					}
+					rows = append(rows, r)
+				}
+				b, _ := json.Marshal(rows)
+				fmt.Fprintln(c.stdout(), string(b))
+				return nil
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(c.stdout(), "the credential vault is empty")
+				return nil
+			}
+			w := tabwriter.NewWriter(c.stdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tGRANT\tEXPIRES\tREFRESH\tSCOPES\tUPDATED\tKEY")
+			for _, e := range list {
+				key := e.KeyID
+				if !e.Current {
+					key += " (old key)"
+				}
+				if e.Err != nil {
+					fmt.Fprintf(w, "%s\t-\t-\t-\t-\t%s\t%s: %v\n", e.Name, e.Updated.UTC().Format(time.RFC3339), key, e.Err)
+					continue
+				}
+				exp := "-"
+				if !e.Expiry.IsZero() {
+					exp = e.Expiry.UTC().Format(time.RFC3339)
+				}
+				refresh := "no"
+				if e.HasRefresh {
+					refresh = "yes"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, e.Grant, exp, refresh, strings.Join(e.Scopes, " "), e.Updated.UTC().Format(time.RFC3339), key)
+			}
+			return w.Flush()
+		},
+	}
+	optionalHarnessFlag(cmd, &harnessPath, "the harness whose store and store.vault to read"+harnessFlagUsage)
+	formatFlag(cmd, format, "output format: text or json")
+	return cmd
+}
+
+func (c *CLI) authRevokeCommand() *cobra.Command {
+	var harnessPath string
+	cmd := &cobra.Command{
+		Use:                   "revoke [--harness FILE] NAME",
+		DisableFlagsInUseLine: true,
+		Short:                 "Remove an entry from the vault",
+		Long: `Revoke removes the vault entry NAME (as auth list prints it, such as
+connection:github): every process on the store stops using its tokens and
+starts again from the credential the harness binds. It does not tell the
+provider: revoke the grant there too (its settings page, or its RFC 7009
+revocation endpoint) when the tokens may have leaked.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, st, err := c.openVault(harnessPath)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if err := v.Delete(ctxOf(cmd), args[0]); err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					return &exitError{code: ExitProblems, err: fmt.Errorf("auth revoke: the vault has no entry %q (openplaybook auth list names them)", args[0])}
+				}
+				return &exitError{code: ExitProblems, err: fmt.Errorf("auth revoke: %v", err)}
+			}
+			fmt.Fprintf(c.stdout(), "removed %s from the credential vault\n", args[0])
+			return nil
+		},
+	}
+	optionalHarnessFlag(cmd, &harnessPath, "the harness whose store and store.vault to use"+harnessFlagUsage)
+	return cmd
+}
+
+func (c *CLI) authRekeyCommand() *cobra.Command {
+	var harnessPath string
+	cmd := &cobra.Command{
+		Use:                   "rekey [--harness FILE]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Seal every vault entry with the current key",
+		Long: `Rekey seals again, with the key of store.vault.keySecret, every entry
+that a key of store.vault.previousKeySecrets sealed: the last step of a key
+rotation (docs/identity.md), after which the old key's secret can be
+removed. An entry that no given key opens stops it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, st, err := c.openVault(harnessPath)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			n, err := v.Rekey(ctxOf(cmd))
+			if err != nil {
+				return &exitError{code: ExitProblems, err: fmt.Errorf("auth rekey: %v (%s resealed before it)", err, entries(n))}
+			}
+			fmt.Fprintf(c.stdout(), "resealed %s with the current key\n", entries(n))
+			return nil
+		},
+	}
+	optionalHarnessFlag(cmd, &harnessPath, "the harness whose store and store.vault to use"+harnessFlagUsage)
+	return cmd
+}
+
+func entries(n int) string {
+	if n == 1 {
+		return "1 entry"
+	}
+	return fmt.Sprintf("%d entries", n)
+}
