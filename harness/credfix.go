@@ -119,7 +119,7 @@ func credentialFix(ptr, v string) string {
 	case placeName:
 		return nameFix(name)
 	}
-	return "the harness file never holds credentials, and no secret is expanded here: remove the value (and revoke it); ${secret:NAME} is expanded only in an MCP server's args, env, url and headers and in agent settings, and a connection names its secrets under \"secrets\""
+	return "the harness file never holds credentials, and no secret is expanded here: remove the value (and revoke it); ${secret:NAME} is expanded only in an MCP server's args, env, url, headers and oauth client and in agent settings, and a connection names its secrets under \"secrets\""
 }
 
 // agentKeySetting reports whether ptr is an agent's own setting whose

@@ -52,7 +52,7 @@ var (
 	topKeys        = []string{"$schema", "mcpServers", "connections", "secrets", "agents", "store", "runtime", "serve", "policy"}
 	policyKeys     = []string{"rules"}
 	ruleKeys       = []string{"name", "tools", "riskClasses", "steps", "connectors", "gates", "when", "effect", "reason", "deciders", "approvals", "selfApproval"}
-	serverKeys     = []string{"command", "args", "env", "cwd", "url", "headers", "timeout", "toolsCheck", "callTimeout"}
+	serverKeys     = []string{"command", "args", "env", "cwd", "url", "headers", "oauth", "timeout", "toolsCheck", "callTimeout"}
 	connectionKeys = []string{"authKind", "secrets", "scopes", "baseURL", "tokenURL", "callTimeout"}
 	secretsKeys    = []string{"env", "prefix", "dotenv", "declare"}
 	declKeys       = []string{"mcpServers", "connections", "agents"} // in the order of destinationKinds
@@ -190,7 +190,7 @@ func (d *decoder) nonEmpty(n *node, label string) (string, bool) {
 // expanded.
 func (d *decoder) noRefs(n *node, label string) bool {
 	if strings.Contains(n.text, "${") {
-		d.errN(n, RuleSecretRef, "%s is used as written: ${secret:NAME} is expanded only in an MCP server's args, env, url and headers and in agent settings", label)
+		d.errN(n, RuleSecretRef, "%s is used as written: ${secret:NAME} is expanded only in an MCP server's args, env, url, headers and oauth client and in agent settings", label)
 		return false
 	}
 	return true
@@ -420,6 +420,13 @@ func (d *decoder) mcpServer(m member) *MCPServer {
 	}
 	if v := f["headers"]; v != nil && stdio && urlN == nil {
 		d.errN(v, RuleTransport, "\"headers\" is for HTTP servers (with \"url\"); %s is a stdio server (\"command\")", where)
+	}
+	if v := f["oauth"]; v != nil {
+		if stdio && urlN == nil {
+			d.errN(v, RuleTransport, "\"oauth\" is for HTTP servers (with \"url\"); %s is a stdio server (\"command\")", where)
+		} else {
+			s.OAuth = d.serverOAuth(v)
+		}
 	}
 
 	if cmdN != nil {

@@ -143,6 +143,9 @@ type MCPServer struct {
 	// Authorization: "Bearer ${secret:ACME_MCP_TOKEN}"). Never nil for an
 	// HTTP server.
 	Headers map[string]string
+	// OAuth, for an HTTP server, is the client it authorizes as with
+	// OAuth 2.0 client credentials, or nil.
+	OAuth *ServerOAuth
 
 	// Timeout bounds start-up (or connection) plus the initial tool
 	// listing. Default [DefaultTimeout].

@@ -351,5 +351,15 @@ func (s *MCPServer) Expand(sec *Secrets) (*MCPServer, error) {
 			}
 		}
 	}
+	if s.OAuth != nil {
+		o := *s.OAuth
+		if o.ClientID, err = expand(s.OAuth.ClientID); err != nil {
+			return nil, wrap("oauth clientId", err)
+		}
+		if o.ClientSecret, err = expand(s.OAuth.ClientSecret); err != nil {
+			return nil, wrap("oauth clientSecret", err)
+		}
+		out.OAuth = &o
+	}
 	return &out, nil
 }

@@ -125,3 +125,45 @@ func TestStoreVault(t *testing.T) {
 		}
 	}
 }
+
+// TestServerOAuth: mcpServers.<name>.oauth names the issuer and the
+// client; the secret is a reference bound to the server and expanded with
+// the others; a literal secret, a stdio server, a missing field and an
+// issuer that is no http URL are refused where they are.
+func TestServerOAuth(t *testing.T) {
+	src := "mcpServers:\n  ledger:\n    url: https://mcp.example.com/mcp\n    oauth:\n      issuer: https://auth.example.com/\n      clientId: openplaybook\n      clientSecret: \"${secret:LEDGER_CLIENT_SECRET}\"\n"
+	h, ds := Parse("h.yaml", []byte(src), "/h")
+	if diag.Count(ds, diag.Error) > 0 {
+		t.Fatalf("diagnostics:\n%s", render(ds))
+	}
+	o := h.MCPServers["ledger"].OAuth
+	if o == nil || o.Issuer != "https://auth.example.com/" || o.ClientID != "openplaybook" || o.ClientSecret != "${secret:LEDGER_CLIENT_SECRET}" || o.Pos.Pointer != "/mcpServers/ledger/oauth" {
+		t.Fatalf("oauth = %+v", o)
+	}
+	sec := NewSecrets(h.Secrets, &SecretsOptions{LookupEnv: func(k string) (string, bool) {
+		return "client-secret-value-0123456789", k == "LEDGER_CLIENT_SECRET"
+	}})
+	x, err := h.MCPServers["ledger"].Expand(sec)
+	if err != nil || x.OAuth.ClientSecret != "client-secret-value-0123456789" || h.MCPServers["ledger"].OAuth.ClientSecret != "${secret:LEDGER_CLIENT_SECRET}" {
+		t.Fatalf("Expand: %+v %v", x.OAuth, err)
+	}
+	if r := sec.Redact("token request with client-secret-value-0123456789"); strings.Contains(r, "client-secret-value") {
+		t.Errorf("the client secret is not redacted: %q", r)
+	}
+	for _, c := range []struct{ src, ptr, rule string }{
+		{"mcpServers:\n  l:\n    url: https://m.example/mcp\n    oauth: {issuer: https://a.example, clientId: c, clientSecret: hunter2-literal-secret}\n", "/mcpServers/l/oauth/clientSecret", RuleCredential},
+		{"mcpServers:\n  l:\n    command: srv\n    oauth: {issuer: https://a.example, clientId: c, clientSecret: \"${secret:S}\"}\n", "/mcpServers/l/oauth", RuleTransport},
+		{"mcpServers:\n  l:\n    url: https://m.example/mcp\n    oauth: {issuer: https://a.example, clientSecret: \"${secret:S}\"}\n", "/mcpServers/l/oauth", RuleRequired},
+		{"mcpServers:\n  l:\n    url: https://m.example/mcp\n    oauth: {issuer: \"ftp://a.example\", clientId: c, clientSecret: \"${secret:S}\"}\n", "/mcpServers/l/oauth/issuer", RuleValue},
+		{"mcpServers:\n  l:\n    url: https://m.example/mcp\n    oauth: {issuer: \"${secret:ISS}\", clientId: c, clientSecret: \"${secret:S}\"}\n", "/mcpServers/l/oauth/issuer", RuleSecretRef},
+	} {
+		h, ds := Parse("h.yaml", []byte(c.src), "/h")
+		found := false
+		for _, d := range ds {
+			found = found || (d.Pointer == c.ptr && d.Rule == c.rule && d.Severity == diag.Error)
+		}
+		if s := h.MCPServers["l"]; !found || (s != nil && s.OAuth != nil) {
+			t.Errorf("%q: want %s at %s; got\n%s", c.src, c.rule, c.ptr, render(ds))
+		}
+	}
+}

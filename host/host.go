@@ -264,6 +264,7 @@ func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document
 			Name: name, Command: expanded.Command, Args: expanded.Args, Env: expanded.Env, Dir: dir,
 			URL: expanded.URL, Headers: expanded.Headers, Timeout: expanded.Timeout, Secrets: secretValues,
 			ToolsCheck: mcphost.ToolsCheck(expanded.ToolsCheck), CallTimeout: expanded.CallTimeout,
+			OAuth: oauthClient(expanded.OAuth),
 		})
 	}
 	for name, res := range mcphost.ConnectAll(ctx, cfgs) {
@@ -280,6 +281,14 @@ func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document
 		}
 	}
 	return h
+}
+
+// oauthClient is an MCP server's harness oauth, expanded, for mcphost.
+func oauthClient(o *harness.ServerOAuth) *mcphost.OAuthClient {
+	if o == nil {
+		return nil
+	}
+	return &mcphost.OAuthClient{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret}
 }
 
 // Offline is the host of a harness that must not be used to contact

@@ -69,11 +69,27 @@ type ServerConfig struct {
 	// the moment between a change and its announcement reaching us.
 	ToolsCheck ToolsCheck
 
+	// OAuth, for an HTTP server, is the OAuth 2.0 client it authorizes as
+	// with the client-credentials grant when the server answers 401 or 403
+	// (the MCP authorization spec, through go-sdk's extauth handler), or
+	// nil.
+	OAuth *OAuthClient
+
 	// Secrets are more values to keep out of every error and stderr tail
 	// of this package, besides Env and Headers values: for example
 	// secrets the caller expanded into Args. Values shorter than 6 bytes
 	// are ignored, as for Env.
 	Secrets []string
+}
+
+// OAuthClient is [ServerConfig.OAuth]: a client registered at Issuer.
+// Discovery (the server's protected resource metadata, RFC 9728, then the
+// authorization server's metadata, RFC 8414) must arrive at Issuer, or the
+// secret is sent nowhere; the token request is RFC 6749 section 4.4.
+type OAuthClient struct {
+	Issuer       string
+	ClientID     string
+	ClientSecret string
 }
 
 // ToolsCheck is [ServerConfig.ToolsCheck].
@@ -202,6 +218,9 @@ func (c *ServerConfig) secrets() []string {
 	}
 	for _, v := range c.Secrets {
 		add(v)
+	}
+	if c.OAuth != nil {
+		add(c.OAuth.ClientSecret)
 	}
 	for _, v := range c.Headers {
 		add(v)

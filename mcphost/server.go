@@ -110,7 +110,13 @@ func Connect(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			return nil, s.newError("config", err.Error(), err)
 		}
 		s.httpT = base
-		transport = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client}
+		st := &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client}
+		if cfg.OAuth != nil {
+			if st.OAuthHandler, err = oauthHandler(cfg.OAuth); err != nil {
+				return nil, s.newError("config", err.Error(), err)
+			}
+		}
+		transport = st
 	}
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "openplaybook", Version: clientVersion()}, &mcp.ClientOptions{
