@@ -1,6 +1,25 @@
 package harness
 
-import "strings"
+import (
+	"net"
+	"net/url"
+	"strings"
+)
+
+// loopbackURL reports whether s is http://127.0.0.1:PORT/..., http://[::1]:PORT/...
+// or http://localhost:PORT/... without user, query or fragment.
+func loopbackURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "http" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Port() == "" {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
 
 // ServerOAuth is mcpServers.<name>.oauth: the OAuth 2.0 client an HTTP MCP
 // server's authorization server registered for the runtime, used with the
@@ -18,10 +37,18 @@ type ServerOAuth struct {
 	// [MCPServer.Expand]. ClientSecret is never literal text.
 	ClientID     string
 	ClientSecret string
-	Pos          Pos
+	// Grant is "client_credentials" (the default) or
+	// "authorization_code": a person consents once with `openplaybook
+	// auth login SERVER` and the tokens live in the credential vault.
+	Grant string
+	// RedirectURL, for authorization_code, is the loopback URL
+	// (http://127.0.0.1:PORT/PATH or http://localhost:PORT/PATH) auth
+	// login listens on, registered at the authorization server.
+	RedirectURL string
+	Pos         Pos
 }
 
-var serverOAuthKeys = []string{"issuer", "clientId", "clientSecret"}
+var serverOAuthKeys = []string{"issuer", "clientId", "clientSecret", "grant", "redirectUrl"}
 
 func (d *decoder) serverOAuth(n *node) *ServerOAuth {
 	if !d.want(n, kMap, `"oauth"`) {
@@ -30,9 +57,37 @@ func (d *decoder) serverOAuth(n *node) *ServerOAuth {
 	f := d.fields(n, `"oauth"`, serverOAuthKeys)
 	o := &ServerOAuth{Pos: pos(n)}
 	ok := true
-	for _, k := range serverOAuthKeys {
+	o.Grant = "client_credentials"
+	if v := f["grant"]; v != nil {
+		if g, good := d.str(v, `"grant"`); good && (g == "client_credentials" || g == "authorization_code") {
+			o.Grant = g
+		} else {
+			if good {
+				d.errN(v, RuleValue, "\"grant\" is %q; it is client_credentials (a headless client) or authorization_code (a person consents once with openplaybook auth login)", clip(g))
+			}
+			ok = false
+		}
+	}
+	need := []string{"issuer", "clientId", "clientSecret"}
+	if o.Grant == "authorization_code" {
+		need = []string{"issuer", "clientId", "redirectUrl"}
+	} else if v := f["redirectUrl"]; v != nil {
+		d.errN(v, RuleValue, "\"redirectUrl\" is for grant authorization_code; client credentials redirect nowhere")
+		ok = false
+	}
+	for _, k := range need {
 		if f[k] == nil {
-			d.errN(n, RuleRequired, "\"oauth\" needs %q (it has issuer, clientId and clientSecret: the client the server's authorization server registered)", k)
+			d.errN(n, RuleRequired, "\"oauth\" with grant %s needs %q (%s: the client the server's authorization server registered)", o.Grant, k, strings.Join(need, ", "))
+			ok = false
+		}
+	}
+	if v := f["redirectUrl"]; v != nil && o.Grant == "authorization_code" {
+		if u, good := d.nonEmpty(v, `"redirectUrl"`); good && d.noRefs(v, `"redirectUrl"`) && loopbackURL(u) {
+			o.RedirectURL = u
+		} else {
+			if good {
+				d.errN(v, RuleValue, "\"redirectUrl\" must be a loopback http URL with a port, such as http://127.0.0.1:8976/callback (auth login listens there; RFC 8252 section 7.3)")
+			}
 			ok = false
 		}
 	}

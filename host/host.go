@@ -129,8 +129,9 @@ type Host struct {
 	checked map[string]error // provider -> result of its one preflight request
 	probed  map[string]error // agent -> result of its driver's one probe
 
-	tempDirs []string // working directories made for servers, removed by Close
-	vaultErr error    // why store.vault cannot be used
+	tempDirs []string    // working directories made for servers, removed by Close
+	vaultErr error       // why store.vault cannot be used
+	ownStore store.Store // the store opened for the vault, closed by Close
 }
 
 // Close ends every MCP session and removes the working directories made
@@ -143,6 +144,10 @@ func (h *Host) Close() {
 		os.RemoveAll(d)
 	}
 	h.tempDirs = nil
+	if h.ownStore != nil {
+		h.ownStore.Close()
+		h.ownStore = nil
+	}
 }
 
 // sameDir reports whether a and b name one directory (symbolic links
@@ -264,7 +269,7 @@ func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document
 			Name: name, Command: expanded.Command, Args: expanded.Args, Env: expanded.Env, Dir: dir,
 			URL: expanded.URL, Headers: expanded.Headers, Timeout: expanded.Timeout, Secrets: secretValues,
 			ToolsCheck: mcphost.ToolsCheck(expanded.ToolsCheck), CallTimeout: expanded.CallTimeout,
-			OAuth: oauthClient(expanded.OAuth),
+			OAuth: h.oauthClient(expanded.OAuth),
 		})
 	}
 	for name, res := range mcphost.ConnectAll(ctx, cfgs) {
@@ -284,11 +289,17 @@ func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document
 }
 
 // oauthClient is an MCP server's harness oauth, expanded, for mcphost.
-func oauthClient(o *harness.ServerOAuth) *mcphost.OAuthClient {
+func (h *Host) oauthClient(o *harness.ServerOAuth) *mcphost.OAuthClient {
 	if o == nil {
 		return nil
 	}
-	return &mcphost.OAuthClient{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret}
+	return OAuthClient(o, h.Vault)
+}
+
+// OAuthClient is the mcphost client of an MCP server's expanded harness
+// oauth, its tokens kept in v (authorization_code).
+func OAuthClient(o *harness.ServerOAuth, v *vault.Vault) *mcphost.OAuthClient {
+	return &mcphost.OAuthClient{Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Grant: o.Grant, RedirectURL: o.RedirectURL, Vault: v}
 }
 
 // Offline is the host of a harness that must not be used to contact

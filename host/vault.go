@@ -59,8 +59,9 @@ func OpenVault(hs *harness.Harness, sec *harness.Secrets, st store.Store) (*vaul
 	return vault.New(sv, cur, prev...), nil
 }
 
-// openVault sets h.Vault (with a store) and reports the vault's key
-// problems as diagnostics at store.vault (also without one: check).
+// openVault sets h.Vault over st (nil: the harness's store, opened here
+// and closed by Close) and reports the vault's problems as diagnostics at
+// store.vault.
 func (h *Host) openVault(st store.Store) {
 	hs := h.Harness
 	if hs.Store == nil || hs.Store.Vault == nil {
@@ -74,7 +75,18 @@ func (h *Host) openVault(st store.Store) {
 		return
 	}
 	if st == nil {
-		return
+		// Without the caller's store (check, explain, registry), the
+		// vault's own: a token refreshed by a preflight must be stored
+		// like any other, or a rotated refresh token is lost.
+		own, err := OpenStoreFile(hs)
+		if err != nil {
+			h.vaultErr = fmt.Errorf("opening the store that holds it: %v", err)
+			p := hs.Store.Vault.Pos
+			h.Diagnostics = append(h.Diagnostics, diag.Diagnostic{File: hs.Path, Line: p.Line, Column: p.Column, Pointer: p.Pointer, Severity: diag.Error, Rule: RuleStore,
+				Message: fmt.Sprintf("the credential vault cannot be opened: %v", h.vaultErr)})
+			return
+		}
+		h.ownStore, st = own, own
 	}
 	v, err := OpenVault(hs, h.Secrets, st)
 	if err != nil {

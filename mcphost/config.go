@@ -82,16 +82,6 @@ type ServerConfig struct {
 	Secrets []string
 }
 
-// OAuthClient is [ServerConfig.OAuth]: a client registered at Issuer.
-// Discovery (the server's protected resource metadata, RFC 9728, then the
-// authorization server's metadata, RFC 8414) must arrive at Issuer, or the
-// secret is sent nowhere; the token request is RFC 6749 section 4.4.
-type OAuthClient struct {
-	Issuer       string
-	ClientID     string
-	ClientSecret string
-}
-
 // ToolsCheck is [ServerConfig.ToolsCheck].
 type ToolsCheck string
 

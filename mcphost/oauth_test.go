@@ -9,70 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coreos/go-oidc/v3/oidc"
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
-
 	"github.com/openplaybook/openplaybook/internal/hydratest"
 	"github.com/openplaybook/openplaybook/mcphost"
 )
-
-// oauthServer is a streamable HTTP MCP server that is an OAuth protected
-// resource (the MCP authorization spec): its protected resource metadata
-// (RFC 9728) names authServer, and every request needs a JWT access token
-// that issuer's keys verify, issued to clientID. It counts the calls of
-// its one tool that ran, and the requests it refused.
-type oauthServer struct {
-	url      string
-	calls    atomic.Int64
-	refused  atomic.Int64
-	verified atomic.Int64
-}
-
-func newOAuthServer(t *testing.T, issuer, authServer, clientID string) *oauthServer {
-	t.Helper()
-	o := &oauthServer{}
-	srv := newSDKServer(nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "append", Description: "Appends a line.", InputSchema: objectSchema}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
-		o.calls.Add(1)
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "appended"}}}, nil, nil
-	})
-	ctx := context.Background()
-	provider, err := oidc.NewProvider(ctx, issuer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	verifier := provider.Verifier(&oidc.Config{SkipClientIDCheck: true})
-	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		tok, err := verifier.Verify(ctx, token)
-		if err != nil {
-			return nil, auth.ErrInvalidToken
-		}
-		var claims struct {
-			ClientID string `json:"client_id"`
-		}
-		if tok.Claims(&claims) != nil || claims.ClientID != clientID {
-			return nil, auth.ErrInvalidToken
-		}
-		o.verified.Add(1)
-		return &auth.TokenInfo{Expiration: tok.Expiry, UserID: tok.Subject}, nil
-	}
-	mux := http.NewServeMux()
-	ts := httptest.NewServer(mux)
-	t.Cleanup(ts.Close)
-	o.url = ts.URL + "/mcp"
-	prm := "/.well-known/oauth-protected-resource/mcp"
-	mux.Handle(prm, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{Resource: o.url, AuthorizationServers: []string{authServer}}))
-	protected := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: ts.URL + prm})(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") == "" {
-			o.refused.Add(1)
-		}
-		protected.ServeHTTP(w, r)
-	}))
-	return o
-}
 
 // TestOAuthClientCredentialsServer: an MCP server behind OAuth is bound
 // with client credentials registered at Hydra: the runtime finds the
@@ -85,11 +24,11 @@ func TestOAuthClientCredentialsServer(t *testing.T) {
 	hy := hydratest.Start(t)
 	const secret = "mcp-client-secret-0123456789abcdef"
 	hy.CreateClient(hydratest.Client{ID: "openplaybook-mcp", Secret: secret, GrantTypes: []string{"client_credentials"}, ResponseTypes: []string{"token"}, AuthMethod: "client_secret_post"})
-	o := newOAuthServer(t, hy.Issuer, hy.Issuer, "openplaybook-mcp")
+	o := hydratest.NewProtectedMCP(t, hy.Issuer, hy.Issuer, "openplaybook-mcp")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cfg := mcphost.ServerConfig{Name: "ledger", URL: o.url, Timeout: 30 * time.Second,
+	cfg := mcphost.ServerConfig{Name: "ledger", URL: o.URL, Timeout: 30 * time.Second,
 		OAuth: &mcphost.OAuthClient{Issuer: hy.Issuer, ClientID: "openplaybook-mcp", ClientSecret: secret}}
 	s, err := mcphost.Connect(ctx, cfg)
 	if err != nil {
@@ -106,8 +45,8 @@ func TestOAuthClientCredentialsServer(t *testing.T) {
 	if _, err := s.Call(ctx, "append", map[string]any{"line": "x"}); err != nil {
 		t.Fatalf("call: %v", err)
 	}
-	if o.calls.Load() != 1 || o.refused.Load() == 0 || o.verified.Load() == 0 {
-		t.Fatalf("at the server: %d calls, %d refused without a token, %d verified; want 1 call after a 401", o.calls.Load(), o.refused.Load(), o.verified.Load())
+	if o.Calls.Load() != 1 || o.Refused.Load() == 0 || o.Verified.Load() == 0 {
+		t.Fatalf("at the server: %d calls, %d refused without a token, %d verified; want 1 call after a 401", o.Calls.Load(), o.Refused.Load(), o.Verified.Load())
 	}
 
 	// A wrong secret: Hydra refuses it; nothing is connected, and the
@@ -139,9 +78,9 @@ func TestOAuthClientCredentialsServer(t *testing.T) {
 		w.WriteHeader(http.StatusBadRequest)
 	}))
 	defer evil.Close()
-	lure := newOAuthServer(t, hy.Issuer, evil.URL, "openplaybook-mcp")
+	lure := hydratest.NewProtectedMCP(t, hy.Issuer, evil.URL, "openplaybook-mcp")
 	lured := cfg
-	lured.URL = lure.url
+	lured.URL = lure.URL
 	s2, err := mcphost.Connect(ctx, lured)
 	if err == nil {
 		s2.Close()
@@ -150,7 +89,7 @@ func TestOAuthClientCredentialsServer(t *testing.T) {
 	if !strings.Contains(err.Error(), "does not match pre-registered credentials issuer") {
 		t.Errorf("refused for another reason than the issuer: %v", err)
 	}
-	if stolen.Load() != 0 || lure.calls.Load() != 0 {
+	if stolen.Load() != 0 || lure.Calls.Load() != 0 {
 		t.Fatalf("the other authorization server got the client secret %d times", stolen.Load())
 	}
 	if strings.Contains(err.Error(), secret) {

@@ -112,7 +112,7 @@ func Connect(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		s.httpT = base
 		st := &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client}
 		if cfg.OAuth != nil {
-			if st.OAuthHandler, err = oauthHandler(cfg.OAuth); err != nil {
+			if st.OAuthHandler, err = oauthHandler(cfg.Name, cfg.OAuth); err != nil {
 				return nil, s.newError("config", err.Error(), err)
 			}
 		}

@@ -57,6 +57,9 @@ type Token struct {
 	// from (see [Fingerprint]): when the harness binds another one, the
 	// entry is stale and is replaced.
 	Seed string `json:"seed,omitempty"`
+	// TokenURL is the token endpoint that refreshes it, when the holder
+	// learned it by discovery (an MCP server's authorization server).
+	TokenURL string `json:"tokenURL,omitempty"`
 	// Issued is when the token endpoint issued AccessToken, UTC.
 	Issued time.Time `json:"issued,omitzero"`
 }

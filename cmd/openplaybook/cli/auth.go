@@ -1,17 +1,24 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/spf13/cobra"
 
 	"github.com/openplaybook/openplaybook/host"
 	"github.com/openplaybook/openplaybook/launch"
+	"github.com/openplaybook/openplaybook/mcphost"
 	"github.com/openplaybook/openplaybook/store"
 	"github.com/openplaybook/openplaybook/vault"
 )
@@ -20,11 +27,12 @@ func (c *CLI) authCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:                   "auth COMMAND",
 		DisableFlagsInUseLine: true,
-		Short:                 "List, revoke and rekey the OAuth tokens in the credential vault",
+		Short:                 "Log in to MCP servers; list, revoke and rekey the OAuth tokens in the credential vault",
 		Long: `Auth manages the credential vault (the harness's store.vault): the OAuth
 access and refresh tokens that token endpoints issued for the harness's
 connections, sealed in the store (docs/identity.md, "The credential
-vault"). No command prints a token.`,
+vault"), and logs in to MCP servers a person must consent to. No command
+prints a token.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SetOut(c.stderr())
@@ -32,34 +40,40 @@ vault"). No command prints a token.`,
 			return &exitError{code: ExitUsage}
 		},
 	}
-	cmd.AddCommand(c.authListCommand(), c.authRevokeCommand(), c.authRekeyCommand())
+	cmd.AddCommand(c.authLoginCommand(), c.authListCommand(), c.authRevokeCommand(), c.authRekeyCommand())
 	return cmd
 }
 
 // openVault loads the harness, opens its store and the vault in it.
 func (c *CLI) openVault(harnessPath string) (*vault.Vault, store.Store, error) {
+	v, st, _, err := c.openVaultOf(harnessPath)
+	return v, st, err
+}
+
+// openVaultOf is openVault that also returns the harness.
+func (c *CLI) openVaultOf(harnessPath string) (_ *vault.Vault, _ store.Store, _ *launch.Harness, err error) {
 	lh, err := launch.Load(harnessPath)
 	if err != nil {
-		return nil, nil, ioError(fmt.Errorf("reading the harness: %w", err))
+		return nil, nil, nil, ioError(fmt.Errorf("reading the harness: %w", err))
 	}
 	for _, d := range lh.Unusable() {
 		if d.Severity == 2 {
-			return nil, nil, &exitError{code: ExitUsage, err: fmt.Errorf("%s:%d:%d: %s [%s]", d.File, d.Line, d.Column, d.Message, d.Rule)}
+			return nil, nil, nil, &exitError{code: ExitUsage, err: fmt.Errorf("%s:%d:%d: %s [%s]", d.File, d.Line, d.Column, d.Message, d.Rule)}
 		}
 	}
 	if lh.H.Store == nil || lh.H.Store.Vault == nil {
-		return nil, nil, &exitError{code: ExitUsage, err: fmt.Errorf("the harness %s has no credential vault: add store.vault.keySecret (docs/identity.md, \"The credential vault\")", harnessPath)}
+		return nil, nil, nil, &exitError{code: ExitUsage, err: fmt.Errorf("the harness %s has no credential vault: add store.vault.keySecret (docs/identity.md, \"The credential vault\")", harnessPath)}
 	}
 	st, err := host.OpenStoreFile(lh.H)
 	if err != nil {
-		return nil, nil, ioError(err)
+		return nil, nil, nil, ioError(err)
 	}
 	v, err := host.OpenVault(lh.H, lh.H.SecretResolver(), st)
 	if err != nil {
 		st.Close()
-		return nil, nil, &exitError{code: ExitProblems, err: fmt.Errorf("the credential vault: %v", err)}
+		return nil, nil, nil, &exitError{code: ExitProblems, err: fmt.Errorf("the credential vault: %v", err)}
 	}
-	return v, st, nil
+	return v, st, lh, nil
 }
 
 func (c *CLI) authListCommand() *cobra.Command {
@@ -211,4 +225,123 @@ func entries(n int) string {
 		return "1 entry"
 	}
 	return fmt.Sprintf("%d entries", n)
+}
+
+func (c *CLI) authLoginCommand() *cobra.Command {
+	var harnessPath string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:                   "login [--harness FILE] [--timeout DURATION] SERVER",
+		DisableFlagsInUseLine: true,
+		Short:                 "Consent for an MCP server behind OAuth (authorization code with PKCE)",
+		Long: `Login authorizes openplaybook at the MCP server SERVER, whose harness
+binding has oauth with grant authorization_code: it connects, and when
+the server asks for authorization it prints the authorization server's
+URL on standard error for a person to open in a browser, listens on the
+binding's redirectUrl (a loopback address) for the redirect back,
+exchanges the code with its PKCE verifier (RFC 7636) and stores the
+tokens in the credential vault (entry mcp:SERVER), before anything uses
+them. Every process on the store then uses and refreshes them.
+
+The authorization server must be the binding's issuer. Nothing is
+printed of the tokens.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, st, lh, err := c.openVaultOf(harnessPath)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			name := args[0]
+			bound := lh.H.MCPServers[name]
+			if bound == nil || bound.OAuth == nil || bound.OAuth.Grant != mcphost.GrantAuthorizationCode {
+				return &exitError{code: ExitUsage, err: fmt.Errorf("auth login: the harness binds no MCP server %q with oauth grant authorization_code (docs/identity.md, \"MCP servers behind OAuth\")", name)}
+			}
+			expanded, err := bound.Expand(lh.H.SecretResolver())
+			if err != nil {
+				return &exitError{code: ExitProblems, err: fmt.Errorf("auth login: %v", err)}
+			}
+			oc := host.OAuthClient(expanded.OAuth, v)
+			oc.Login = func(ctx context.Context, authURL string) (*auth.AuthorizationResult, error) {
+				return c.loopbackLogin(ctx, name, authURL, expanded.OAuth.RedirectURL)
+			}
+			ctx, cancel := context.WithTimeout(ctxOf(cmd), timeout)
+			defer cancel()
+			s, err := mcphost.Connect(ctx, mcphost.ServerConfig{Name: name, URL: expanded.URL, Headers: expanded.Headers, Timeout: timeout, OAuth: oc})
+			if err != nil {
+				return &exitError{code: ExitProblems, err: fmt.Errorf("auth login: %v", err)}
+			}
+			defer s.Close()
+			tools, err := s.Tools(ctx)
+			if err != nil {
+				return &exitError{code: ExitProblems, err: fmt.Errorf("auth login: listing the tools: %v", err)}
+			}
+			if _, _, err := v.Get(ctx, "mcp:"+name); errors.Is(err, store.ErrNotFound) {
+				fmt.Fprintf(c.stdout(), "MCP server %s asked for no authorization (it lists %s); nothing was stored\n", name, plural(len(tools), "tool"))
+				return nil
+			}
+			fmt.Fprintf(c.stdout(), "logged in to MCP server %s: its tokens are in the credential vault as mcp:%s; it lists %s\n", name, name, plural(len(tools), "tool"))
+			return nil
+		},
+	}
+	optionalHarnessFlag(cmd, &harnessPath, "the harness that binds SERVER"+harnessFlagUsage)
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the person to consent")
+	return cmd
+}
+
+// loopbackLogin shows authURL and waits on redirect (a loopback URL) for
+// the authorization server's redirect back (RFC 8252 section 7.3): one
+// request with code and state, or error.
+func (c *CLI) loopbackLogin(ctx context.Context, server, authURL, redirect string) (*auth.AuthorizationResult, error) {
+	u, err := url.Parse(redirect)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", u.Host)
+	if err != nil {
+		return nil, fmt.Errorf("listening on the redirect URL %s: %v", redirect, err)
+	}
+	type answer struct {
+		res *auth.AuthorizationResult
+		err error
+	}
+	got := make(chan answer, 1)
+	mux := http.NewServeMux()
+	path := u.Path
+	if path == "" {
+		path = "/"
+	}
+	mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		var a answer
+		switch {
+		case q.Get("error") != "":
+			a.err = fmt.Errorf("the authorization server refused: %s", clipLine(q.Get("error")+" "+q.Get("error_description"), 200))
+		case q.Get("code") == "":
+			http.Error(w, "no code", http.StatusBadRequest)
+			return
+		default:
+			a.res = &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if a.err != nil {
+			io.WriteString(w, "openplaybook: the authorization was refused. You may close this window.\n")
+		} else {
+			io.WriteString(w, "openplaybook: authorized. You may close this window.\n")
+		}
+		select {
+		case got <- a:
+		default:
+		}
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	fmt.Fprintf(c.stderr(), "To let openplaybook use MCP server %s, open this URL in a browser and consent:\n\n  %s\n\nWaiting for the redirect to %s ...\n", server, authURL, redirect)
+	select {
+	case a := <-got:
+		return a.res, a.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("no consent arrived in time: %v", ctx.Err())
+	}
 }
