@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -254,7 +255,8 @@ func redactURL(raw string) string {
 // redactor replaces secrets in text.
 type redactor struct {
 	secrets []string
-	url     string // the configured URL, shown as redactURL(url)
+	url     string  // the configured URL, shown as redactURL(url)
+	issued  *issued // OAuth tokens issued for the server since (nil: none)
 }
 
 func (r redactor) redact(s string) string {
@@ -264,7 +266,51 @@ func (r redactor) redact(s string) string {
 	for _, v := range r.secrets {
 		s = strings.ReplaceAll(s, v, "[redacted]")
 	}
+	if r.issued != nil {
+		for _, v := range r.issued.values() {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
 	return s
+}
+
+// redactIssued replaces the issued OAuth tokens only: in a tool's result
+// JSON, a token with a character JSON escapes ('"', '\\', control
+// characters) is not written as is there, so it is left to the escaped
+// form's own check (none: such tokens are not issued in practice).
+func (r redactor) redactIssued(s string) string {
+	if r.issued == nil {
+		return s
+	}
+	for _, v := range r.issued.values() {
+		if !strings.ContainsAny(v, "\"\\") {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
+	return s
+}
+
+// issued is the set of OAuth tokens an authorization server issued for
+// one server (or the vault held), redacted like its configured secrets.
+type issued struct {
+	mu   sync.Mutex
+	vals []string
+}
+
+func (i *issued) add(vals ...string) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for _, v := range vals {
+		if len(v) >= minSecretLen && !slices.Contains(i.vals, v) {
+			i.vals = append(i.vals, v)
+		}
+	}
+}
+
+func (i *issued) values() []string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return slices.Clone(i.vals)
 }
 
 func sortedKeys(m map[string]string) []string {

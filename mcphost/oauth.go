@@ -63,7 +63,7 @@ func noRedirectClient() *http.Client {
 }
 
 // oauthHandler is go-sdk's handler for c's grant, pinned to c.Issuer.
-func oauthHandler(server string, c *OAuthClient) (auth.OAuthHandler, error) {
+func oauthHandler(server string, c *OAuthClient, seen *issued) (auth.OAuthHandler, error) {
 	if c.Issuer == "" || c.ClientID == "" {
 		return nil, errors.New("oauth needs issuer and clientId")
 	}
@@ -84,7 +84,7 @@ func oauthHandler(server string, c *OAuthClient) (auth.OAuthHandler, error) {
 		if err != nil {
 			return nil, fmt.Errorf("oauth: %v", err)
 		}
-		return h, nil
+		return &seenHandler{OAuthHandler: h, seen: seen}, nil
 	case GrantAuthorizationCode:
 	default:
 		return nil, fmt.Errorf("oauth grant %q: want client_credentials or authorization_code", c.Grant)
@@ -92,7 +92,7 @@ func oauthHandler(server string, c *OAuthClient) (auth.OAuthHandler, error) {
 	if c.Vault == nil {
 		return nil, errors.New("oauth with authorization_code keeps its tokens in the credential vault: give the harness store.vault (docs/identity.md)")
 	}
-	vs := &vaultSource{v: c.Vault, name: "mcp:" + server, seed: vault.Fingerprint(GrantAuthorizationCode, c.Issuer, c.ClientID), client: c, hc: hc}
+	vs := &vaultSource{v: c.Vault, name: "mcp:" + server, seed: vault.Fingerprint(GrantAuthorizationCode, c.Issuer, c.ClientID), client: c, hc: hc, seen: seen}
 	pre := &oauthex.ClientCredentials{ClientID: c.ClientID, Issuer: c.Issuer}
 	if c.ClientSecret != "" {
 		pre.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: c.ClientSecret}
@@ -111,6 +111,7 @@ func oauthHandler(server string, c *OAuthClient) (auth.OAuthHandler, error) {
 		Client:                   hc,
 		NewTokenSource: func(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			// The code's tokens are stored before anything uses them.
+			seen.add(tok.AccessToken, tok.RefreshToken)
 			if err := vs.store(ctx, oc.Endpoint.TokenURL, tok); err != nil {
 				return nil, err
 			}
@@ -138,6 +139,8 @@ type vaultSource struct {
 	seed   string
 	client *OAuthClient
 	hc     *http.Client
+
+	seen   *issued // the server's redactor learns every token used
 
 	mu     sync.Mutex
 	cached *oauth2.Token // the last token, while fresh: no store read per request
@@ -197,6 +200,35 @@ func (s *vaultSource) Token() (*oauth2.Token, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.seen.add(t.AccessToken, t.RefreshToken)
 	s.cached = &oauth2.Token{AccessToken: t.AccessToken, TokenType: "Bearer", Expiry: t.Expiry}
 	return s.cached, nil
+}
+
+// seenHandler tells the server's redactor every token its handler's token
+// source gives out.
+type seenHandler struct {
+	auth.OAuthHandler
+	seen *issued
+}
+
+func (h *seenHandler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
+	ts, err := h.OAuthHandler.TokenSource(ctx)
+	if ts == nil || err != nil {
+		return ts, err
+	}
+	return seenSource{ts, h.seen}, nil
+}
+
+type seenSource struct {
+	oauth2.TokenSource
+	seen *issued
+}
+
+func (s seenSource) Token() (*oauth2.Token, error) {
+	t, err := s.TokenSource.Token()
+	if t != nil {
+		s.seen.add(t.AccessToken, t.RefreshToken)
+	}
+	return t, err
 }

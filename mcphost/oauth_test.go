@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/openplaybook/openplaybook/internal/hydratest"
 	"github.com/openplaybook/openplaybook/mcphost"
 )
@@ -39,7 +40,11 @@ func TestOAuthClientCredentialsServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tools) != 1 || tools[0].Definition.Name != "mcp.ledger.append" {
+	byName := map[string]mcphost.Tool{}
+	for _, tl := range tools {
+		byName[tl.Definition.Name] = tl
+	}
+	if len(tools) != 3 || byName["mcp.ledger.append"].Definition.Name == "" {
 		t.Fatalf("tools: %+v", tools)
 	}
 	if _, err := s.Call(ctx, "append", map[string]any{"line": "x"}); err != nil {
@@ -47,6 +52,17 @@ func TestOAuthClientCredentialsServer(t *testing.T) {
 	}
 	if o.Calls.Load() != 1 || o.Refused.Load() == 0 || o.Verified.Load() == 0 {
 		t.Fatalf("at the server: %d calls, %d refused without a token, %d verified; want 1 call after a 401", o.Calls.Load(), o.Refused.Load(), o.Verified.Load())
+	}
+
+	// A server that echoes the token it was sent, in a result or an
+	// error: the issued token is redacted from both.
+	res, err := s.RegistryTool(byName["mcp.ledger.echo"]).Call(ctx, jsontext.Value(`{}`))
+	if err != nil || !strings.Contains(string(res.Content), "you sent Bearer [redacted]") {
+		t.Errorf("echo: %s %v", res.Content, err)
+	}
+	_, err = s.RegistryTool(byName["mcp.ledger.fail"]).Call(ctx, jsontext.Value(`{}`))
+	if err == nil || !strings.Contains(err.Error(), "bad credential Bearer [redacted]") {
+		t.Errorf("fail: %v", err)
 	}
 
 	// A wrong secret: Hydra refuses it; nothing is connected, and the

@@ -75,7 +75,7 @@ func Connect(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s := &Server{
 		name:    cfg.Name,
 		cfg:     cfg,
-		red:     redactor{secrets: cfg.secrets(), url: cfg.URL},
+		red:     redactor{secrets: cfg.secrets(), url: cfg.URL, issued: &issued{}},
 		cap:     &listCapture{},
 		changed: make(chan struct{}),
 		ready:   make(chan struct{}),
@@ -112,7 +112,7 @@ func Connect(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		s.httpT = base
 		st := &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client}
 		if cfg.OAuth != nil {
-			if st.OAuthHandler, err = oauthHandler(cfg.Name, cfg.OAuth); err != nil {
+			if st.OAuthHandler, err = oauthHandler(cfg.Name, cfg.OAuth, s.red.issued); err != nil {
 				return nil, s.newError("config", err.Error(), err)
 			}
 		}

@@ -79,9 +79,14 @@ func (t *liveTool) Call(ctx context.Context, args jsontext.Value) (registry.Resu
 	}
 	if res != nil && res.IsError {
 		// The server answered: the tool ran and failed.
-		return registry.Result{}, registry.Definite(errors.New("the tool reported an error: " + contentText(res.Content)))
+		return registry.Result{}, registry.Definite(errors.New("the tool reported an error: " + t.s.red.redactIssued(contentText(res.Content))))
 	}
 	v, err := ResultJSON(res)
+	if err == nil && t.s.red.issued != nil {
+		// A server that echoes the OAuth token it was sent: the
+		// runtime redacts the harness's secrets, not issued tokens.
+		v = jsontext.Value(t.s.red.redactIssued(string(v)))
+	}
 	return registry.Result{Content: v}, err
 }
 

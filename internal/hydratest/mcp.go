@@ -3,6 +3,7 @@ package hydratest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -18,8 +19,8 @@ import (
 // protected resource per the MCP authorization spec: its protected
 // resource metadata (RFC 9728) names an authorization server, and every
 // request needs a JWT access token that the issuer's keys verify, issued
-// to the client it was made for. Its one tool, "append", counts the calls
-// that ran.
+// to the client it was made for. Its tool "append" counts the calls that
+// ran; "echo" and "fail" quote the Authorization header they were sent.
 type ProtectedMCP struct {
 	// URL is the MCP endpoint.
 	URL string
@@ -38,6 +39,14 @@ func NewProtectedMCP(t testing.TB, issuer, authServer, clientID string) *Protect
 	mcp.AddTool(srv, &mcp.Tool{Name: "append", Description: "Appends a line.", InputSchema: json.RawMessage(`{"type":"object","properties":{"line":{"type":"string"}}}`)}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
 		o.Calls.Add(1)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "appended"}}}, nil, nil
+	})
+	// echo answers with the token it was sent, fail fails with it: a
+	// server that leaks what it got.
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echoes the request's credential.", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you sent " + req.Extra.Header.Get("Authorization")}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "fail", Description: "Fails, quoting the request's credential.", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		return nil, nil, errors.New("bad credential " + req.Extra.Header.Get("Authorization"))
 	})
 	provider, err := oidc.NewProvider(context.Background(), issuer)
 	if err != nil {

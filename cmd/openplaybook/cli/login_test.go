@@ -135,10 +135,18 @@ func TestAuthLoginMCPServer(t *testing.T) {
 		} `json:"mcpServers"`
 	}
 	out, _ := e.cli(ExitOK, "registry", "--format", "json")
-	if err := json.Unmarshal([]byte(out), &reg); err != nil || len(reg.MCPServers) != 1 || len(reg.MCPServers[0].Tools) != 1 {
+	if err := json.Unmarshal([]byte(out), &reg); err != nil || len(reg.MCPServers) != 1 {
 		t.Fatalf("registry: %s (%v)", out, err)
 	}
-	def := reg.MCPServers[0].Tools[0]
+	var def map[string]any
+	for _, tl := range reg.MCPServers[0].Tools {
+		if tl["name"] == "mcp.ledger.append" {
+			def = tl
+		}
+	}
+	if def == nil {
+		t.Fatalf("registry lists no mcp.ledger.append: %s", out)
+	}
 	if def["outputSchema"] == nil {
 		def["outputSchema"] = map[string]any{"type": "object"}
 	}
