@@ -140,7 +140,7 @@ type vaultSource struct {
 	client *OAuthClient
 	hc     *http.Client
 
-	seen   *issued // the server's redactor learns every token used
+	seen *issued // the server's redactor learns every token used
 
 	mu     sync.Mutex
 	cached *oauth2.Token // the last token, while fresh: no store read per request
