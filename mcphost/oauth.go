@@ -181,12 +181,15 @@ func (s *vaultSource) Token() (*oauth2.Token, error) {
 		if cur == nil || cur.RefreshToken == "" || cur.TokenURL == "" {
 			return vault.Token{}, fmt.Errorf("MCP server %q has no usable token in the credential vault: run openplaybook auth login %s", server, server)
 		}
+		// Redacted before it is sent: another process may have rotated
+		// it, and a hostile endpoint may echo it in its error.
+		s.seen.add(cur.RefreshToken)
 		oc := &oauth2.Config{ClientID: s.client.ClientID, ClientSecret: s.client.ClientSecret, Endpoint: oauth2.Endpoint{TokenURL: cur.TokenURL}}
 		tok, err := oc.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, s.hc), &oauth2.Token{RefreshToken: cur.RefreshToken}).Token()
 		if err != nil {
 			var re *oauth2.RetrieveError
 			if errors.As(err, &re) && re.ErrorCode != "" {
-				return vault.Token{}, fmt.Errorf("refreshing the token of MCP server %q: the token endpoint answered %s; run openplaybook auth login %s", server, re.ErrorCode, server)
+				return vault.Token{}, fmt.Errorf("refreshing the token of MCP server %q: the token endpoint answered %s; run openplaybook auth login %s", server, vault.ErrorCode(re.ErrorCode), server)
 			}
 			return vault.Token{}, fmt.Errorf("refreshing the token of MCP server %q: the token endpoint could not be reached", server)
 		}

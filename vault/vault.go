@@ -75,6 +75,24 @@ func Fingerprint(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
+// ErrorCode returns the error code a token endpoint answered (RFC 6749
+// section 5.2), fit to put in a message: the code when it is one (at most
+// 64 of the characters %x20-21 / %x23-5B / %x5D-7E the RFC allows), else
+// a note that it is not. A hostile endpoint's code may otherwise carry
+// control characters, a megabyte of text, or a token it was sent.
+func ErrorCode(code string) string {
+	const max = 64
+	if len(code) > max {
+		return "(an error code too long to show)"
+	}
+	for _, c := range []byte(code) {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return "(an error code with characters RFC 6749 does not allow)"
+		}
+	}
+	return code
+}
+
 // Key is one AES-256-GCM key of the vault, derived from a secret's value.
 type Key struct {
 	id   [8]byte

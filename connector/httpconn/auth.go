@@ -171,6 +171,13 @@ func (r *refresher) fetch(ctx context.Context, rt string) (vault.Token, error) {
 		grant = "client_credentials"
 		tok, err = r.cc.Token(ctx)
 	} else {
+		if r.issued != nil {
+			// Redacted before it is sent: a refresh token read from the
+			// vault (another process rotated it) is one this
+			// connection's redactor has not seen, and a hostile
+			// endpoint may echo it in its error.
+			r.issued(rt)
+		}
 		tok, err = r.cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: rt}).Token()
 	}
 	if err != nil {
@@ -178,7 +185,7 @@ func (r *refresher) fetch(ctx context.Context, rt string) (vault.Token, error) {
 		if errors.As(err, &re) {
 			msg := "the token endpoint answered " + http.StatusText(re.Response.StatusCode)
 			if re.ErrorCode != "" {
-				msg += ": " + re.ErrorCode
+				msg += ": " + vault.ErrorCode(re.ErrorCode)
 			}
 			return vault.Token{}, errors.New(msg)
 		}
