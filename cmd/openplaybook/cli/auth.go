@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/go-json-experiment/json"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -138,7 +140,7 @@ that does not open says why. Tokens are never printed.`,
 					key += " (old key)"
 				}
 				if e.Err != nil {
-					fmt.Fprintf(w, "%s\t-\t-\t-\t-\t%s\t%s: %v\n", e.Name, e.Updated.UTC().Format(time.RFC3339), key, e.Err)
+					fmt.Fprintf(w, "%s\t-\t-\t-\t-\t%s\t%s: %s\n", shown(e.Name), e.Updated.UTC().Format(time.RFC3339), key, shown(e.Err.Error()))
 					continue
 				}
 				exp := "-"
@@ -149,7 +151,11 @@ that does not open says why. Tokens are never printed.`,
 				if e.HasRefresh {
 					refresh = "yes"
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, e.Grant, exp, refresh, strings.Join(e.Scopes, " "), e.Updated.UTC().Format(time.RFC3339), key)
+				scopes := make([]string, len(e.Scopes))
+				for i, sc := range e.Scopes {
+					scopes[i] = shown(sc)
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shown(e.Name), shown(e.Grant), exp, refresh, strings.Join(scopes, " "), e.Updated.UTC().Format(time.RFC3339), key)
 			}
 			return w.Flush()
 		},
@@ -218,6 +224,16 @@ removed. An entry that no given key opens stops it.`,
 	}
 	optionalHarnessFlag(cmd, &harnessPath, "the harness whose store and store.vault to use"+harnessFlagUsage)
 	return cmd
+}
+
+// shown is s as auth list prints it: Go-quoted when it holds anything but
+// printable characters (the scopes a token endpoint said, the names in
+// the store are not to be trusted to be free of terminal escapes).
+func shown(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func entries(n int) string {

@@ -31,6 +31,8 @@ type rotatingGitHub struct {
 	refreshes int
 	issues    int
 	srv       *httptest.Server
+	// scope, when set, is the scope the token endpoint says it granted.
+	scope string
 }
 
 func newRotatingGitHub(t *testing.T) *rotatingGitHub {
@@ -56,6 +58,11 @@ func newRotatingGitHub(t *testing.T) *rotatingGitHub {
 		g.refresh = fmt.Sprintf("ghr_rotated_%d_%s", g.n, strings.Repeat("r", 20))
 		at := fmt.Sprintf("ghu_issued_%d_%s", g.n, strings.Repeat("a", 20))
 		g.valid[at] = true
+		if g.scope != "" {
+			b, _ := json.Marshal(map[string]any{"access_token": at, "refresh_token": g.refresh, "token_type": "bearer", "expires_in": 28800, "scope": g.scope})
+			w.Write(b)
+			return
+		}
 		fmt.Fprintf(w, `{"access_token": %q, "refresh_token": %q, "token_type": "bearer", "expires_in": 28800}`, at, g.refresh)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
