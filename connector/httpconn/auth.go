@@ -201,6 +201,13 @@ func (r *refresher) fetch(ctx context.Context, rt string) (vault.Token, error) {
 		r.issued(tok.AccessToken, tok.RefreshToken) // redacted even if it is never stored
 	}
 	t := vault.Token{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.TokenType, Expiry: tok.Expiry.UTC(), Grant: grant}
+	if !headerSafe(t.AccessToken) {
+		// Never sent (authorize refuses it), and kept as spent: the
+		// next call refreshes, from the refresh token this answer
+		// rotated, instead of every process on the vault refusing it
+		// until it expires (never, when no expiry was said).
+		t.Expiry = time.Now().UTC()
+	}
 	if t.RefreshToken == "" && grant == "refresh_token" {
 		t.RefreshToken = rt // the endpoint did not rotate it: it stays valid
 	}

@@ -97,3 +97,64 @@ func vaultRefreshErrorEcho(t *testing.T, plain bool) {
 		t.Errorf("the error is %d bytes: the token endpoint's error code is not clipped", len(msg))
 	}
 }
+
+// TestVaultUnsendableAccessTokenNotKeptForever: a hostile token endpoint
+// answers one refresh with an access token holding a line break and no
+// expiry (and a rotated refresh token). The connection rightly never
+// sends it; but the vault keeps it as a fresh token, so every later call
+// of every process on the store fails "nothing was sent" and nothing
+// ever refreshes it (no 401 comes back), until an operator runs auth
+// revoke. Before the vault a restart cleared it. The next call should
+// refresh, from the rotated refresh token, and succeed.
+func TestVaultUnsendableAccessTokenNotKeptForever(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		req.ParseForm()
+		mu.Lock()
+		n++
+		first := n == 1
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if first {
+			io.WriteString(w, `{"access_token": "at_bad\r\nX-Injected: 1", "refresh_token": "rt_rotated_0123456789abcdef", "token_type": "Bearer"}`)
+			return
+		}
+		if req.Form.Get("refresh_token") != "rt_rotated_0123456789abcdef" {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error": "invalid_grant"}`)
+			return
+		}
+		io.WriteString(w, `{"access_token": "at_good_0123456789abcdef", "refresh_token": "rt_rotated_0123456789abcdef", "token_type": "Bearer", "expires_in": 3600}`)
+	}))
+	defer tokens.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Header.Get("Authorization") != "Bearer at_good_0123456789abcdef" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		io.WriteString(w, `{"id": "1"}`)
+	}))
+	defer api.Close()
+	r := &rotating{tokens: tokens, api: api}
+	path := filepath.Join(t.TempDir(), "store.db")
+	opens := func() store.Store {
+		st, err := engine.OpenSQLite(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	a := open(t, spec(nil), *r.process(t, opens()))
+	// The first call may fail or refresh again; the token is never sent
+	// (the API would answer 401 and the call fail).
+	call(t, a, "acme.item.get", `{"id": "1"}`)
+	if _, err := call(t, a, "acme.item.get", `{"id": "1"}`); err != nil {
+		t.Errorf("the next call of the same process: %v", err)
+	}
+	b := open(t, spec(nil), *r.process(t, opens()))
+	if _, err := call(t, b, "acme.item.get", `{"id": "1"}`); err != nil {
+		t.Errorf("a new process: %v", err)
+	}
+}
