@@ -113,6 +113,7 @@ func TestStoreVault(t *testing.T) {
 		{"store:\n  vault: {}\n", "/store/vault", RuleRequired},
 		{"store:\n  vault: {keySecret: \"3f9a0c1e-not-a-name\"}\n", "/store/vault/keySecret", RuleName},
 		{"store:\n  vault: {keySecret: K, previousKeySecrets: [K]}\n", "/store/vault/previousKeySecrets/0", RuleValue},
+		{"store:\n  vault: {keySecret: ea0c7bfa91d2c3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6f5a3}\n", "/store/vault/keySecret", RuleCredential},
 		{"store:\n  vault: {keySecret: K, key: abc}\n", "/store/vault/key", RuleUnknownKey},
 	} {
 		h, ds := Parse("h.yaml", []byte(c.src), "/h")
@@ -122,6 +123,9 @@ func TestStoreVault(t *testing.T) {
 		}
 		if !found || (c.rule != RuleUnknownKey && h.Store.Vault != nil) {
 			t.Errorf("%q: want %s at %s; got vault %+v and\n%s", c.src, c.rule, c.ptr, h.Store.Vault, render(ds))
+		}
+		if strings.Contains(render(ds), "ea0c7bfa91d2") {
+			t.Errorf("%q: a diagnostic quotes the pasted key:\n%s", c.src, render(ds))
 		}
 	}
 }

@@ -1,5 +1,7 @@
 package harness
 
+import "strings"
+
 // Vault is store.vault: the key of the credential vault, the part of the
 // store that keeps the OAuth tokens authorization servers issue for the
 // harness's MCP servers and connections, sealed (package vault;
@@ -34,6 +36,14 @@ func (d *decoder) vault(n *node) {
 			d.errN(n, RuleName, "%s must be a secret's name (^[A-Za-z_][A-Za-z0-9_]*$, such as OPENPLAYBOOK_VAULT_KEY), never the key itself", label)
 			return "", false
 		}
+		if looksLikeKey(s) {
+			// A key pasted in place of its secret's name (openssl rand
+			// -hex 32 starts with a letter about a third of the time):
+			// it must never be quoted as a name in a later message.
+			d.flagged[n.ptr] = true
+			d.errN(n, RuleCredential, "%s holds what looks like the key itself, not a secret's name; remove it (and make a new key), put the key in the environment or a dotenv file as OPENPLAYBOOK_VAULT_KEY and write keySecret: OPENPLAYBOOK_VAULT_KEY", label)
+			return "", false
+		}
 		return s, true
 	}
 	ok := true
@@ -62,4 +72,14 @@ func (d *decoder) vault(n *node) {
 	if ok {
 		d.h.Store.Vault = v
 	}
+}
+
+// looksLikeKey reports whether a secret's name is more likely a key: 32
+// or more characters without an underscore, mixing letters and digits
+// (a hex or base64 key; secret names are words joined by underscores).
+func looksLikeKey(s string) bool {
+	if len(s) < 32 || strings.Contains(s, "_") {
+		return false
+	}
+	return strings.ContainsAny(s, "0123456789") && strings.IndexFunc(s, func(r rune) bool { return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' }) >= 0
 }

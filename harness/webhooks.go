@@ -120,6 +120,10 @@ func (d *decoder) webhooks(n *node) {
 				case !envName.MatchString(s):
 					d.errN(v, RuleName, `"signingKeySecret" must be a secret's name (^[A-Za-z_][A-Za-z0-9_]*$, such as OPS_WEBHOOK_KEY), never the key itself`)
 					ok = false
+				case looksLikeKey(s):
+					d.flagged[v.ptr] = true
+					d.errN(v, RuleCredential, `"signingKeySecret" holds what looks like the key itself, not a secret's name; remove it (and make a new key), put the key in the environment or a dotenv file as OPS_WEBHOOK_KEY and write signingKeySecret: OPS_WEBHOOK_KEY`)
+					ok = false
 				case w.Format == "slack":
 					d.errN(v, RuleValue, `a "slack" webhook is not signed (Slack checks nothing on incoming webhooks): remove "signingKeySecret"`)
 					ok = false
