@@ -254,6 +254,10 @@ func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document
 			h.ServerErrs[name] = err
 			continue
 		}
+		if o := expanded.OAuth; o != nil && o.Grant == mcphost.GrantAuthorizationCode && h.vaultErr != nil {
+			h.ServerErrs[name] = fmt.Errorf("MCP server %q keeps its tokens in the credential vault, which cannot be opened: %v", name, h.vaultErr)
+			continue
+		}
 		dir := expanded.Cwd
 		if expanded.Stdio() && hs.Store != nil && hs.Store.SQLite != "" && sameDir(dir, filepath.Dir(hs.Store.SQLite)) {
 			// A server never runs in the store's directory: it runs in

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 	"unicode"
@@ -89,8 +90,9 @@ func (c *CLI) authListCommand() *cobra.Command {
 (connection:<provider> or mcp:<server>), the grant it began with, when its
 access token expires, whether it holds a refresh token, the scopes granted,
 when it was written and the id of the key that sealed it ("old key" when
-that is one of store.vault.previousKeySecrets: run auth rekey). An entry
-that does not open says why. Tokens are never printed.`,
+that is one of store.vault.previousKeySecrets: run auth rekey; "unknown
+key" when the harness gives no key that opens it). An entry that does not
+open says why. Tokens are never printed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, st, err := c.openVault(harnessPath)
@@ -136,7 +138,10 @@ that does not open says why. Tokens are never printed.`,
 			fmt.Fprintln(w, "NAME\tGRANT\tEXPIRES\tREFRESH\tSCOPES\tUPDATED\tKEY")
 			for _, e := range list {
 				key := e.KeyID
-				if !e.Current {
+				switch {
+				case errors.Is(e.Err, vault.ErrUnknownKey):
+					key += " (unknown key)"
+				case !e.Current:
 					key += " (old key)"
 				}
 				if e.Err != nil {
@@ -278,8 +283,24 @@ printed of the tokens.`,
 				return &exitError{code: ExitProblems, err: fmt.Errorf("auth login: %v", err)}
 			}
 			oc := host.OAuthClient(expanded.OAuth, v)
+			// A refusal ends the login: go-sdk may ask again (another
+			// request of the connection), and a person who was refused
+			// once is not sent a second URL to wait on.
+			var (
+				mu      sync.Mutex
+				refused error
+			)
 			oc.Login = func(ctx context.Context, authURL string) (*auth.AuthorizationResult, error) {
-				return c.loopbackLogin(ctx, name, authURL, expanded.OAuth.RedirectURL)
+				mu.Lock()
+				defer mu.Unlock()
+				if refused != nil {
+					return nil, refused
+				}
+				res, err := c.loopbackLogin(ctx, name, authURL, expanded.OAuth.RedirectURL)
+				if err != nil {
+					refused = err
+				}
+				return res, err
 			}
 			ctx, cancel := context.WithTimeout(ctxOf(cmd), timeout)
 			defer cancel()

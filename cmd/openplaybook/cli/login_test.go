@@ -217,3 +217,65 @@ func TestAuthLoginMCPServer(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthLoginRefusedEndsAtOnce: when the authorization server redirects
+// back with an error (here Hydra refuses the offline_access scope the
+// client was not given), auth login ends at once with that error; it
+// does not print another URL and wait out its timeout.
+func TestAuthLoginRefusedEndsAtOnce(t *testing.T) {
+	t.Parallel()
+	hy := hydratest.Start(t)
+	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", freeLoopbackPort(t))
+	hy.CreateClient(hydratest.Client{ID: "narrow-cli", AuthMethod: "none", GrantTypes: []string{"authorization_code"},
+		ResponseTypes: []string{"code"}, RedirectURIs: []string{redirect}, Scope: "openid"})
+	p := hydratest.NewProtectedMCP(t, hy.Issuer, hy.Issuer, "narrow-cli")
+	e := newRTEnv(t, rtConfig{servers: map[string]any{"ledger": map[string]any{"url": p.URL, "timeout": "30s",
+		"oauth": map[string]any{"issuer": hy.Issuer, "clientId": "narrow-cli", "grant": "authorization_code", "redirectUrl": redirect}}}})
+	hb, _ := os.ReadFile(e.harness)
+	var h map[string]any
+	json.Unmarshal(hb, &h)
+	h["store"].(map[string]any)["vault"] = map[string]any{"keySecret": "OPENPLAYBOOK_VAULT_KEY"}
+	hb, _ = json.MarshalIndent(h, "", "  ")
+	e.write("harness.json", string(hb))
+	env, _ := os.ReadFile(e.dir + "/secrets.env")
+	e.write("secrets.env", string(env)+"OPENPLAYBOOK_VAULT_KEY="+vaultKeyValue+"\n")
+
+	stderr := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- (&CLI{Stdout: &bytes.Buffer{}, Stderr: stderr}).Main([]string{"auth", "login", "--harness", e.harness, "--timeout", "120s", "ledger"})
+	}()
+	urlRE := regexp.MustCompile(`(?m)^  (http://\S+)$`)
+	var authURL string
+	for deadline := time.Now().Add(30 * time.Second); authURL == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := urlRE.FindStringSubmatch(stderr.String()); m != nil {
+			authURL = m[1]
+		}
+	}
+	if authURL == "" {
+		t.Fatalf("no authorization URL:\n%s", stderr.String())
+	}
+	back, err := hy.Follow(authURL, redirect, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Query().Get("error") == "" {
+		t.Fatalf("Hydra did not refuse: %s", back.Redacted())
+	}
+	res, err := http.Get(back.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	select {
+	case code := <-done:
+		if code != ExitProblems || !strings.Contains(stderr.String(), "the authorization server refused") {
+			t.Fatalf("auth login: exit %d\n%s", code, stderr.String())
+		}
+		if n := len(urlRE.FindAllString(stderr.String(), -1)); n != 1 {
+			t.Errorf("auth login printed %d authorization URLs; want 1", n)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("auth login still waits 20 s after the refusal:\n%s", stderr.String())
+	}
+}
