@@ -61,6 +61,7 @@ const (
 	KindAgentAttached      EventKind = "agent.attached"
 	KindAgentRejected      EventKind = "agent.rejected"
 	KindModelUsage         EventKind = "model.usage"
+	KindViewRead           EventKind = "view.read"
 )
 
 // Event is the payload of one audit record.
@@ -425,6 +426,7 @@ func (ApprovalDenied) Kind() EventKind     { return KindApprovalDenied }
 func (ApprovalVoided) Kind() EventKind     { return KindApprovalVoided }
 func (ApprovalEndorsed) Kind() EventKind   { return KindApprovalEndorsed }
 func (GateEndorsed) Kind() EventKind       { return KindGateEndorsed }
+func (ViewRead) Kind() EventKind           { return KindViewRead }
 
 // newRecord builds the audit record of ev. The tool name goes in as
 // received; a name holding a secret value is recorded redacted with
@@ -523,6 +525,21 @@ type AgentAttached struct {
 type AgentRejected struct {
 	Token  string `json:"token,omitempty"`
 	Reason string `json:"reason"`
+}
+
+// ViewRead: a person deciding approval Approval read the current state
+// of the waiting call's target with a read tool (the record's tool), as
+// [Session.View] does: the waiting call's step attempt and index, the
+// read's arguments' digest and its result's (of what was shown, redacted;
+// "" when it failed), who asked (By) and why it failed (Error).
+type ViewRead struct {
+	Approval     string `json:"approval"`
+	Attempt      int    `json:"attempt"`
+	Index        int    `json:"index"`
+	ArgsDigest   string `json:"argsDigest"`
+	ResultDigest string `json:"resultDigest,omitempty"`
+	By           string `json:"by,omitempty"`
+	Error        string `json:"error,omitempty"`
 }
 
 // ModelUsage: what one model turn of a step's attempt cost, in tokens,

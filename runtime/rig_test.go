@@ -31,6 +31,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/builtin"
+	"github.com/openplaybook/openplaybook/connector/stripe"
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/transcript"
@@ -672,6 +673,21 @@ func toolLibrary(t *testing.T) map[string]map[string]any {
 	}
 	for name, def := range testServerDefs() {
 		lib[name] = def
+	}
+	// The Stripe connector's tools no example above embeds (charge.get).
+	for _, d := range stripe.Definitions() {
+		if _, ok := lib[d.Name]; ok {
+			continue
+		}
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		lib[d.Name] = m
 	}
 	return lib
 }

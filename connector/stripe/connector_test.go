@@ -116,6 +116,7 @@ func testTools(t *testing.T) {
 		{"invoice.list", `{"customerId":"cus_123"}`, 1},
 		{"invoice.list", `{"customerId":"cus_123","status":"open"}`, 1},
 		{"billing_customer.get", `{"customerId":"cus_123"}`, 1},
+		{"charge.get", `{"chargeId":"ch_123"}`, 1},
 		{"charge.refund", `{"chargeId":"ch_123","reason":"duplicate"}`, 1},
 		{"charge.refund", `{"chargeId":"ch_123","reason":"requested_by_customer","amount":50}`, 1},
 	}

@@ -18,7 +18,7 @@ import (
 var toolsJSON []byte
 
 // Definitions returns the definitions of the connector's tools, in a fixed
-// order: charge.history, invoice.list, billing_customer.get (reads:
+// order: charge.history, invoice.list, billing_customer.get, charge.get (reads:
 // riskClass "read", sideEffecting false) and charge.refund (riskClass
 // "money", sideEffecting true, requiresApproval true, dataScopeWrites
 // ["stripe.refunds"]). Every definition has source "connector" and

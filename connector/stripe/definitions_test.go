@@ -38,7 +38,7 @@ func normalized(t *testing.T, d playbook.Definition) playbook.Definition {
 // TestDefinitionsMatchExamples: every Stripe connector tool a bundled
 // example embeds is defined here, identically (so `openplaybook check`
 // reports no drift on the examples), and failed-charge-recovery embeds all
-// four.
+// five.
 func TestDefinitionsMatchExamples(t *testing.T) {
 	ours := map[string]playbook.Definition{}
 	for _, d := range Definitions() {
@@ -124,7 +124,7 @@ func TestDefinitionsShape(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"charge.history", "invoice.list", "billing_customer.get", "charge.refund"}
+	want := []string{"charge.history", "invoice.list", "billing_customer.get", "charge.get", "charge.refund"}
 	if !slices.Equal(names, want) {
 		t.Errorf("Definitions() names = %q, want %q", names, want)
 	}
@@ -138,7 +138,7 @@ func TestDefinitionsShape(t *testing.T) {
 	if !slices.Equal(impl, names) {
 		t.Errorf("implemented tools %q, defined tools %q", impl, names)
 	}
-	refund := defs[3]
+	refund := defs[4]
 	if refund.RiskClass != "money" || !slices.Equal(refund.DataScopeWrites, []string{"stripe.refunds"}) {
 		t.Errorf("charge.refund: riskClass %q, dataScopeWrites %q", refund.RiskClass, refund.DataScopeWrites)
 	}

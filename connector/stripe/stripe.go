@@ -19,6 +19,9 @@
 //     delinquency and default card (GET /v1/customers/{id}, expanding
 //     invoice_settings.default_payment_method and the legacy default_source;
 //     a default that is not a card is left out).
+//   - charge.get: one charge as it stands now: amount, amount refunded,
+//     status, refunded, disputed, customer (GET /v1/charges/{id}); what an
+//     approver reads before deciding a refund of it (docs/console.md).
 //   - charge.refund: a refund of the charge in full or in part (POST
 //     /v1/refunds), sent with the caller's Idempotency-Key
 //     ([WithIdempotencyKey]).
@@ -170,6 +173,7 @@ var tools = map[string]tool{
 	"charge.history":       (*Connector).chargeHistory,
 	"invoice.list":         (*Connector).invoiceList,
 	"billing_customer.get": (*Connector).billingCustomerGet,
+	"charge.get":           (*Connector).chargeGet,
 	"charge.refund":        (*Connector).chargeRefund,
 }
 

@@ -45,6 +45,24 @@ type ChargeSummary struct {
 	Created   string `json:"created"`
 }
 
+// ChargeResult is charge.get's result: one charge as it stands now.
+type ChargeResult struct {
+	ID string `json:"id"`
+	// Amount and AmountRefunded are in the currency's smallest unit.
+	Amount         int64  `json:"amount"`
+	AmountRefunded int64  `json:"amountRefunded"`
+	Currency       string `json:"currency"`
+	// Status is "succeeded", "pending" or "failed".
+	Status         string `json:"status"`
+	Refunded       bool   `json:"refunded"`
+	Disputed       bool   `json:"disputed"`
+	CustomerID     string `json:"customerId,omitempty"`
+	Description    string `json:"description,omitempty"`
+	FailureCode    string `json:"failureCode,omitempty"`
+	FailureMessage string `json:"failureMessage,omitempty"`
+	Created        string `json:"created"`
+}
+
 // InvoiceListResult is invoice.list's result.
 type InvoiceListResult struct {
 	// Invoices, newest first; never nil.
@@ -423,6 +441,41 @@ func (c *Connector) billingCustomerGet(ctx context.Context, raw []byte) (any, er
 	} else if src := cus.DefaultSource; src != nil && src.Card != nil {
 		card := src.Card
 		res.DefaultPaymentMethod = &CardSummary{Brand: string(card.Brand), Last4: card.Last4, ExpMonth: card.ExpMonth, ExpYear: card.ExpYear}
+	}
+	return res, nil
+}
+
+// chargeGet retrieves one charge as it stands now (GET /v1/charges/{id}).
+func (c *Connector) chargeGet(ctx context.Context, raw []byte) (any, error) {
+	const tool = "charge.get"
+	var args struct {
+		ChargeID string `json:"chargeId"`
+	}
+	if err := decodeArgs(tool, raw, &args); err != nil {
+		return nil, err
+	}
+	if err := id(tool, "chargeId", args.ChargeID); err != nil {
+		return nil, err
+	}
+	ch, err := c.client.V1Charges.Retrieve(ctx, args.ChargeID, nil)
+	if err != nil {
+		return nil, c.apiError(tool, err)
+	}
+	res := ChargeResult{
+		ID:             ch.ID,
+		Amount:         ch.Amount,
+		AmountRefunded: ch.AmountRefunded,
+		Currency:       string(ch.Currency),
+		Status:         string(ch.Status),
+		Refunded:       ch.Refunded,
+		Disputed:       ch.Disputed,
+		Description:    ch.Description,
+		FailureCode:    ch.FailureCode,
+		FailureMessage: ch.FailureMessage,
+		Created:        timestamp(ch.Created),
+	}
+	if ch.Customer != nil {
+		res.CustomerID = ch.Customer.ID
 	}
 	return res, nil
 }
