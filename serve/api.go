@@ -67,6 +67,7 @@ func apiTable() []apiRoute {
 		{method: "GET", path: "/api/v1/runs/{run}/pending", serve: (*Server).apiRunPending},
 		{method: "GET", path: "/api/v1/pending", serve: (*Server).apiAllPending},
 		{method: "POST", path: "/api/v1/runs/{run}/decisions/{id}", serve: (*Server).apiDecide},
+		{method: "POST", path: "/api/v1/runs/{run}/approvals/{id}/view", serve: (*Server).apiView},
 		{method: "GET", path: "/api/v1/runs/{run}/audit", query: []string{"verify"}, serve: (*Server).apiAudit},
 		{method: "POST", path: "/api/v1/runs/{run}/agent-token", serve: (*Server).apiIssueToken},
 		{method: "DELETE", path: "/api/v1/runs/{run}/agent-token", query: []string{"id", "by"}, serve: (*Server).apiRevokeTokens},
@@ -465,6 +466,57 @@ func (s *Server) apiDecide(w http.ResponseWriter, r *http.Request) error {
 	out.Decided.Kind, out.Decided.ID, out.Run = d.Kind, d.ID, rs
 	out.Decided.Approvals, out.Decided.Needed = d.Approvals, d.Needed
 	s.reply(w, http.StatusOK, out)
+	return nil
+}
+
+var viewShape = bodyShape{
+	example: `{"tool": "charge.get", "by": "..."}`,
+	members: []member{
+		{"tool", "must be a string (the read tool, one of the approval's views)"},
+		{"by", "must be a string (who reads)"},
+	},
+}
+
+// viewAnswer is the answer to a view: what the read tool gave.
+type viewAnswer struct {
+	Tool      string         `json:"tool"`
+	Arguments jsontext.Value `json:"arguments"`
+	Result    jsontext.Value `json:"result,omitempty"`
+	Error     string         `json:"error,omitempty"`
+	Seq       int64          `json:"seq"`
+}
+
+// apiView reads the current state of the target of the call approval id
+// waits on ([Server.View]).
+func (s *Server) apiView(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Tool *string `json:"tool"`
+		By   string  `json:"by"`
+	}
+	if err := readBody(w, r, &body, viewShape, true); err != nil {
+		return err
+	}
+	if body.Tool == nil {
+		return apiErrorf(http.StatusBadRequest, `the request body needs "tool": the read tool (GET .../pending lists each call's "views"); send %s`, viewShape.example)
+	}
+	by, err := checkPerson(body.By, "")
+	if err != nil {
+		return err
+	}
+	run, id := r.PathValue("run"), r.PathValue("id")
+	if _, err := s.liveRunOf(r, run, "there is nothing to read a view for"); err != nil {
+		return err
+	}
+	v, err := s.View(r.Context(), run, id, *body.Tool, s.redact(by))
+	switch {
+	case errors.Is(err, ErrNotDecider):
+		return apiErrorf(http.StatusForbidden, "%s", s.redact(err.Error()))
+	case errors.Is(err, runtime.ErrNotViewable):
+		return apiErrorf(http.StatusConflict, "%s", s.redact(err.Error()))
+	case err != nil:
+		return err
+	}
+	s.reply(w, http.StatusOK, viewAnswer{Tool: v.Tool, Arguments: v.Arguments, Result: v.Result, Error: v.Error, Seq: v.Seq})
 	return nil
 }
 

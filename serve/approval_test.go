@@ -41,6 +41,37 @@ func refunds(rec *stripemock.Recorder) int {
 	return n
 }
 
+// startApprovalRun starts a run of testdata/approval.json and connects
+// its external agent, which may call charge.refund, charge.get and
+// customer.get.
+func startApprovalRun(t *testing.T, r *rig) (string, *agent) {
+	t.Helper()
+	ctx := context.Background()
+	run, ds, err := r.srv.CreateRun(ctx, "approval.json", readTestdata(t, "approval.json"), nil)
+	if err != nil {
+		t.Fatalf("create: %v %v", err, ds)
+	}
+	r.waitStatus(run, "waiting", "agent")
+	tok, err := r.srv.IssueAgentToken(ctx, run, "", "tester")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := r.connect(tok.MCPURL, tok.Token)
+	a.tools(t, "charge__refund", "charge__get", "customer__get", serve.FinishTool)
+	return run, a
+}
+
+// chargeReads counts the GET /v1/charges/ID requests Stripe received.
+func chargeReads(rec *stripemock.Recorder, id string) int {
+	n := 0
+	for _, q := range rec.Requests() {
+		if q.Method == "GET" && q.Path == "/v1/charges/"+id {
+			n++
+		}
+	}
+	return n
+}
+
 // TestAgentApproval: an external agent's call that needs approval waits
 // for a person up to serve.approvalWait, then is answered "pending" with
 // its approval id, and has not run; once approved, the same call asked
@@ -59,7 +90,7 @@ func TestAgentApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := r.connect(tok.MCPURL, tok.Token)
-	a.tools(t, "charge__refund", "customer__get", serve.FinishTool)
+	a.tools(t, "charge__refund", "charge__get", "customer__get", serve.FinishTool)
 	args := map[string]any{"chargeId": "ch_duplicate", "reason": "duplicate"}
 
 	start := time.Now()

@@ -28,7 +28,7 @@ func TestAttackApprovalIDOfAnotherCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := r.connect(tok.MCPURL, tok.Token)
-	a.tools(t, "charge__refund", "customer__get", serve.FinishTool)
+	a.tools(t, "charge__refund", "charge__get", "customer__get", serve.FinishTool)
 	charges := []string{"ch_first", "ch_second"}
 	answers := make([]string, len(charges))
 	var wg sync.WaitGroup

@@ -200,7 +200,7 @@ func TestAttackFinishWhileApprovalWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := r.connect(tok.MCPURL, tok.Token)
-	a.tools(t, "charge__refund", "customer__get", serve.FinishTool)
+	a.tools(t, "charge__refund", "charge__get", "customer__get", serve.FinishTool)
 	args := map[string]any{"chargeId": "ch_duplicate", "reason": "duplicate"}
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -70,7 +70,7 @@ func TestAttackRevokeWhileWaitingForApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := r.connect(tok.MCPURL, tok.Token)
-	a.tools(t, "charge__refund", "customer__get", serve.FinishTool)
+	a.tools(t, "charge__refund", "charge__get", "customer__get", serve.FinishTool)
 	args := map[string]any{"chargeId": "ch_duplicate", "reason": "duplicate"}
 
 	var wg sync.WaitGroup
@@ -172,7 +172,7 @@ func TestAttackCancelWhileWaitingForApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := r.connect(tok.MCPURL, tok.Token)
-	a.tools(t, "charge__refund", "customer__get", serve.FinishTool)
+	a.tools(t, "charge__refund", "charge__get", "customer__get", serve.FinishTool)
 	args := map[string]any{"chargeId": "ch_duplicate", "reason": "duplicate"}
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -217,7 +217,7 @@ func TestAttackDisconnectWhileWaitingForApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := r.connect(tok.MCPURL, tok.Token)
-	a.tools(t, "charge__refund", "customer__get", serve.FinishTool)
+	a.tools(t, "charge__refund", "charge__get", "customer__get", serve.FinishTool)
 	sid := a.cs.ID()
 	call := []byte(`{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"charge__refund","arguments":{"chargeId":"ch_duplicate","reason":"duplicate"}}}`)
 	cctx, cancel := context.WithCancel(ctx)

@@ -131,7 +131,7 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := r.connect(tok.MCPURL, tok.Token)
-	a.tools(t, "charge__refund", "customer__get", "openplaybook_finish_step")
+	a.tools(t, "charge__refund", "charge__get", "customer__get", "openplaybook_finish_step")
 
 	// The agent: asks for the refund until it is decided (each call waits
 	// serve.approvalWait, 2 s here), then finishes the step when told.

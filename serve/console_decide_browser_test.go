@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/internal/stripemock"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 )
@@ -138,7 +140,7 @@ func TestConsoleDecisionBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := r.connect(tok.MCPURL, tok.Token)
-		a.tools(t, "charge__refund", "customer__get", "openplaybook_finish_step")
+		a.tools(t, "charge__refund", "charge__get", "customer__get", "openplaybook_finish_step")
 		ra := startRefundAgent(actx, a, map[string]any{"chargeId": charge, "amount": amount, "reason": "duplicate"})
 		deadline := time.Now().Add(20 * time.Second)
 		for {
@@ -355,6 +357,31 @@ func TestConsoleDecisionBrowser(t *testing.T) {
 	}
 	check("call")
 	cardShot("card-call", ".pending.kind-call")
+
+	// The charge's current view, read on demand from the card: one read
+	// reaches Stripe, recorded in the audit log; then approved from there.
+	const approveCharge = "ch_3MmlLrLkdIwHu7ix0snN0B15"
+	if n := chargeReads(rec, approveCharge); n != 0 {
+		t.Fatalf("%d reads of the charge before anyone asked, want 0", n)
+	}
+	if s := text(".pending.kind-call ul.views"); !strings.Contains(s, "charge.get") || !strings.Contains(s, "chargeId "+approveCharge) {
+		t.Errorf("the card offers %q, want charge.get with the refund's chargeId", s)
+	}
+	clickLoad("read the charge", `.pending.kind-call form.view button`)
+	do("the view", chromedp.WaitVisible(chromedp.CSS(".pending.kind-call section.viewed")))
+	if s := text("section.viewed"); !strings.Contains(s, "amountRefunded") || !strings.Contains(s, "Amount refunded so far") || !strings.Contains(s, approveCharge) {
+		t.Errorf("the charge's view reads %q", s)
+	}
+	if n := chargeReads(rec, approveCharge); n != 1 {
+		t.Errorf("%d reads of the charge reached Stripe, want 1", n)
+	}
+	if au, err := r.srv.Audit(ctx, approveRun, false); err != nil {
+		t.Fatal(err)
+	} else if !slices.ContainsFunc(au.Records, func(x audit.Record) bool { return x.Kind == "view.read" && x.Tool == "charge.get" }) {
+		t.Errorf("no view.read record of charge.get in run %s", approveRun)
+	}
+	check("view")
+	cardShot("card-view", ".pending.kind-call")
 	do("approve", chromedp.Click(chromedp.CSS(`.pending.kind-call button[value="approve"]`)), chromedp.WaitNotPresent(chromedp.CSS(".pending.kind-call")))
 	if a := approveAgent.answer(t); a.isErr || !strings.Contains(a.text, "re_") {
 		t.Errorf("the approved refund answered %q (error %t)", a.text, a.isErr)

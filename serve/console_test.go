@@ -278,7 +278,7 @@ func waitingRefund(t *testing.T, r *rig, args map[string]any) (string, *agent) {
 		t.Fatal(err)
 	}
 	a := r.connect(tok.MCPURL, tok.Token)
-	a.tools(t, "charge__refund", "customer__get", "openplaybook_finish_step")
+	a.tools(t, "charge__refund", "charge__get", "customer__get", "openplaybook_finish_step")
 	text, isErr := a.call(t, "charge__refund", args)
 	if !isErr || !strings.Contains(text, "pending") {
 		t.Fatalf("charge.refund: %q (isError %v), want pending", text, isErr)

@@ -3,11 +3,14 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/launch"
+	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
 )
@@ -63,6 +66,9 @@ func (s *Server) Run(ctx context.Context, runID string) (runtime.RunStatus, erro
 type PendingItem struct {
 	Run string `json:"run"`
 	runtime.Pending
+	// Views, for a call, are the read tools that show the current state
+	// of its target ([runtime.ViewTools]; [Server.View] reads one).
+	Views []string `json:"views,omitempty"`
 }
 
 // Pending lists what runID waits for ("" for every waiting run).
@@ -88,8 +94,22 @@ func (s *Server) Pending(ctx context.Context, runID string) ([]PendingItem, erro
 		if err != nil {
 			return nil, err
 		}
+		var doc *playbook.Document
 		for _, p := range ps {
-			out = append(out, PendingItem{Run: id, Pending: p})
+			item := PendingItem{Run: id, Pending: p}
+			if (p.Kind == "call" || p.Kind == "outcome_unknown") && p.Altered == "" {
+				if doc == nil {
+					rec, err := s.st.GetRun(ctx, id)
+					if err != nil {
+						return nil, err
+					}
+					doc, _ = playbook.Read("document of "+id, rec.Document, nil)
+				}
+				for _, v := range runtime.ViewTools(doc, p.Step, p.Tool, p.Arguments) {
+					item.Views = append(item.Views, v.Name)
+				}
+			}
+			out = append(out, item)
 		}
 	}
 	return out, nil
@@ -213,3 +233,60 @@ func (s *Server) ResumeRun(ctx context.Context, runID string) ([]diag.Diagnostic
 // IsNotFound reports whether err says a run (or what was asked for) does
 // not exist.
 func IsNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+// View reads the current state of the target of the call that approval
+// id of run waits on, with the read tool named tool, for the person
+// deciding it ([runtime.Session.View]: a read tool of the same step and
+// connector or MCP server, with arguments taken from the waiting call,
+// through the decision path, recorded as a view.read audit record). The
+// person is who may decide the run's approvals (with serve.oidc, the
+// verified identity in ctx, else by as given, "console" when empty); one
+// who may not gets an error wrapping [ErrNotDecider] and nothing is read.
+// The run is opened with this server's harness as a resume would open it
+// (the harness checked first), without taking the run: a run executing
+// elsewhere is not disturbed. Errors: [runtime.ErrNotViewable] (nothing
+// was read), [runtime.ErrStoreAltered], a harness that changed since the
+// run last ran, store errors.
+func (s *Server) View(ctx context.Context, runID, id, tool, by string) (runtime.Viewed, error) {
+	v, err := s.mayDecide(ctx, runID, runtime.Verdict{By: by})
+	if err != nil {
+		return runtime.Viewed{}, err
+	}
+	if v.By == "" {
+		v.By = "console"
+	}
+	run, err := s.st.GetRun(ctx, runID)
+	if err != nil {
+		return runtime.Viewed{}, err
+	}
+	if run.Status.Ended() {
+		return runtime.Viewed{}, fmt.Errorf("%w: run %s has ended (%s)", runtime.ErrNotViewable, runID, run.Status)
+	}
+	o, _, ds, err := launch.OpenRun(ctx, s.runner.h, runID, launch.Options{Store: s.st})
+	if err != nil {
+		msg := err.Error()
+		for _, d := range ds {
+			if d.Severity == diag.Error {
+				msg += "; " + d.Message
+				break
+			}
+		}
+		return runtime.Viewed{}, fmt.Errorf("run %s could not be opened for its view: %s", runID, s.redact(msg))
+	}
+	defer o.Close()
+	got, err := o.Session.View(ctx, runID, id, tool, v.By)
+	if err != nil {
+		return runtime.Viewed{}, redactedError{msg: s.redact(err.Error()), err: err}
+	}
+	return got, nil
+}
+
+// redactedError is err with its message redacted; errors.Is and As
+// still see err.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }

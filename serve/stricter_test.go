@@ -63,7 +63,7 @@ func TestStricterDocumentIsAccepted(t *testing.T) {
 	_, ds, err = r.srv.CreateRun(ctx, "lax.json", []byte(lax), nil)
 	found := false
 	for _, d := range ds {
-		found = found || d.Rule == "drift-requires-approval" && d.Pointer == "/tools/0/requiresApproval" && strings.Contains(d.Message, "understates")
+		found = found || d.Rule == "drift-requires-approval" && d.Pointer == "/tools/1/requiresApproval" && strings.Contains(d.Message, "understates")
 	}
 	if err == nil || !found {
 		t.Errorf("a document without the approval the registry requires: err %v, diagnostics %v", err, ds)

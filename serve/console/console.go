@@ -85,6 +85,10 @@ type Backend interface {
 	Approvals(ctx context.Context, run string) ([]store.Approval, error)
 	// Decide decides a gate (by step id) or an approval (by id).
 	Decide(ctx context.Context, run, id string, v runtime.Verdict) (runtime.Decided, error)
+	// View reads the current state of the target of the call approval id
+	// of run waits on, with the read tool named tool, for by (see
+	// serve.Server.View); an error when it may not, and nothing was read.
+	View(ctx context.Context, run, id, tool, by string) (runtime.Viewed, error)
 	// Audit returns the run's audit records; with verify, the chain is
 	// verified and the store reconciled with it.
 	Audit(ctx context.Context, run string, verify bool) (Audit, error)
@@ -180,6 +184,7 @@ func (c *Console) routes() {
 	c.mux.Handle("GET /runs/{run}", c.page(c.runPage))
 	c.mux.Handle("GET /runs/{run}/audit", c.page(c.auditPage))
 	c.mux.Handle("POST /runs/{run}/decide", c.action(MaxFormBody, c.decide))
+	c.mux.Handle("POST /runs/{run}/view", c.action(MaxFormBody, c.view))
 	c.mux.Handle("POST /runs/{run}/cancel", c.action(MaxFormBody, c.cancel))
 	c.mux.Handle("POST /runs/{run}/resume", c.action(MaxFormBody, c.resume))
 	c.mux.Handle("GET /approvals", c.page(c.approvalsPage))

@@ -336,6 +336,10 @@ type pendingView struct {
 	Unlocks  []unlock
 	Ends     bool
 	OnReject string
+	// Views are the read tools that show the current state of a call's
+	// target; Viewed, on the page that answers a read, what it gave.
+	Views  []viewTool
+	Viewed *viewed
 }
 
 // priorView is an earlier step attempt before a gate: text first.
@@ -398,6 +402,7 @@ func (c *Console) pendingView(rc *runContext, p Pending, csrf, back string) pend
 			var with []string
 			v.Args, v.Omitted, with = c.decisionArgs(p.Arguments, schema)
 			v.Does = c.callSummary(p.Tool, v.Def, with, v.Omitted)
+			v.Views = c.viewTools(rc, p)
 		}
 		if v.Approval != nil && v.Requested != nil && v.Requested.BindDigest != v.Approval.DefDigest {
 			v.BindMismatch = true

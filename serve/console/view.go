@@ -34,7 +34,7 @@ type view struct {
 }
 
 // pageNames are the templates under templates/, each defining "content".
-var pageNames = []string{"signedin", "login", "error", "runs", "run", "approvals", "audit", "playbooks"}
+var pageNames = []string{"signedin", "login", "error", "runs", "run", "approvals", "audit", "playbooks", "view"}
 
 func parsePages(funcs template.FuncMap) map[string]*template.Template {
 	out := map[string]*template.Template{}
