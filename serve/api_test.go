@@ -642,7 +642,10 @@ func TestAPIRunThroughGate(t *testing.T) {
 	}
 
 	// A console session: GET needs no CSRF token, POST does.
-	cookie, csrf := r.srv.Login()
+	cookie, csrf, err := r.srv.Login()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cs := &apiClient{t: t, base: r.ts.URL, cookie: cookie, spec: c.spec}
 	want(t, "get with the session", cs.do("GET", "/api/v1/runs/"+run, nil), 200)
 	decision := map[string]any{"approve": true, "reason": "note reads well; " + operatorToken, "by": "Grace"}

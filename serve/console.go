@@ -41,10 +41,10 @@ func (b consoleBackend) Authenticated(r *http.Request) bool {
 	return ok
 }
 
-func (b consoleBackend) CheckOperatorToken(tok string) bool  { return b.s.CheckOperatorToken(tok) }
-func (b consoleBackend) Login() (*http.Cookie, string)       { return b.s.Login() }
-func (b consoleBackend) Logout(r *http.Request) *http.Cookie { return b.s.Logout(r) }
-func (b consoleBackend) Redact(s string) string              { return b.redact(s) }
+func (b consoleBackend) CheckOperatorToken(tok string) bool   { return b.s.CheckOperatorToken(tok) }
+func (b consoleBackend) Login() (*http.Cookie, string, error) { return b.s.Login() }
+func (b consoleBackend) Logout(r *http.Request) *http.Cookie  { return b.s.Logout(r) }
+func (b consoleBackend) Redact(s string) string               { return b.redact(s) }
 func (b consoleBackend) SSO() (sso, token bool) {
 	if b.s.oidc == nil {
 		return false, true

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -639,5 +640,67 @@ func TestReplicasCancelThroughOther(t *testing.T) {
 	out, errs, code := p.cli("audit", "--verify", run)
 	if code != 0 || !strings.Contains(out, "chain verifies") {
 		t.Fatalf("audit --verify: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestReplicasShareConsoleLogins: a console login on replica A is valid
+// on replica B (the store keeps it, not A's memory), its CSRF token is
+// accepted there, and a logout on B ends it on A too.
+func TestReplicasShareConsoleLogins(t *testing.T) {
+	_, _, baseA, baseB, _, _ := twoReplicas(t)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	form := func(base, path string, cookie *http.Cookie, vals url.Values) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader(vals.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", base)
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := form(baseA, "/login", nil, url.Values{"token": {operatorToken}})
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == serve.SessionCookie && c.Value != "" {
+			cookie = c
+		}
+	}
+	m := regexp.MustCompile(`data-csrf="([^"]+)"`).FindSubmatch(body)
+	if resp.StatusCode != 200 || cookie == nil || m == nil {
+		t.Fatalf("login on A: %d, cookie %v\n%s", resp.StatusCode, cookie, body)
+	}
+	csrf := string(m[1])
+	page := func(base string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", base+"/", nil)
+		req.AddCookie(cookie)
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if a, b := page(baseA), page(baseB); a != 200 || b != 200 {
+		t.Fatalf("the runs page with A's login: A %d, B %d; want 200 on both", a, b)
+	}
+	// A state-changing form on B with the login's CSRF token is taken.
+	if resp := form(baseB, "/runs/run_0000000000000000/cancel", cookie, url.Values{"csrf": {"wrong"}}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a form on B with a wrong CSRF token: %d, want 403", resp.StatusCode)
+	}
+	resp = form(baseB, "/logout", cookie, url.Values{"csrf": {csrf}})
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("logout on B: %d, want 303", resp.StatusCode)
+	}
+	if a, b := page(baseA), page(baseB); a != http.StatusSeeOther || b != http.StatusSeeOther {
+		t.Errorf("the runs page after the logout on B: A %d, B %d; want 303 (to the login form) on both", a, b)
 	}
 }

@@ -287,7 +287,12 @@ func (s *Server) authCallback(w http.ResponseWriter, r *http.Request) {
 		s.console.ErrorPage(w, r, http.StatusUnauthorized, "The login was refused: "+s.redact(err.Error()))
 		return
 	}
-	cookie, csrf := s.loginAs(who)
+	cookie, csrf, err := s.loginAs(who)
+	if err != nil {
+		s.logf("oidc login not recorded: %v", err)
+		s.console.ErrorPage(w, r, http.StatusInternalServerError, "The login could not be recorded: "+s.redact(err.Error()))
+		return
+	}
 	http.SetCookie(w, cookie)
 	s.console.SignedIn(w, r, csrf, next)
 }

@@ -34,6 +34,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/openplaybook/openplaybook/driver/external"
 	"github.com/openplaybook/openplaybook/launch"
 	"github.com/openplaybook/openplaybook/notify"
@@ -89,7 +91,10 @@ type Server struct {
 	tls      bool
 	redact   func(string) string
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// logins keeps the console's logins when the store does (both engines
+	// do: every replica over the store knows them); sessions otherwise.
+	logins   store.ConsoleLogins
 	sessions map[string]*consoleSession // by SHA-256 of the cookie value
 
 	mux     *http.ServeMux
@@ -106,9 +111,9 @@ type Server struct {
 
 // consoleSession is a logged-in console.
 type consoleSession struct {
-	csrf    string
-	expires time.Time
-	who     Identity
+	csrfHash string // SHA-256 (hex) of the session's CSRF token
+	expires  time.Time
+	who      Identity
 }
 
 // ErrNoOperatorToken is returned by [New] when the operator token secret
@@ -180,6 +185,7 @@ func New(opt Options) (*Server, error) {
 		opt: opt, st: opt.Store, x: external.New(), events: NewBroker(), operator: tok,
 		origin: u.Scheme + "://" + u.Host, tls: u.Scheme == "https", redact: sec.Redact,
 		sessions: map[string]*consoleSession{}, oidc: auth,
+		logins: loginsOf(opt.Store),
 	}
 	s.runner = NewRunner(opt.Harness, opt.Store, s.x, s.events)
 	s.runner.sec = sec
@@ -402,21 +408,44 @@ func (s *Server) operatorAuth(r *http.Request) (ok, viaCookie bool, sess *consol
 		}
 		return false, false, nil, Identity{}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, c := range r.CookiesNamed(s.sessionCookie()) {
-		key := hashHex(c.Value)
-		sess := s.sessions[key]
-		if sess == nil {
-			continue
+		if sess := s.session(r.Context(), hashHex(c.Value)); sess != nil {
+			return true, true, sess, sess.who
 		}
-		if time.Now().After(sess.expires) {
-			delete(s.sessions, key)
-			continue
-		}
-		return true, true, sess, sess.who
 	}
 	return false, false, nil, Identity{}
+}
+
+// session returns the live console session whose cookie hashes to key,
+// or nil: from the store when it keeps logins (a store that fails to
+// answer is no session: the check fails closed), else from memory.
+func (s *Server) session(ctx context.Context, key string) *consoleSession {
+	now := time.Now()
+	if s.logins != nil {
+		l, err := s.logins.ConsoleLogin(ctx, key, now)
+		if err != nil {
+			if !errors.Is(err, store.ErrNotFound) {
+				s.logf("console login refused: %s", s.redact(err.Error()))
+			}
+			return nil
+		}
+		sess := &consoleSession{csrfHash: l.CSRFHash, expires: l.Expires}
+		if len(l.Who) > 0 {
+			if err := json.Unmarshal(l.Who, &sess.who); err != nil {
+				s.logf("console login refused: its identity does not read: %v", err)
+				return nil
+			}
+		}
+		return sess
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[key]
+	if sess != nil && now.After(sess.expires) {
+		delete(s.sessions, key)
+		return nil
+	}
+	return sess
 }
 
 // CheckOperatorToken reports whether tok is the operator token (never,
@@ -429,8 +458,10 @@ func (s *Server) CheckOperatorToken(tok string) bool {
 }
 
 // Login starts a console session of the operator token's holder: it
-// returns the cookie to set and the session's CSRF token.
-func (s *Server) Login() (*http.Cookie, string) {
+// returns the cookie to set and the session's CSRF token. The session is
+// recorded in the store when the store keeps logins (valid on every
+// replica over it); an error says it could not be.
+func (s *Server) Login() (*http.Cookie, string, error) {
 	who := Identity{}
 	if s.oidc != nil {
 		who = Identity{Subject: operatorTokenSubject, Via: "operator-token"}
@@ -439,30 +470,51 @@ func (s *Server) Login() (*http.Cookie, string) {
 }
 
 // loginAs starts a console session of who.
-func (s *Server) loginAs(who Identity) (*http.Cookie, string) {
+func (s *Server) loginAs(who Identity) (*http.Cookie, string, error) {
 	val := randomToken("")
 	csrf := randomToken("")
-	s.mu.Lock()
-	s.sessions[hashHex(val)] = &consoleSession{csrf: csrf, expires: time.Now().Add(s.opt.SessionTTL), who: who}
-	s.mu.Unlock()
+	now := time.Now()
+	sess := &consoleSession{csrfHash: hashHex(csrf), expires: now.Add(s.opt.SessionTTL), who: who}
+	if s.logins != nil {
+		w, err := json.Marshal(who)
+		if err != nil {
+			return nil, "", err
+		}
+		l := store.ConsoleLogin{Hash: hashHex(val), CSRFHash: sess.csrfHash, Who: w, Created: now.UTC(), Expires: sess.expires.UTC()}
+		if err := s.logins.CreateConsoleLogin(context.Background(), l); err != nil {
+			return nil, "", err
+		}
+	} else {
+		s.mu.Lock()
+		s.sessions[hashHex(val)] = sess
+		s.mu.Unlock()
+	}
 	return &http.Cookie{Name: s.sessionCookie(), Value: val, Path: "/", HttpOnly: true, Secure: s.tls,
-		SameSite: http.SameSiteStrictMode, MaxAge: int(s.opt.SessionTTL / time.Second)}, csrf
+		SameSite: http.SameSiteStrictMode, MaxAge: int(s.opt.SessionTTL / time.Second)}, csrf, nil
 }
 
 // Logout ends the console sessions of r (every session cookie it sent),
-// if any, and returns the cookie that clears it.
+// if any, on every replica when the store keeps logins, and returns the
+// cookie that clears it.
 func (s *Server) Logout(r *http.Request) *http.Cookie {
-	s.mu.Lock()
 	for _, c := range r.CookiesNamed(s.sessionCookie()) {
-		delete(s.sessions, hashHex(c.Value))
+		key := hashHex(c.Value)
+		if s.logins != nil {
+			if err := s.logins.DeleteConsoleLogin(r.Context(), key); err != nil {
+				s.logf("console logout: %s", s.redact(err.Error()))
+			}
+			continue
+		}
+		s.mu.Lock()
+		delete(s.sessions, key)
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
 	return &http.Cookie{Name: s.sessionCookie(), Value: "", Path: "/", HttpOnly: true, Secure: s.tls, SameSite: http.SameSiteStrictMode, MaxAge: -1}
 }
 
 // CSRFValid reports whether tok is the CSRF token of sess.
 func CSRFValid(sess *consoleSession, tok string) bool {
-	return sess != nil && tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(sess.csrf)) == 1
+	return sess != nil && tok != "" && subtle.ConstantTimeCompare([]byte(hashHex(tok)), []byte(sess.csrfHash)) == 1
 }
 
 // Operator wraps h so that only operators reach it: a request without a
@@ -485,7 +537,7 @@ func (s *Server) Operator(h http.Handler) http.Handler {
 				}
 				w.Header().Set("WWW-Authenticate", `Bearer realm="openplaybook", error="invalid_token"`)
 			} else if len(r.CookiesNamed(s.sessionCookie())) > 0 {
-				msg = "the console session has ended (it lasts 12 hours, and ends when the server restarts): log in again"
+				msg = "the console session has ended (it lasts 12 hours, or until you log out on any replica): log in again"
 			}
 			writeError(w, http.StatusUnauthorized, msg)
 			return
@@ -678,4 +730,12 @@ func randomToken(prefix string) string {
 func hashHex(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])
+}
+
+// loginsOf returns st's console logins, nil when it keeps none.
+func loginsOf(st store.Store) store.ConsoleLogins {
+	if l, ok := store.As[store.ConsoleLogins](st); ok {
+		return l
+	}
+	return nil
 }

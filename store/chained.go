@@ -63,6 +63,7 @@ var UnchainedColumns = map[Column]string{
 // notifications' outbox (what was sent about the records, not a run's
 // state), the replicas of serve (which processes are alive, not what a
 // run did), the credential vault and its leases (sealed tokens by
-// destination, shared by every run) and the built-in tools' data (customers, notes, today), which
+// destination, shared by every run), the console's logins (who may use
+// serve's console, not what a run did) and the built-in tools' data (customers, notes, today), which
 // no run's chain describes.
 var RunStateTables = []string{"runs", "steps", "calls", "approvals", "gates"}

@@ -55,7 +55,7 @@ type Backend interface {
 	// CheckOperatorToken reports whether tok is the operator token.
 	CheckOperatorToken(tok string) bool
 	// Login starts a session: the cookie to set and its CSRF token.
-	Login() (*http.Cookie, string)
+	Login() (*http.Cookie, string, error)
 	// Logout ends r's session and returns the cookie that clears it.
 	Logout(r *http.Request) *http.Cookie
 	// SSO says how operators log in: sso when single sign-on (OpenID

@@ -48,7 +48,11 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			Error: "That is not the operator token. Paste the value of the secret that the harness's serve.operatorTokenSecret names."})
 		return
 	}
-	cookie, csrf := c.b.Login()
+	cookie, csrf, err := c.b.Login()
+	if err != nil {
+		c.errorPage(w, r, http.StatusInternalServerError, "The login could not be recorded: "+c.b.Redact(err.Error()))
+		return
+	}
 	http.SetCookie(w, cookie)
 	c.SignedIn(w, r, csrf, next)
 }

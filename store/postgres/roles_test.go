@@ -25,6 +25,8 @@ GRANT SELECT ON {schema}.schema_version TO {role};
 GRANT SELECT, INSERT, UPDATE ON {schema}.runs, {schema}.steps, {schema}.calls, {schema}.approvals, {schema}.gates,
 	{schema}.agent_tokens, {schema}.outbox, {schema}.customers, {schema}.notes, {schema}.today TO {role};
 GRANT SELECT, INSERT ON {schema}.audit TO {role};
+GRANT SELECT, INSERT, UPDATE, DELETE ON {schema}.vault, {schema}.vault_leases,
+	{schema}.replicas, {schema}.console_logins TO {role};
 `
 
 // TestRuntimeRoleCannotRewriteAudit: connected as the runtime role of

@@ -292,11 +292,23 @@ CREATE TABLE vault_leases (
 	until  text COLLATE "C" NOT NULL
 );
 `,
+	// 8: console logins (store.ConsoleLogins): by the SHA-256 of the
+	// session cookie, so that a login holds on every replica.
+	`
+CREATE TABLE console_logins (
+	hash       text COLLATE "C" PRIMARY KEY,
+	csrf_hash  text COLLATE "C" NOT NULL,
+	who        bytea NOT NULL,
+	created_at text COLLATE "C" NOT NULL,
+	expires_at text COLLATE "C" NOT NULL
+);
+CREATE INDEX console_logins_expires ON console_logins (expires_at);
+`,
 }
 
 // SchemaVersion is the schema version this engine creates and reads; the
 // versions are store/sqlite's (the same tables and columns at each).
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 func init() {
 	if len(migrations) != SchemaVersion {

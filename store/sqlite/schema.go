@@ -237,6 +237,18 @@ CREATE TABLE vault_leases (
 	until  TEXT NOT NULL
 ) STRICT;
 `,
+	// 8: console logins (store.ConsoleLogins): by the SHA-256 of the
+	// session cookie, so that a login holds on every replica.
+	`
+CREATE TABLE console_logins (
+	hash       TEXT PRIMARY KEY,
+	csrf_hash  TEXT NOT NULL,
+	who        BLOB NOT NULL,
+	created_at TEXT NOT NULL,
+	expires_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX console_logins_expires ON console_logins (expires_at);
+`,
 }
 
 // SchemaVersion is the schema version this engine creates and reads.

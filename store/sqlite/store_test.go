@@ -49,7 +49,7 @@ func TestOpenTwice(t *testing.T) {
 		versions = append(versions, v)
 	}
 	rows.Close()
-	if fmt.Sprint(versions) != fmt.Sprint([]int{1, 2, 3, 4, 5, 6, 7}) || SchemaVersion != 7 {
+	if fmt.Sprint(versions) != fmt.Sprint([]int{1, 2, 3, 4, 5, 6, 7, 8}) || SchemaVersion != 8 {
 		t.Errorf("schema versions = %v, SchemaVersion %d", versions, SchemaVersion)
 	}
 	for _, p := range []string{"journal_mode", "synchronous", "foreign_keys", "busy_timeout"} {

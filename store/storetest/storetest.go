@@ -62,6 +62,7 @@ func Run(t *testing.T, open Opener) {
 		{"AuditPages", testAuditPages},
 		{"Outbox", testOutbox},
 		{"Vault", testVault},
+		{"ConsoleLogins", testConsoleLogins},
 		{"RunPages", testRunPages},
 		{"ClaimAndFence", testClaimAndFence},
 	} {
