@@ -85,6 +85,21 @@ func TestConsoleAgentText(t *testing.T) {
 	if want := strings.Replace(agentSaid, consoleSecret, "[redacted]", 1); ar.AgentText != want {
 		t.Errorf("approval.requested's agentText %q, want %q", ar.AgentText, want)
 	}
+	// The API's pending items carry it too, as the description says.
+	for _, path := range []string{"/api/v1/pending", "/api/v1/runs/" + run} {
+		res := r.api(operatorToken).do("GET", path, nil)
+		var got struct {
+			Pending []runtime.Pending `json:"pending"`
+			Waiting []runtime.Pending `json:"waiting"`
+		}
+		if err := json.Unmarshal(res.body, &got); err != nil || res.status != http.StatusOK {
+			t.Fatalf("GET %s: %d %v %s", path, res.status, err, res.body)
+		}
+		items := append(got.Pending, got.Waiting...)
+		if len(items) != 1 || items[0].Kind != "call" || items[0].AgentText != ar.AgentText {
+			t.Errorf("GET %s: %s, want the call with agentText %q", path, res.body, ar.AgentText)
+		}
+	}
 	b := r.browser()
 	b.login()
 	for _, path := range []string{"/approvals", "/runs/" + run} {
