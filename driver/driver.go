@@ -41,6 +41,18 @@ type Call struct {
 	// Arguments is the arguments as the agent sent them. It may be invalid
 	// JSON; the Caller refuses such a call.
 	Arguments jsontext.Value
+	// Reasoning is the model's own text before the call, as the model
+	// wrote it: the text of the reply that carries the call (Chat
+	// Completions message content, Responses output_text, Anthropic text
+	// blocks), or, when that reply has none, the last non-blank text of
+	// an earlier reply in this run of the step; "" when there is none
+	// (a call replayed from [StepInput.Made], a driver without a model).
+	// It is untrusted and informational only: the model's claim, checked
+	// by nothing, never part of a decision, and it may hold any bytes
+	// (markup, control characters, invalid UTF-8). The runtime shows it,
+	// trimmed, clipped and redacted, to the person asked to approve the
+	// call (approval.requested's agentText).
+	Reasoning string
 }
 
 // Result is the runtime's answer to a call, to be shown to the agent.

@@ -238,6 +238,7 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 			"the call to %s is %d bytes (name and arguments), over the limit of %d; the call was refused and not run", quote(name), n, c.s.opt.MaxArgumentBytes))
 	}
 	d := c.s.im.Decide(c.step, call.Name, call.Arguments)
+	d.reasoning = call.Reasoning
 	if i := c.match(call.Name, d.ArgsDigest); i >= 0 {
 		was := c.memo[i].State
 		unanswered := was == store.CallWaiting || was == store.CallStarted || was == store.CallOutcomeUnknown
@@ -910,7 +911,8 @@ func (c *Caller) approvalGate(ctx context.Context, name string, d Decision, exis
 		}
 		asked = ap.ID
 		return c.append(tx, name, ApprovalRequested{Attempt: c.attempt, Approval: ap.ID, Index: key.Index, ArgsDigest: d.ArgsDigest,
-			DefDigest: d.tool.defDigest, BindDigest: bind, Binding: d.tool.entry.Origin.Binding(), Reason: ap.Reason, Policy: req})
+			DefDigest: d.tool.defDigest, BindDigest: bind, Binding: d.tool.entry.Origin.Binding(), Reason: ap.Reason, Policy: req,
+			AgentText: c.agentText(d.reasoning)})
 	})
 	if err == nil {
 		c.s.sayVoided(voided, staleWhy)
@@ -1272,6 +1274,19 @@ func shownName(name string) string {
 // maxErrorBytes bounds the text of a tool's error that is recorded and
 // shown to the agent: a tool's error is a message, not a result.
 const maxErrorBytes = 8 << 10
+
+// agentText is a call's Reasoning as its approval request records it:
+// invalid UTF-8 replaced with U+FFFD, trimmed, secret values redacted
+// (before the clip, so no part of a secret is left at the cut; the
+// record's data is redacted again as every record's is) and clipped to
+// [MaxAgentTextBytes]; "" for none.
+func (c *Caller) agentText(reasoning string) string {
+	s := strings.TrimSpace(strings.ToValidUTF8(reasoning, "\uFFFD"))
+	if s == "" {
+		return ""
+	}
+	return clipText(strings.ToValidUTF8(c.s.opt.Redact(s), "\uFFFD"), MaxAgentTextBytes)
+}
 
 // clipText cuts s to at most n bytes (at a UTF-8 boundary), saying how
 // much was left out.

@@ -355,7 +355,19 @@ type ApprovalRequested struct {
 	// (deciders, how many distinct approvers, self-approval); absent when
 	// no rule asks. [Decide] enforces it as recorded here.
 	Policy *policy.Requirement `json:"policy,omitempty"`
+	// AgentText is the agent's own words before the call
+	// ([driver.Call].Reasoning): trimmed, invalid UTF-8 replaced with
+	// U+FFFD, secret values redacted, clipped to [MaxAgentTextBytes] at a
+	// UTF-8 boundary with a note of the bytes left out; absent when the
+	// agent wrote none. It is the model's claim, checked by nothing, shown
+	// to the approver as such; it is no part of any digest or of what the
+	// approval is bound to.
+	AgentText string `json:"agentText,omitempty"`
 }
+
+// MaxAgentTextBytes is the most bytes of an agent's text an
+// [ApprovalRequested] record keeps (before the note of what was clipped).
+const MaxAgentTextBytes = 2048
 
 // ApprovalVoided: an open approval no longer holds (what it was bound to
 // changed, or its step attempt ended) and was expired.

@@ -253,6 +253,10 @@ type Decision struct {
 	Args       jsontext.Value
 	ArgsDigest string
 	tool       *toolInfo
+	// reasoning is the call's Reasoning, for its approval request
+	// ([Caller.agentText]); set by [Caller.Call], never by Decide, and no
+	// part of the decision.
+	reasoning string
 }
 
 // Decide runs checks 1 to 3 of the decision path for a call to name with

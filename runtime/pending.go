@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/audit"
@@ -38,6 +39,11 @@ type Pending struct {
 	// Policy, when harness policy rules asked who decides this gate or
 	// approval, is what they require and who approved so far (N of M).
 	Policy *PendingPolicy `json:"policy,omitempty"`
+	// AgentText is, for a call, the agent's own words before it as its
+	// approval.requested record holds them ([ApprovalRequested].AgentText:
+	// redacted, at most 2 KiB and a note); absent when it wrote none or
+	// when Altered is set. The model's claim, checked by nothing.
+	AgentText string `json:"agentText,omitempty"`
 }
 
 // PendingPolicy is what the policy requires of a decision still open.
@@ -126,6 +132,7 @@ func pendingsOnce(ctx context.Context, s store.Store, runID string) (out []Pendi
 		} else if call != nil {
 			// The arguments shown are those just compared with the chain.
 			p.Arguments = call.Args
+			p.AgentText = ch.agentText(a.ID)
 		}
 		if altered != "" {
 			anyAltered = true
@@ -211,4 +218,18 @@ func pendingPolicies(ctx context.Context, s store.Store, runID string, out []Pen
 		p.Summary += "; " + dc.req.Describe(dc.endorsers)
 	}
 	return nil
+}
+
+// agentText is the agentText of approval id's approval.requested record
+// in the chain ("" when it has none, or the approval was not asked so).
+func (c *chain) agentText(id string) string {
+	a := c.approvals[id]
+	if a == nil || EventKind(a.asked.Kind) != KindApprovalRequested {
+		return ""
+	}
+	var ar ApprovalRequested
+	if json.Unmarshal(a.asked.Data, &ar) != nil {
+		return ""
+	}
+	return ar.AgentText
 }

@@ -42,6 +42,13 @@ type rig struct {
 
 func newRig(t *testing.T, extra string) *rig {
 	t.Helper()
+	return newRigAgents(t, "", extra)
+}
+
+// newRigAgents is newRig with more agents: agents is their lines of the
+// harness's agents section ("  model: {driver: openai, ...}\n").
+func newRigAgents(t *testing.T, agents, extra string) *rig {
+	t.Helper()
 	root := mcptest.RepoRoot(t)
 	if _, err := os.Stat(filepath.Join(root, "node_modules/@modelcontextprotocol/server-memory/dist/index.js")); err != nil {
 		t.Skip("the npm MCP reference servers are not installed (npm ci)")
@@ -59,7 +66,7 @@ agents:
   outside: {driver: mcp}
   researcher: {driver: mcp}
   writer: {driver: mcp}
-` + teststore.YAML(t, "store.db", filepath.Join(root, "examples/data/customers.json")) + `serve:
+` + agents + teststore.YAML(t, "store.db", filepath.Join(root, "examples/data/customers.json")) + `serve:
   approvalWait: 2s
 ` + extra
 	hp := filepath.Join(dir, "harness.yaml")

@@ -321,6 +321,10 @@ func TestConversation(t *testing.T) {
 		if calls[i].ID != want[i].ID || calls[i].Name != want[i].Name || string(calls[i].Arguments) != string(want[i].Arguments) {
 			t.Errorf("call %d: %+v, want %+v", i, calls[i], want[i])
 		}
+		// Each call carries the text block of its reply.
+		if calls[i].Reasoning != "Let me look." {
+			t.Errorf("call %d: Reasoning %q, want the reply's text", i, calls[i].Reasoning)
+		}
 	}
 	for _, h := range api.Headers() {
 		if sentKey(h) != apiKey || h.Get("Anthropic-Version") == "" {

@@ -286,6 +286,10 @@ func TestHostileCalls(t *testing.T) {
 		if c.Name != wantNames[i] || string(c.Arguments) != sent[i][2] {
 			t.Errorf("call %d: %q %q, want %q %q", i, c.Name, c.Arguments, wantNames[i], sent[i][2])
 		}
+		// The reply's output_text is each call's Reasoning.
+		if c.Reasoning != "Let me look." {
+			t.Errorf("call %d: Reasoning %q, want the reply's text", i, c.Reasoning)
+		}
 	}
 }
 

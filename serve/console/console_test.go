@@ -1,10 +1,13 @@
 package console
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/openplaybook/openplaybook/runtime"
 )
 
 // TestGraphIsWhole: explain's step graph, cut from its html rendering,
@@ -100,5 +103,48 @@ func TestArguments(t *testing.T) {
 	}
 	if a := c.arguments(jsontext.Value(`{}`)); len(a) != 1 || a[0].Value != "{}" {
 		t.Errorf("an empty object: %+v", a)
+	}
+}
+
+// TestAgentTextOnCard: a call's card shows the agent's words from its
+// approval.requested record, after what the call does and labelled as the
+// agent's own unchecked text, with markup escaped (never markup), a bidi
+// override shown as \u202e, line breaks kept and secret values redacted;
+// a card whose record has no text has no such section.
+func TestAgentTextOnCard(t *testing.T) {
+	c := &Console{b: noSecrets{}}
+	c.pages = parsePages(c.funcs())
+	card := func(ar *runtime.ApprovalRequested) string {
+		t.Helper()
+		var buf bytes.Buffer
+		v := pendingView{Pending: Pending{Run: "run_1", Pending: runtime.Pending{Kind: "call", ID: "apr_1", Step: "act", Tool: "charge.refund"}}, Requested: ar, Does: "Refund a charge"}
+		if err := c.pages["approvals"].ExecuteTemplate(&buf, "pending", v); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	said := "Charged twice for order 1234,\nso I refund ch_2. <script>alert(1)</script> \u202e key hunter2hunter2"
+	got := card(&runtime.ApprovalRequested{Approval: "apr_1", AgentText: said})
+	for _, want := range []string{
+		`<h4 id="said-apr_1">The agent's words before this call</h4>`,
+		"(its own text, as the model wrote it; nothing checks it)",
+		"Charged twice for order 1234,\nso I refund ch_2. &lt;script&gt;alert(1)&lt;/script&gt; \\u202e key [redacted]</p></blockquote>",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the card lacks %q:\n%s", want, got)
+		}
+	}
+	for _, bad := range []string{"<script>", "\u202e", "hunter2hunter2"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("the card holds %q:\n%s", bad, got)
+		}
+	}
+	if does, words := strings.Index(got, "What this call does"), strings.Index(got, "The agent's words"); does < 0 || words < does || words > strings.Index(got, "Arguments: exactly what runs") {
+		t.Errorf("the agent's words are not right after what the call does:\n%s", got)
+	}
+	for _, ar := range []*runtime.ApprovalRequested{nil, {Approval: "apr_1"}} {
+		if got := card(ar); strings.Contains(got, "agent-text") || strings.Contains(got, "words before") {
+			t.Errorf("a card with no agent text (%+v) shows the section:\n%s", ar, got)
+		}
 	}
 }

@@ -133,6 +133,11 @@ arguments of every call waiting for approval.`,
 						continue
 					}
 					fmt.Fprintf(c.stdout(), "%s waits: %s\n", L(r.Run), L(p.Summary))
+					if p.AgentText != "" {
+						// The model's claim, as it wrote it: escaped line by
+						// line, marked as unchecked.
+						writeLong(c.stdout(), "  the agent's words before the call, unchecked ", "its own text", p.AgentText)
+					}
 					if len(p.Arguments) > 0 {
 						writeArguments(c.stdout(), p.Arguments)
 					}

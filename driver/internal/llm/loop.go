@@ -157,13 +157,18 @@ type Loop struct {
 // end, with ctx, not the step's context), t.Send's error, and the
 // *[driver.ReplyError] of a refused reply, none of whose calls ran. When
 // caller is a [driver.UsageRecorder], each reply's usage goes to it
-// before the reply is acted on.
+// before the reply is acted on. Each call passed to caller carries the
+// reply's text as its Reasoning, or the last non-blank text of an earlier
+// reply of this run when the reply has none ([driver.Call].Reasoning).
 func (l Loop) Run(ctx context.Context, in driver.StepInput, caller driver.Caller, t Turn) (jsontext.Value, error) {
 	step, reqCtx, cancel := StartStep(ctx, l.Provider, in.StepID, l.StepTimeout, l.Binding, l.Now)
 	defer cancel()
 	rec, _ := caller.(driver.UsageRecorder)
 	turns := MaxTurns(l.MaxTurns, in)
 	seen := IDs{}
+	// said is the last non-blank text of a reply of this run, each call's
+	// Reasoning: a resumed step's made calls carry none.
+	said := ""
 	if len(in.Made) > 0 {
 		made := Made(in.Made)
 		t.Accept(made)
@@ -200,12 +205,16 @@ func (l Loop) Run(ctx context.Context, in driver.StepInput, caller driver.Caller
 		if len(r.Calls) == 0 {
 			return Output(r.Text)
 		}
+		if strings.TrimSpace(r.Text) != "" {
+			said = r.Text
+		}
 		seen.Add(r.Calls)
 		t.Accept(r)
 		for _, c := range r.Calls {
 			if err := step.Check(); err != nil {
 				return nil, err
 			}
+			c.Reasoning = said
 			res, err := caller.Call(ctx, c)
 			if err != nil {
 				return nil, err

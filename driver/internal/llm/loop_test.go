@@ -112,3 +112,66 @@ func TestLoopRun(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// reasonTurn is a fakeTurn that also keeps the calls answered, with
+// their Reasoning as the Turn saw it.
+type reasonTurn struct {
+	fakeTurn
+	answered []driver.Call
+}
+
+func (f *reasonTurn) Answer(c driver.Call, res driver.Result) {
+	f.answered = append(f.answered, c)
+	f.fakeTurn.Answer(c, res)
+}
+
+// Each call the Caller gets carries its reply's text as Reasoning, or the
+// last non-blank text of an earlier reply of the run when its reply has
+// none (blank text does not count); a resumed step's made calls carry
+// none, and a text is never carried from one run into the next.
+func TestLoopRunReasoning(t *testing.T) {
+	args := jsontext.Value(`{}`)
+	f := &reasonTurn{fakeTurn: fakeTurn{replies: []llm.Reply{
+		{Text: "I look the order up first.", Calls: []driver.Call{{ID: "c1", Name: "t", Arguments: args}, {ID: "c2", Name: "t", Arguments: args}}},
+		{Text: " \n\t", Calls: []driver.Call{{ID: "c3", Name: "t", Arguments: args}}},
+		{Text: "Charged twice, so I refund ch_2.", Calls: []driver.Call{{ID: "c4", Name: "t", Arguments: args}}},
+		{Calls: []driver.Call{{ID: "c5", Name: "t", Arguments: args}}},
+		{Text: "done"},
+	}}}
+	caller := &drivertest.Caller{Allowed: []string{"t"}}
+	in := driver.StepInput{StepID: "s", Tools: []driver.Tool{{Name: "t"}},
+		Made: []driver.MadeCall{{ID: "made_0", Name: "t", Arguments: args, Result: driver.Result{Content: jsontext.Value(`1`)}}}}
+	if _, err := (llm.Loop{Provider: "p"}).Run(context.Background(), in, caller, f); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"c1": "I look the order up first.",
+		"c2": "I look the order up first.",
+		"c3": "I look the order up first.",
+		"c4": "Charged twice, so I refund ch_2.",
+		"c5": "Charged twice, so I refund ch_2.",
+	}
+	calls := caller.Calls()
+	if len(calls) != len(want) {
+		t.Fatalf("%d calls, want %d", len(calls), len(want))
+	}
+	for _, c := range calls {
+		if c.Reasoning != want[c.ID] {
+			t.Errorf("call %s: Reasoning %q, want %q", c.ID, c.Reasoning, want[c.ID])
+		}
+	}
+	if len(f.answered) == 0 || f.answered[0].ID != "made_0" || f.answered[0].Reasoning != "" {
+		t.Errorf("made call answered as %+v, want made_0 with no Reasoning", f.answered)
+	}
+
+	// A resumed step whose first reply has no text: its call has no
+	// Reasoning (the made calls had none to carry).
+	f = &reasonTurn{fakeTurn: fakeTurn{replies: []llm.Reply{{Calls: []driver.Call{{ID: "c1", Name: "t", Arguments: args}}}, {Text: "done"}}}}
+	caller = &drivertest.Caller{Allowed: []string{"t"}}
+	if _, err := (llm.Loop{Provider: "p"}).Run(context.Background(), in, caller, f); err != nil {
+		t.Fatal(err)
+	}
+	if calls := caller.Calls(); len(calls) != 1 || calls[0].Reasoning != "" {
+		t.Errorf("calls %+v, want one with no Reasoning", calls)
+	}
+}
