@@ -84,6 +84,10 @@ func (b consoleBackend) Decide(ctx context.Context, run, id string, v runtime.Ve
 	return b.s.Decide(ctx, run, id, v)
 }
 
+func (b consoleBackend) MayDecide(ctx context.Context, run, id string) error {
+	return b.s.MayDecide(ctx, run, id)
+}
+
 func (b consoleBackend) Audit(ctx context.Context, run string, verify bool) (console.Audit, error) {
 	a, err := b.s.Audit(ctx, run, verify)
 	if err != nil {

@@ -85,6 +85,12 @@ type Backend interface {
 	Approvals(ctx context.Context, run string) ([]store.Approval, error)
 	// Decide decides a gate (by step id) or an approval (by id).
 	Decide(ctx context.Context, run, id string, v runtime.Verdict) (runtime.Decided, error)
+	// MayDecide says whether the person the request's ctx carries may
+	// approve now what run waits for under id, deciding nothing: nil, an
+	// error wrapping [runtime.ErrNotDecider] when they may not, or
+	// another error (the run ended, nothing waits under id). With run ""
+	// it says whether they may decide anything at all.
+	MayDecide(ctx context.Context, run, id string) error
 	// Audit returns the run's audit records; with verify, the chain is
 	// verified and the store reconciled with it.
 	Audit(ctx context.Context, run string, verify bool) (Audit, error)
