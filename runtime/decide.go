@@ -57,35 +57,25 @@ func (d Decided) String() string { return d.Kind + " " + d.ID }
 //
 // Every caller (the CLI, a console, a test) decides through Decide.
 func Decide(ctx context.Context, st store.Store, runID, id string, v Verdict) (Decided, error) {
-	run, err := st.GetRun(ctx, runID)
+	t, err := awaited(ctx, st, runID, id)
 	if err != nil {
-		return Decided{}, fmt.Errorf("run %s: %w", runID, err)
+		return Decided{}, err
 	}
-	if run.Status.Ended() {
-		return Decided{}, fmt.Errorf("run %s has ended (%s); there is nothing to decide", runID, run.Status)
+	dc := t.dc
+	if err := dc.check(v, runID, t.what, t.gate == nil); err != nil {
+		return Decided{}, err
 	}
-	recs, err := verifiedRecords(ctx, st, runID)
-	if err != nil {
-		return Decided{}, fmt.Errorf("run %s: %w; nothing was decided", runID, err)
+	var rules []string
+	if dc.req != nil {
+		rules = dc.req.Rules
 	}
-	if strings.HasPrefix(id, "apr_") {
-		dc, err := readDeciding(recs, id, 0)
-		if err != nil {
-			return Decided{}, fmt.Errorf("run %s: %w; nothing was decided", runID, err)
-		}
-		if err := dc.check(v, runID, "approval "+id, true); err != nil {
-			return Decided{}, err
-		}
+	var count, need int
+	if t.gate == nil {
 		if v.Approve {
 			if err := approvable(ctx, st, runID, id); err != nil {
 				return Decided{}, err
 			}
 		}
-		var rules []string
-		if dc.req != nil {
-			rules = dc.req.Rules
-		}
-		var count, need int
 		err = st.Tx(ctx, func(tx store.Tx) error {
 			var approvers []string
 			if needed := dc.req.Needed(); v.Approve && needed > 1 {
@@ -125,55 +115,85 @@ func Decide(ctx context.Context, st store.Store, runID, id string, v Verdict) (D
 		})
 		return Decided{Kind: "approval", ID: id, Approvals: count, Needed: need}, err
 	}
+	g := *t.gate
+	err = st.Tx(ctx, func(tx store.Tx) error {
+		var approvers []string
+		if needed := dc.req.Needed(); v.Approve && needed > 1 {
+			ev := GateEndorsed{Attempt: g.Attempt, Endorsement: dc.endorsement(v, rules, needed)}
+			who, enough, err := endorse(tx, runID, id, "", ev, id, g.Attempt, v.By, needed)
+			count, need = len(who), needed
+			if err != nil || !enough {
+				return err
+			}
+			approvers = who
+		}
+		if _, err := tx.DecideGate(runID, id, g.Attempt, v.Approve, v.Reason, v.By); err != nil {
+			return err
+		}
+		ev := GateApproved{Attempt: g.Attempt, By: v.By, Reason: v.Reason, ByName: v.ByName, ByEmail: v.ByEmail, Rules: rules, Approvers: approvers}
+		var e Event = ev
+		if !v.Approve {
+			e = GateRejected(ev)
+		}
+		_, err := tx.Append(newRecord(identity, runID, id, "", e))
+		return err
+	})
+	return Decided{Kind: "gate", ID: id, Approvals: count, Needed: need}, err
+}
+
+// decision is one decision a run waits for, as [Decide] and [MayDecide]
+// find it: what its verified audit log says of who decides it, what it
+// is called in messages ("approval apr_x", "gate review"), and for a gate
+// its waiting attempt (nil for an approval).
+type decision struct {
+	dc   deciding
+	what string
+	gate *store.Gate
+}
+
+// awaited finds the decision id of run runID: an error when the run
+// has ended or its chain does not verify; for a gate (step id), when it
+// has no waiting attempt. An approval id ("apr_...") is read from the
+// log only: whether the store has it pending is checked when it is
+// decided.
+func awaited(ctx context.Context, st store.Store, runID, id string) (decision, error) {
+	run, err := st.GetRun(ctx, runID)
+	if err != nil {
+		return decision{}, fmt.Errorf("run %s: %w", runID, err)
+	}
+	if run.Status.Ended() {
+		return decision{}, fmt.Errorf("run %s has ended (%s); there is nothing to decide", runID, run.Status)
+	}
+	recs, err := verifiedRecords(ctx, st, runID)
+	if err != nil {
+		return decision{}, fmt.Errorf("run %s: %w; nothing was decided", runID, err)
+	}
+	if strings.HasPrefix(id, "apr_") {
+		dc, err := readDeciding(recs, id, 0)
+		if err != nil {
+			return decision{}, fmt.Errorf("run %s: %w; nothing was decided", runID, err)
+		}
+		return decision{dc: dc, what: "approval " + id}, nil
+	}
 	gates, err := st.Gates(ctx, runID)
 	if err != nil {
-		return Decided{}, err
+		return decision{}, err
 	}
 	for _, g := range gates {
 		if g.Step == id && g.Status == store.GateWaiting {
 			dc, err := readDeciding(recs, id, g.Attempt)
 			if err != nil {
-				return Decided{}, fmt.Errorf("run %s: %w; nothing was decided", runID, err)
+				return decision{}, fmt.Errorf("run %s: %w; nothing was decided", runID, err)
 			}
-			if err := dc.check(v, runID, "gate "+id, false); err != nil {
-				return Decided{}, err
-			}
-			var rules []string
-			if dc.req != nil {
-				rules = dc.req.Rules
-			}
-			var count, need int
-			err = st.Tx(ctx, func(tx store.Tx) error {
-				var approvers []string
-				if needed := dc.req.Needed(); v.Approve && needed > 1 {
-					ev := GateEndorsed{Attempt: g.Attempt, Endorsement: dc.endorsement(v, rules, needed)}
-					who, enough, err := endorse(tx, runID, id, "", ev, id, g.Attempt, v.By, needed)
-					count, need = len(who), needed
-					if err != nil || !enough {
-						return err
-					}
-					approvers = who
-				}
-				if _, err := tx.DecideGate(runID, id, g.Attempt, v.Approve, v.Reason, v.By); err != nil {
-					return err
-				}
-				ev := GateApproved{Attempt: g.Attempt, By: v.By, Reason: v.Reason, ByName: v.ByName, ByEmail: v.ByEmail, Rules: rules, Approvers: approvers}
-				var e Event = ev
-				if !v.Approve {
-					e = GateRejected(ev)
-				}
-				_, err := tx.Append(newRecord(identity, runID, id, "", e))
-				return err
-			})
-			return Decided{Kind: "gate", ID: id, Approvals: count, Needed: need}, err
+			return decision{dc: dc, what: "gate " + id, gate: &g}, nil
 		}
 	}
 	for _, g := range gates {
 		if g.Step == id {
-			return Decided{}, fmt.Errorf("gate %s of run %s was already decided (%s by %s); only a waiting gate can be decided", id, runID, g.Status, g.DecidedBy)
+			return decision{}, fmt.Errorf("gate %s of run %s was already decided (%s by %s); only a waiting gate can be decided", id, runID, g.Status, g.DecidedBy)
 		}
 	}
-	return Decided{}, fmt.Errorf("run %s has no waiting gate or approval %q; 'openplaybook status --harness FILE %s' lists what it waits for", runID, id, runID)
+	return decision{}, fmt.Errorf("run %s has no waiting gate or approval %q; 'openplaybook status --harness FILE %s' lists what it waits for", runID, id, runID)
 }
 
 func identity(s string) string { return s }

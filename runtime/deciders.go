@@ -178,8 +178,14 @@ func endorse(tx store.Tx, runID, step, tool string, ev Event, id string, gateAtt
 		}
 	}
 	if n > 1 {
-		return nil, false, fmt.Errorf("%w: %s already approved %s; it needs %d distinct people", ErrNotDecider, by, id, needed)
+		return nil, false, approvedTwice(by, id, needed)
 	}
 	who := endorsers(recs, id, gateAttempt)
 	return who, len(who) >= needed, nil
+}
+
+// approvedTwice is the refusal of a second approval by by of id, which
+// needs needed distinct people.
+func approvedTwice(by, id string, needed int) error {
+	return fmt.Errorf("%w: %s already approved %s; it needs %d distinct people", ErrNotDecider, by, id, needed)
 }

@@ -88,6 +88,10 @@ func (b consoleBackend) View(ctx context.Context, run, id, tool, by string) (run
 	return b.s.View(ctx, run, id, tool, by)
 }
 
+func (b consoleBackend) MayDecide(ctx context.Context, run, id string) error {
+	return b.s.MayDecide(ctx, run, id)
+}
+
 func (b consoleBackend) Audit(ctx context.Context, run string, verify bool) (console.Audit, error) {
 	a, err := b.s.Audit(ctx, run, verify)
 	if err != nil {

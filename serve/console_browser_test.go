@@ -58,6 +58,19 @@ func newBrowser(t *testing.T) context.Context {
 	return ctx
 }
 
+// browserDo returns what runs steps in the browser bctx within 30
+// seconds, failing t with what on an error.
+func browserDo(t *testing.T, bctx context.Context) func(what string, steps ...chromedp.Action[chromedp.Void]) {
+	return func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		c, cancel := context.WithTimeout(bctx, 30*time.Second)
+		defer cancel()
+		if err := chromedp.Do(c, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+}
+
 // pageProblems collects, until ctx ends, what the browser says is wrong
 // with the pages it shows: Content-Security-Policy violations (something
 // the console's own policy refused: an inline script or style, a load

@@ -135,6 +135,26 @@ func (s *Server) Decide(ctx context.Context, runID, id string, v runtime.Verdict
 	return d, nil
 }
 
+// MayDecide says whether the person ctx carries may approve now what run
+// runID waits for under id (a waiting gate's step id, or an approval id),
+// recording nothing: nil when [Server.Decide] would take their approval;
+// an error wrapping [ErrNotDecider] when serve.oidc or the harness policy
+// does not let them (the operator token with serve.oidc; not one of
+// serve.oidc.deciders; not a rule's decider; self-approval; already one
+// of the approvers of what needs several); otherwise what
+// [runtime.MayDecide] returns. Without serve.oidc, whoever holds the
+// operator token decides everything no policy rule names deciders for.
+//
+// With runID "", it says only whether the person may decide at all
+// (serve.oidc and its deciders).
+func (s *Server) MayDecide(ctx context.Context, runID, id string) error {
+	v, err := s.mayDecide(ctx, runID, runtime.Verdict{Approve: true})
+	if err != nil || runID == "" {
+		return err
+	}
+	return runtime.MayDecide(ctx, s.st, runID, id, v)
+}
+
 // afterDecision resumes the run when nothing is left for a person and it
 // is not executing here; an executing run (an external agent waiting for
 // an approval) sees the decision itself.

@@ -89,6 +89,12 @@ type Backend interface {
 	// of run waits on, with the read tool named tool, for by (see
 	// serve.Server.View); an error when it may not, and nothing was read.
 	View(ctx context.Context, run, id, tool, by string) (runtime.Viewed, error)
+	// MayDecide says whether the person the request's ctx carries may
+	// approve now what run waits for under id, deciding nothing: nil, an
+	// error wrapping [runtime.ErrNotDecider] when they may not, or
+	// another error (the run ended, nothing waits under id). With run ""
+	// it says whether they may decide anything at all.
+	MayDecide(ctx context.Context, run, id string) error
 	// Audit returns the run's audit records; with verify, the chain is
 	// verified and the store reconciled with it.
 	Audit(ctx context.Context, run string, verify bool) (Audit, error)

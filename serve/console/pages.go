@@ -82,6 +82,9 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 type runRow struct {
 	runtime.RunStatus
 	Executing bool
+	// Mine are the ids of what the run waits for that the logged-in
+	// person may decide now (set on the "waiting on me" list only).
+	Mine map[string]bool
 }
 
 // RunsPageSize is how many runs the runs page lists at a time.
@@ -96,10 +99,19 @@ type runsData struct {
 	// says this is the last page, so To is how many runs match.
 	From, To int
 	Last     bool
-	// Status, Playbook and Decide are the filters (Decide: only runs
-	// that wait for a gate or call decision); Filtered says one is set.
-	Status, Playbook string
-	Decide, Filtered bool
+	// Status, Playbook, Decide and Mine are the filters (Decide: only
+	// runs that wait for a gate or call decision; Mine: of those, only
+	// the ones with a decision the logged-in person may make now, see
+	// [Console.waitsOnMe]); Filtered says one is set. With Mine, Rows
+	// are those of the page's runs that wait on the person, and From, To
+	// and Last count the runs waiting for a decision.
+	Status, Playbook       string
+	Decide, Mine, Filtered bool
+	// NotDecider, with Mine, says why nothing waits on this session (the
+	// operator token, with serve.oidc; not one of serve.oidc.deciders).
+	NotDecider string
+	// Errors are the runs whose decisions could not be read.
+	Errors []string
 	// Statuses are the status filter's choices.
 	Statuses []string
 	// First and Next are the query strings of the first page and of the
@@ -108,10 +120,13 @@ type runsData struct {
 }
 
 // listQuery is a page of the runs list as the console's URLs give it:
-// the filters (status, playbook, decide), cursor, limit, and from (the
-// position of the page's first run, for display only).
+// the filters (status, playbook, decide, mine), cursor, limit, and from
+// (the position of the page's first run, for display only). mine
+// ("waiting on me") implies decide: the store pages the runs waiting for
+// a decision, and the page shows those of them that wait on the person.
 type listQuery struct {
 	filter store.RunFilter
+	mine   bool
 	cursor string
 	limit  int
 	from   int
@@ -128,7 +143,8 @@ func listQueryOf(q url.Values) (listQuery, error) {
 		lq.filter.Statuses = []store.RunStatus{store.RunStatus(st)}
 	}
 	lq.filter.Playbook = q.Get("playbook")
-	lq.filter.Decide = q.Get("decide") != ""
+	lq.mine = q.Get("mine") != ""
+	lq.filter.Decide = q.Get("decide") != "" || lq.mine
 	if n, err := strconv.Atoi(q.Get("limit")); err == nil {
 		lq.limit = store.ClampRunPage(n)
 	}
@@ -147,7 +163,9 @@ func (lq listQuery) values() url.Values {
 	if lq.filter.Playbook != "" {
 		v.Set("playbook", lq.filter.Playbook)
 	}
-	if lq.filter.Decide {
+	if lq.mine {
+		v.Set("mine", "1")
+	} else if lq.filter.Decide {
 		v.Set("decide", "1")
 	}
 	if lq.cursor != "" {
@@ -174,17 +192,38 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, err)
 		return
 	}
-	d := runsData{Playbook: lq.filter.Playbook, Decide: lq.filter.Decide, Last: next == "",
+	d := runsData{Playbook: lq.filter.Playbook, Decide: lq.filter.Decide, Mine: lq.mine, Last: next == "",
 		Statuses: []string{string(store.RunRunning), string(store.RunWaiting), string(store.RunCompleted), string(store.RunRejected), string(store.RunFailed)}}
 	if len(lq.filter.Statuses) == 1 {
 		d.Status = string(lq.filter.Statuses[0])
 	}
-	d.Filtered = d.Status != "" || d.Playbook != "" || d.Decide
+	d.Filtered = d.Status != "" || d.Playbook != "" || d.Decide || d.Mine
 	if len(runs) > 0 {
 		d.From, d.To = lq.from, lq.from+len(runs)-1
 	}
+	if lq.mine {
+		d.NotDecider, err = c.notDecider(r.Context())
+		if err != nil {
+			c.fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
+	}
 	for _, rs := range runs {
-		d.Rows = append(d.Rows, runRow{RunStatus: rs, Executing: c.b.Executing(rs.Run)})
+		row := runRow{RunStatus: rs, Executing: c.b.Executing(rs.Run)}
+		if lq.mine {
+			if d.NotDecider != "" {
+				continue
+			}
+			mine, err := c.waitsOnMe(r.Context(), rs.Run)
+			if err != nil {
+				d.Errors = append(d.Errors, fmt.Sprintf("run %s: %v", rs.Run, err))
+			}
+			if len(mine) == 0 {
+				continue
+			}
+			row.Mine = mine
+		}
+		d.Rows = append(d.Rows, row)
 	}
 	if lq.cursor != "" {
 		first := lq
@@ -199,6 +238,42 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 	events := lq.values()
 	events.Set("since", c.runsState(runs))
 	c.renderView(w, r, http.StatusOK, "runs", view{Title: "Runs", Nav: "runs", Events: "/events?" + events.Encode(), Data: d})
+}
+
+// notDecider says why the logged-in session may decide nothing ("" when
+// it may decide something): with serve.oidc, the operator token, or a
+// person outside serve.oidc.deciders.
+func (c *Console) notDecider(ctx context.Context) (string, error) {
+	err := c.b.MayDecide(ctx, "", "")
+	if errors.Is(err, runtime.ErrNotDecider) {
+		return "Nothing waits on you: " + err.Error() + ".", nil
+	}
+	return "", err
+}
+
+// decidable reports whether a person decides what p waits for (a gate, a
+// call's approval, a call whose outcome is unknown).
+func decidable(p runtime.Pending) bool {
+	return p.Kind == "gate" || p.Kind == "call" || p.Kind == "outcome_unknown"
+}
+
+// waitsOnMe returns the ids of what run waits for that the logged-in
+// person may approve now ([Backend.MayDecide]).
+func (c *Console) waitsOnMe(ctx context.Context, run string) (map[string]bool, error) {
+	pend, err := c.b.Pending(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	var mine map[string]bool
+	for _, p := range pend {
+		if decidable(p.Pending) && c.b.MayDecide(ctx, run, p.ID) == nil {
+			if mine == nil {
+				mine = map[string]bool{}
+			}
+			mine[p.ID] = true
+		}
+	}
+	return mine, nil
 }
 
 // A run.
@@ -434,6 +509,10 @@ func (c *Console) pendingView(rc *runContext, p Pending, csrf, back string) pend
 type approvalsData struct {
 	Items  []pendingView
 	Errors []string
+	// Mine shows only what the logged-in person may decide now
+	// (?mine=1); NotDecider says why nothing waits on this session.
+	Mine       bool
+	NotDecider string
 }
 
 func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request) {
@@ -448,9 +527,18 @@ func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	csrf := "" // filled in by console.js (see renderView)
-	var d approvalsData
+	d := approvalsData{Mine: r.URL.Query().Get("mine") != ""}
+	if d.Mine {
+		if d.NotDecider, err = c.notDecider(ctx); err != nil {
+			c.fail(w, r, http.StatusInternalServerError, err)
+			return
+		}
+	}
 	runs := map[string]*runContext{}
 	for _, p := range pend {
+		if d.Mine && (d.NotDecider != "" || !decidable(p.Pending) || c.b.MayDecide(ctx, p.Run, p.ID) != nil) {
+			continue
+		}
 		rc, ok := runs[p.Run]
 		if !ok {
 			rc, err = c.runContext(ctx, p.Run)
