@@ -704,3 +704,127 @@ func TestReplicasShareConsoleLogins(t *testing.T) {
 		t.Errorf("the runs page after the logout on B: A %d, B %d; want 303 (to the login form) on both", a, b)
 	}
 }
+
+// TestReplicasStaleMCPSession: an agent's MCP session opened through
+// replica B carries B's id; after B is killed and A takes the run, a
+// request of that session is answered 404 at once, and the agent that
+// initializes again through A goes on there (the call it made at B ran
+// once, the next runs once). While A
+// executes the run, B answers a session of a replica that is not the
+// owner 404 itself, without forwarding it.
+func TestReplicasStaleMCPSession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two programs; skipped with -short")
+	}
+	k0, src, count := newCrashServe(t, "{driver: mcp}")
+	url := pgtest.Schema(t)
+	usePostgres(t, k0.p.harness, url)
+	if err := os.WriteFile(count+".slow1.release", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, b := &killable{t: t, p: k0.p, pids: k0.pids}, &killable{t: t, p: k0.p, pids: k0.pids}
+	baseA, baseB := a.start(), b.start()
+	db, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	replicaAt := func(base string) string {
+		t.Helper()
+		var id string
+		if err := db.QueryRow(context.Background(), `SELECT id FROM replicas WHERE address = $1`, base).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	idA, idB := replicaAt(baseA), replicaAt(baseB)
+
+	var created struct {
+		Run string `json:"run"`
+	}
+	api(t, baseB, "POST", "/api/v1/runs", fmt.Sprintf(`{"document": %s}`, src), 201, &created)
+	run := created.Run
+	waitPending(t, baseB, run, "agent", run)
+	var tok struct {
+		Token string `json:"token"`
+	}
+	api(t, baseB, "POST", "/api/v1/runs/"+run+"/agent-token", `{}`, 201, &tok)
+	cs := connectAgent(t, baseB, run, tok.Token)
+	if !strings.HasPrefix(cs.ID(), idB+".") {
+		t.Fatalf("the MCP session id %q does not carry replica B's id %s", cs.ID(), idB)
+	}
+	if text, isErr := callTool(t, cs, "mcp__crash__append", map[string]any{"id": "a1"}); isErr {
+		t.Fatalf("append a1: %s", text)
+	}
+	stale := cs.ID()
+	// a1's outcome is recorded (its answer may reach the agent before
+	// the commit; killed before it, a1 would wait for a person at A).
+	for recorded := false; !recorded; {
+		var au struct {
+			Records []struct {
+				Kind string `json:"kind"`
+			} `json:"records"`
+		}
+		api(t, baseB, "GET", "/api/v1/runs/"+run+"/audit", "", 200, &au)
+		for _, r := range au.Records {
+			recorded = recorded || r.Kind == "call.succeeded"
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = b.cmd.Process.Kill()
+	<-b.done
+
+	post := func(base, sid string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", base+"/mcp/runs/"+run, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`))
+		req.Header.Set("Authorization", "Bearer "+tok.Token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("a stale session was answered after %v", d)
+		}
+		return resp.StatusCode, resp.Header.Get(serve.ReplicaHeader)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, _ := post(baseA, stale)
+		if code == http.StatusNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B's session at A after B died: %d, want 404", code)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cs = connectAgent(t, baseA, run, tok.Token)
+	defer cs.Close()
+	if !strings.HasPrefix(cs.ID(), idA+".") {
+		t.Errorf("the new session id %q does not carry replica A's id %s", cs.ID(), idA)
+	}
+	waitOffered(t, cs, "mcp__crash__append")
+	// B again (a new process, a new id): A executes the run now, so a
+	// session B's old id opened is stale there too, answered by B.
+	b2 := &killable{t: t, p: k0.p, pids: k0.pids}
+	baseB2 := b2.start()
+	var owner string
+	if err := db.QueryRow(context.Background(), `SELECT owner FROM runs WHERE id = $1`, run).Scan(&owner); err != nil || owner != idA {
+		t.Fatalf("the run's owner is %q (%v), want A (%s)", owner, err, idA)
+	}
+	if code, by := post(baseB2, stale); code != http.StatusNotFound || by != replicaAt(baseB2) {
+		t.Errorf("a stale session through the new B: %d served by %q, want 404 from B itself (%s)", code, by, replicaAt(baseB2))
+	}
+	if text, isErr := callTool(t, cs, "mcp__crash__append", map[string]any{"id": "a2"}); isErr {
+		t.Fatalf("append a2: %s", text)
+	}
+	if got := lines(t, count); got["a1"] != 1 || got["a2"] != 1 {
+		t.Errorf("the crash server ran %v, want a1 and a2 once each", got)
+	}
+}

@@ -243,6 +243,7 @@ func (g *gateway) newServer(run, tokenID, agent string) *mcp.Server {
 	var srv *mcp.Server
 	srv = mcp.NewServer(&mcp.Implementation{Name: "openplaybook", Title: "openplaybook run " + run, Version: g.s.opt.Version}, &mcp.ServerOptions{
 		Instructions: g.instructions(run, agent),
+		GetSessionID: g.sessionID,
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
@@ -694,4 +695,32 @@ func (g *gateway) refusal(run string) string {
 		return "; the server did not resume the run: " + why
 	}
 	return ""
+}
+
+// sessionID returns a new MCP session id: with replicas, the id of this
+// replica, ".", and 43 random characters (256 bits, base64url), so that
+// any replica asked about a session knows where it was opened (see
+// [staleSession]); otherwise the random part alone.
+func (g *gateway) sessionID() string {
+	id := randomToken("")
+	if rs := g.s.replicas; rs != nil {
+		if m := rs.member(); m != nil {
+			return m.ID() + "." + id
+		}
+	}
+	return id
+}
+
+// staleSession returns the replica an MCP session of r was opened at
+// when that is not owner, the replica that executes the run now: the
+// session lived in that replica's memory and is gone (the run was
+// adopted, or moved), so the client must initialize a new one. "" when
+// r names no session, a session without a replica id, or one of owner.
+func staleSession(r *http.Request, owner string) string {
+	sid := r.Header.Get("Mcp-Session-Id")
+	opened, _, ok := strings.Cut(sid, ".")
+	if !ok || !strings.HasPrefix(opened, "rep_") || opened == owner {
+		return ""
+	}
+	return opened
 }

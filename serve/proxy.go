@@ -56,6 +56,16 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	owner, addr, alive, err := rs.c.RunOwner(ctx, run)
 	cancel()
+	if err == nil && owner != "" && alive && strings.HasPrefix(r.URL.Path, "/mcp/runs/") {
+		if opened := staleSession(r, owner); opened != "" {
+			// Answered here, at once, without a hop: the session is not
+			// at the owner (MCP, "Session Management": 404 for a session
+			// the server does not know; the client initializes again).
+			w.Header().Set(ReplicaHeader, m.ID())
+			http.Error(w, "the MCP session was opened at replica "+opened+", which does not execute run "+run+" now: initialize a new session", http.StatusNotFound)
+			return true
+		}
+	}
 	if err != nil || owner == "" || owner == m.ID() || !alive || addr == "" {
 		return false
 	}
