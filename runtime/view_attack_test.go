@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openplaybook/openplaybook/internal/stripemock"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 	"github.com/openplaybook/openplaybook/runtime"
 )
@@ -288,10 +289,7 @@ func TestViewAttackDrift(t *testing.T) {
 // or a non-object; a required argument missing gives none either.
 func TestViewAttackArgs(t *testing.T) {
 	t.Parallel()
-	url, _ := stripeMock(t)
-	ctr := startCtr(t, true)
-	r := newRig(t, rigConfig{stripe: url, http: map[string]string{"ctr": ctr.URL}, secrets: map[string]string{"STRIPE_API_KEY": "sk_test_123"}}, viewDoc(t))
-	doc := r.docs[0]
+	doc := startWaitingRefund(t, "ch_a").r.docs[0]
 	for _, args := range []string{`{"chargeId":"ch_a","chargeId":"ch_b"}`, `{"chargeId":"ch_a","amount":1,"amount":2}`, `["chargeId","ch_a"]`, `"ch_a"`, `null`, `{}`, `{"chargeid":"ch_a"}`, `{"chargeId":"ch_a"`} {
 		if v := runtime.ViewTools(doc, "refund", "charge.refund", []byte(args)); len(v) != 0 {
 			t.Errorf("ViewTools(%s) = %+v, want none", args, v)
@@ -312,18 +310,9 @@ func TestViewAttackArgs(t *testing.T) {
 // recorded once; the refund runs exactly once; the chain verifies.
 func TestViewAttackConcurrent(t *testing.T) {
 	t.Parallel()
-	url, rec := stripeMock(t)
-	ctr := startCtr(t, true)
-	r := newRig(t, rigConfig{stripe: url, http: map[string]string{"ctr": ctr.URL}, secrets: map[string]string{"STRIPE_API_KEY": "sk_test_123"}}, viewDoc(t))
+	w := startWaitingRefund(t, "ch_race")
+	r, rec, s, tr, run, apr := w.r, w.rec, w.s, w.tr, w.run, w.apr
 	ctx := context.Background()
-	tr := map[string]string{"lou": transcriptOf(map[string][]tcall{"refund": {
-		{"charge.refund", map[string]any{"chargeId": "ch_race", "amount": 1500, "reason": "duplicate"}},
-	}})}
-	s := r.engine(0, tr, nil, nil)
-	out, err := s.Start(ctx, nil)
-	wantOutcome(t, "start", out, err, runtime.Waiting)
-	run := out.Run
-	apr := r.onlyApproval(run)
 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -351,7 +340,7 @@ func TestViewAttackConcurrent(t *testing.T) {
 	close(start)
 	time.Sleep(20 * time.Millisecond)
 	r.mustDecide(run, apr.ID, true)
-	out, err = r.engine(0, tr, nil, nil).Resume(ctx, run)
+	out, err := r.engine(0, tr, nil, nil).Resume(ctx, run)
 	wg.Wait()
 	wantOutcome(t, "resume", out, err, runtime.Completed)
 	t.Logf("%d views answered, %d refused, %v", ok, refused, other)
@@ -373,4 +362,31 @@ func TestViewAttackConcurrent(t *testing.T) {
 	if probs, err := r.st.VerifyAudit(ctx, run); err != nil || len(probs) > 0 {
 		t.Fatalf("the chain: %v %v", err, probs)
 	}
+}
+
+// waitingRefund is a run of viewDoc whose refund waits for approval.
+type waitingRefund struct {
+	r   *rig
+	rec *stripemock.Recorder
+	ctr *ctrServer
+	s   *runtime.Session
+	tr  map[string]string
+	run string
+	apr runtime.Pending
+}
+
+// startWaitingRefund starts stripe-mock, ctr and a rig of viewDoc, and a
+// run whose agent asks for a refund of chargeID (1500, duplicate).
+func startWaitingRefund(t *testing.T, chargeID string) waitingRefund {
+	t.Helper()
+	url, rec := stripeMock(t)
+	ctr := startCtr(t, true)
+	r := newRig(t, rigConfig{stripe: url, http: map[string]string{"ctr": ctr.URL}, secrets: map[string]string{"STRIPE_API_KEY": "sk_test_123"}}, viewDoc(t))
+	tr := map[string]string{"lou": transcriptOf(map[string][]tcall{"refund": {
+		{"charge.refund", map[string]any{"chargeId": chargeID, "amount": 1500, "reason": "duplicate"}},
+	}})}
+	s := r.engine(0, tr, nil, nil)
+	out, err := s.Start(context.Background(), nil)
+	wantOutcome(t, "start", out, err, runtime.Waiting)
+	return waitingRefund{r: r, rec: rec, ctr: ctr, s: s, tr: tr, run: out.Run, apr: r.onlyApproval(out.Run)}
 }
