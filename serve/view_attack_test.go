@@ -29,12 +29,13 @@ func startWaitingRefund(t *testing.T, r *rig, chargeID string) (string, *agent, 
 // Origin, or without a session reads nothing at Stripe; the API view with
 // the run's agent token, or for another run's path, reads nothing either.
 // With the token it reads once. The secret of the harness is on no page
-// or answer. Many views at once over HTTP, racing the decision: the
-// refund then runs once.
+// or answer. Many views at once over HTTP, racing the decision while the
+// run's agent calls another tool: the refund then runs once, and the used
+// approval has no view.
 func TestViewAttackConsole(t *testing.T) {
 	r, rec := approvalRig(t)
 	ctx := context.Background()
-	run, _, id := startWaitingRefund(t, r, "ch_attack")
+	run, a, id := startWaitingRefund(t, r, "ch_attack")
 	b1, b2 := r.browser(), r.browser()
 	b1.login()
 	b2.login()
@@ -110,10 +111,30 @@ func TestViewAttackConsole(t *testing.T) {
 			mu.Unlock()
 		})
 	}
+	// The run's agent calls another tool meanwhile.
+	var agentText []string
+	wg.Go(func() {
+		for range 3 {
+			text, _ := a.call(t, "customer__get", map[string]any{"customerId": "cus_attack"})
+			agentText = append(agentText, text)
+		}
+	})
 	if _, err := r.srv.Decide(ctx, run, id, runtime.Verdict{Approve: true, By: "ada", Reason: "checked"}); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
+	for _, text := range agentText {
+		if strings.Contains(text, "view") || strings.Contains(text, "refused") {
+			t.Errorf("the agent's own call during the views: %q", text)
+		}
+	}
+	// The approved refund, asked again, runs once; its views are over.
+	if text, isErr := a.call(t, "charge__refund", map[string]any{"chargeId": "ch_attack", "reason": "duplicate"}); isErr {
+		t.Fatalf("the approved refund: %q", text)
+	}
+	if res := api.do("POST", "/api/v1/runs/"+run+"/approvals/"+id+"/view", map[string]any{"tool": "charge.get"}); res.status != 409 {
+		t.Errorf("a view of a used approval: %d %s, want 409", res.status, res.body)
+	}
 	if n := chargeReads(rec, "ch_attack"); n != 1+ok {
 		t.Errorf("%d charge reads, want %d (1 + the views that answered)", n, 1+ok)
 	}
@@ -126,8 +147,8 @@ func TestViewAttackConsole(t *testing.T) {
 			t.Errorf("BROKEN: audit record %d holds the Stripe key", x.Seq)
 		}
 	}
-	if n := refunds(rec); n > 1 {
-		t.Errorf("%d refunds, want at most 1", n)
+	if n := refunds(rec); n != 1 {
+		t.Errorf("%d refunds, want 1", n)
 	}
 }
 
