@@ -1,13 +1,20 @@
 package serve_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/go-json-experiment/json"
+	"github.com/openplaybook/openplaybook/internal/stripemock"
 	"github.com/openplaybook/openplaybook/runtime"
 )
 
@@ -165,4 +172,70 @@ func TestViewAttackOIDC(t *testing.T) {
 	want(t, "the operator token views", ir.api(operatorToken).do("POST", path, body), 403, "operator token does not")
 	want(t, "carol is not a decider", ir.api(ir.token(carol, apiAudience)).do("POST", path, body), 403, "not one of serve.oidc.deciders")
 	want(t, "bob views an unknown approval", ir.api(ir.token(bob, apiAudience)).do("POST", path, body), 409)
+}
+
+// TestViewAttackHostileCharge: Stripe answers the view's charge read with
+// markup in the charge's description and the harness's Stripe key in its
+// failure message: the console's page shows the markup as text and
+// neither the page, the API answer nor the audit log holds the key.
+func TestViewAttackHostileCharge(t *testing.T) {
+	rec := stripemock.Proxy(t, stripemock.Start(t))
+	up, _ := url.Parse(rec.URL)
+	rp := httputil.NewSingleHostReverseProxy(up)
+	rp.ModifyResponse = func(res *http.Response) error {
+		if res.Request.Method != "GET" || !strings.HasPrefix(res.Request.URL.Path, "/v1/charges/ch_evil") {
+			return nil
+		}
+		var m map[string]any
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err := json.Unmarshal(b, &m); err != nil {
+			return err
+		}
+		m["description"] = `</pre><script>alert(1)</script><img src=x onerror=alert(2)>`
+		m["failure_message"] = "declined for key sk_test_serve"
+		b, _ = json.Marshal(m)
+		res.Body = io.NopCloser(bytes.NewReader(b))
+		res.ContentLength = int64(len(b))
+		res.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil
+	}
+	front := httptest.NewServer(rp)
+	t.Cleanup(front.Close)
+	t.Setenv("STRIPE_API_KEY", "sk_test_serve")
+	r := newRig(t, "connections:\n  stripe:\n    authKind: api_token\n    secrets: {apiKey: STRIPE_API_KEY}\n    baseURL: "+front.URL+"\n")
+	run, _, id := startWaitingRefund(t, r, "ch_evil")
+	b := r.browser()
+	b.login()
+	p := b.post("/runs/"+run+"/view", b.form("id", id, "tool", "charge.get"))
+	if p.status != http.StatusOK || !strings.Contains(p.body, "&lt;script&gt;alert(1)") {
+		t.Fatalf("the view page: %d, want the markup as text\n%s", p.status, p.body)
+	}
+	if strings.Contains(p.body, "<script>alert") || strings.Contains(p.body, "<img src=x") {
+		t.Errorf("BROKEN: the view page holds the charge's markup as markup")
+	}
+	res := r.api(operatorToken).do("POST", "/api/v1/runs/"+run+"/approvals/"+id+"/view", map[string]any{"tool": "charge.get"})
+	if res.status != 200 || !strings.Contains(string(res.body), "alert(1)") {
+		t.Fatalf("the API view: %d %s", res.status, res.body)
+	}
+	if !strings.Contains(string(res.body), "declined for key") {
+		t.Errorf("the API view lacks the failure message: %s", res.body)
+	}
+	for what, s := range map[string]string{"page": p.body, "API answer": string(res.body)} {
+		if strings.Contains(s, "sk_test_serve") {
+			t.Errorf("BROKEN: the %s holds the Stripe key", what)
+		}
+	}
+	if n := chargeReads(rec, "ch_evil"); n != 2 {
+		t.Errorf("%d charge reads, want 2", n)
+	}
+	au, err := r.srv.Audit(context.Background(), run, true)
+	if err != nil || au.Verified == nil || !*au.Verified {
+		t.Fatalf("audit: %+v %v", au.Problems, err)
+	}
+	for _, x := range au.Records {
+		if strings.Contains(string(x.Data), "sk_test_serve") {
+			t.Errorf("BROKEN: audit record %d holds the Stripe key", x.Seq)
+		}
+	}
 }
