@@ -56,18 +56,9 @@ type runtimeRecord = struct {
 // before anything is sent, as is a view once the approval is decided.
 func TestViewCurrentTarget(t *testing.T) {
 	t.Parallel()
-	url, rec := stripeMock(t)
-	ctr := startCtr(t, true)
-	r := newRig(t, rigConfig{stripe: url, http: map[string]string{"ctr": ctr.URL}, secrets: map[string]string{"STRIPE_API_KEY": "sk_test_123"}}, viewDoc(t))
+	w := startWaitingRefund(t, "ch_dup")
+	r, rec, ctr, s, tr, run, apr := w.r, w.rec, w.ctr, w.s, w.tr, w.run, w.apr
 	ctx := context.Background()
-	tr := map[string]string{"lou": transcriptOf(map[string][]tcall{"refund": {
-		{"charge.refund", map[string]any{"chargeId": "ch_dup", "amount": 1500, "reason": "duplicate"}},
-	}})}
-	s := r.engine(0, tr, nil, nil)
-	out, err := s.Start(ctx, nil)
-	wantOutcome(t, "start", out, err, runtime.Waiting)
-	run := out.Run
-	apr := r.onlyApproval(run)
 
 	views := runtime.ViewTools(s.Imported().Doc, "refund", "charge.refund", jsonOf(map[string]any{"chargeId": "ch_dup", "amount": 1500, "reason": "duplicate"}))
 	if len(views) != 1 || views[0].Name != "charge.get" || string(views[0].Arguments) != `{"chargeId":"ch_dup"}` {
@@ -140,7 +131,7 @@ func TestViewCurrentTarget(t *testing.T) {
 
 	// The refund is decided and runs once; its view is then refused.
 	r.mustDecide(run, apr.ID, true)
-	out, err = r.engine(0, tr, nil, nil).Resume(ctx, run)
+	out, err := r.engine(0, tr, nil, nil).Resume(ctx, run)
 	wantOutcome(t, "resume", out, err, runtime.Completed)
 	if n := refundPosts(rec); n != 1 {
 		t.Errorf("%d refunds reached Stripe after the approval, want 1", n)

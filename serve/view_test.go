@@ -18,12 +18,7 @@ import (
 func TestAPIView(t *testing.T) {
 	r, rec := approvalRig(t)
 	ctx := context.Background()
-	run, a := startApprovalRun(t, r)
-	text, isErr := a.call(t, "charge__refund", map[string]any{"chargeId": "ch_viewed", "reason": "duplicate"})
-	if !isErr || !strings.Contains(text, "pending") {
-		t.Fatalf("the refund: %q", text)
-	}
-	id := approvalID(text)
+	run, _, id := startWaitingRefund(t, r, "ch_viewed")
 	api := r.api(operatorToken)
 
 	res := api.do("GET", "/api/v1/runs/"+run+"/pending", nil)
