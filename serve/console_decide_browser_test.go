@@ -445,7 +445,22 @@ func TestConsoleDecisionBrowser(t *testing.T) {
 
 	// Approve the gate; then the other pages.
 	do("approve the gate", chromedp.Click(chromedp.CSS(`.pending.kind-gate button[value="approve"]`)), chromedp.WaitNotPresent(chromedp.CSS(".pending.kind-gate")))
-	r.waitStatus(gateRun, "running", "")
+	// The gate no longer waits: the run goes on to wrapup (running with
+	// its agent, or waiting for it if the agent's session is not counted
+	// yet), never back at the gate.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		rs, err := r.srv.Run(ctx, gateRun)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs.Status == "running" || (rs.Status == "waiting" && len(rs.Waiting) > 0 && rs.Waiting[0].Kind == "agent") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the gate's approval run %s is %s (waiting %+v)", gateRun, rs.Status, rs.Waiting)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	do("the run page", chromedp.Navigate(r.ts.URL+"/runs/"+approveRun), chromedp.WaitVisible(chromedp.ID("run-status")))
 	check("run")
 	do("the audit page", chromedp.Navigate(r.ts.URL+"/runs/"+approveRun+"/audit"))
