@@ -123,6 +123,12 @@ func viewOrigin(name string, def playbook.Definition) string {
 	return ""
 }
 
+// MaxViewsPerApproval is the most views of one approval's target
+// [Session.View] reads: each is a request at the provider and an audit
+// record, so a person (or a script with their session) cannot make either
+// grow without bound; past it, decide from what was read.
+const MaxViewsPerApproval = 20
+
 // ErrNotViewable is the error of a view that may not be read: nothing of
 // it ran, nothing was recorded.
 var ErrNotViewable = errors.New("no current view is read")
@@ -154,7 +160,8 @@ type Viewed struct {
 // harness policy. It runs within the session's CallTimeout and is
 // recorded as a view.read audit record (its arguments' and result's
 // digests, who asked, and why it failed) before its result is returned;
-// it makes no call row and does not count against the step's calls.
+// it makes no call row and does not count against the step's calls. At
+// most [MaxViewsPerApproval] views of one approval are read.
 //
 // Errors: [ErrNotViewable] (wrapped, with the reason) when it may not
 // run, and nothing ran; [ErrStoreAltered] when the approval's rows
@@ -177,6 +184,20 @@ func (s *Session) View(ctx context.Context, runID, approvalID, tool, by string) 
 	}
 	if err := approvable(ctx, st, runID, approvalID); err != nil {
 		return Viewed{}, err
+	}
+	recs, err := st.Audit(ctx, runID)
+	if err != nil {
+		return Viewed{}, err
+	}
+	viewed := 0
+	for _, r := range recs {
+		var ev ViewRead
+		if r.Kind == string(KindViewRead) && json.Unmarshal(r.Data, &ev) == nil && ev.Approval == approvalID {
+			viewed++
+		}
+	}
+	if viewed >= MaxViewsPerApproval {
+		return refuse("the target of approval %s was read %d times, the most (MaxViewsPerApproval); decide from what was read", approvalID, viewed)
 	}
 	calls, err := st.Calls(ctx, runID, store.CallFilter{Step: a.Call.Step, Attempt: a.Call.Attempt})
 	if err != nil {

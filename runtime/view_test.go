@@ -179,3 +179,23 @@ func TestViewPolicyRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestViewLimit: the target of one approval is read at most
+// MaxViewsPerApproval times; the next view is refused and reaches
+// nothing.
+func TestViewLimit(t *testing.T) {
+	t.Parallel()
+	w := startWaitingRefund(t, "ch_many")
+	ctx := context.Background()
+	for i := range runtime.MaxViewsPerApproval {
+		if _, err := w.s.View(ctx, w.run, w.apr.ID, "charge.get", "alice"); err != nil {
+			t.Fatalf("view %d: %v", i+1, err)
+		}
+	}
+	if _, err := w.s.View(ctx, w.run, w.apr.ID, "charge.get", "alice"); !errors.Is(err, runtime.ErrNotViewable) {
+		t.Fatalf("view %d: %v, want ErrNotViewable", runtime.MaxViewsPerApproval+1, err)
+	}
+	if n := chargeReads(w.rec, "ch_many"); n != runtime.MaxViewsPerApproval {
+		t.Errorf("%d reads reached Stripe, want %d", n, runtime.MaxViewsPerApproval)
+	}
+}
