@@ -64,8 +64,8 @@ func apiTable() []apiRoute {
 		{method: "GET", path: "/api/v1/runs/{run}", serve: (*Server).apiGetRun},
 		{method: "POST", path: "/api/v1/runs/{run}/cancel", serve: (*Server).apiCancel},
 		{method: "POST", path: "/api/v1/runs/{run}/resume", serve: (*Server).apiResume},
-		{method: "GET", path: "/api/v1/runs/{run}/pending", serve: (*Server).apiRunPending},
-		{method: "GET", path: "/api/v1/pending", serve: (*Server).apiAllPending},
+		{method: "GET", path: "/api/v1/runs/{run}/pending", query: []string{"mine"}, serve: (*Server).apiRunPending},
+		{method: "GET", path: "/api/v1/pending", query: []string{"mine"}, serve: (*Server).apiAllPending},
 		{method: "POST", path: "/api/v1/runs/{run}/decisions/{id}", serve: (*Server).apiDecide},
 		{method: "POST", path: "/api/v1/runs/{run}/approvals/{id}/view", serve: (*Server).apiView},
 		{method: "GET", path: "/api/v1/runs/{run}/audit", query: []string{"verify"}, serve: (*Server).apiAudit},
@@ -397,6 +397,9 @@ func (s *Server) apiRunPending(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if p, err = s.mineOnly(r, p); err != nil {
+		return err
+	}
 	s.reply(w, http.StatusOK, map[string]any{"pending": p})
 	return nil
 }
@@ -406,8 +409,35 @@ func (s *Server) apiAllPending(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if p, err = s.mineOnly(r, p); err != nil {
+		return err
+	}
 	s.reply(w, http.StatusOK, map[string]any{"pending": p})
 	return nil
+}
+
+// mineOnly keeps, with ?mine=true (or 1), only the gates and approvals
+// the person r authenticates may approve now ([Server.MayDecide], as the
+// console's "waiting on me"); p as it is without it. Another value than
+// true, 1, false or 0 is a 400.
+func (s *Server) mineOnly(r *http.Request, p []PendingItem) ([]PendingItem, error) {
+	switch v := r.URL.Query().Get("mine"); v {
+	case "", "false", "0":
+		return p, nil
+	case "true", "1":
+	default:
+		return nil, apiErrorf(http.StatusBadRequest, `"mine" is %q; it takes true or false`, s.redact(v))
+	}
+	out := []PendingItem{}
+	for _, it := range p {
+		if it.Kind != "gate" && it.Kind != "call" && it.Kind != "outcome_unknown" {
+			continue
+		}
+		if err := s.MayDecide(r.Context(), it.Run, it.ID); err == nil {
+			out = append(out, it)
+		}
+	}
+	return out, nil
 }
 
 var decisionShape = bodyShape{

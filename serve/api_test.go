@@ -774,7 +774,9 @@ func TestAPIRefusals(t *testing.T) {
 	}
 	want(t, "unknown path", c.do("GET", "/api/v1/nope", nil), 404, "/api/v1/nope")
 	want(t, "unknown path under a run", c.do("GET", "/api/v1/runs/run_x/nope", nil), 404)
-	want(t, "unknown query parameter", c.do("GET", "/api/v1/pending?status=waiting", nil), 400, `unknown query parameter \"status\"`, "takes no query parameters")
+	want(t, "unknown query parameter", c.do("GET", "/api/v1/pending?status=waiting", nil), 400, `unknown query parameter \"status\"`, `takes only \"mine\"`)
+	want(t, "a query parameter without a flag value", c.do("GET", "/api/v1/pending?mine=maybe", nil), 400, "true or false")
+	want(t, "a query parameter where none is taken", c.do("GET", "/api/v1/runs/run_x?nope=1", nil), 400, "takes no query parameters")
 	want(t, "query parameter twice", c.do("GET", "/api/v1/runs/run_x/audit?verify=true&verify=false", nil), 400, "2 times")
 
 	// A document that does not pass check: 422, each diagnostic at its

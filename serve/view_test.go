@@ -3,9 +3,12 @@ package serve_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/openplaybook/openplaybook/internal/stripemock"
 	"github.com/openplaybook/openplaybook/runtime"
 )
 
@@ -87,5 +90,64 @@ func TestAPIView(t *testing.T) {
 	}
 	if n := chargeReads(rec, "ch_viewed"); n != 1 {
 		t.Errorf("%d reads of the charge, want still 1", n)
+	}
+}
+
+// TestAPIPendingMine: GET .../pending?mine=true keeps what the caller may
+// approve now. With the operator token (no serve.oidc) that is every
+// approval except one a policy rule names deciders for, which only a
+// verified person decides.
+func TestAPIPendingMine(t *testing.T) {
+	rec := stripemock.Proxy(t, stripemock.Start(t))
+	t.Setenv("STRIPE_API_KEY", "sk_test_serve")
+	r := newRig(t, `connections:
+  stripe:
+    authKind: api_token
+    secrets: {apiKey: STRIPE_API_KEY}
+    baseURL: `+rec.URL+`
+policy:
+  rules:
+    - name: big-refunds
+      tools: [charge.refund]
+      when: has(args.amount) && args.amount > 10000
+      effect: requireApproval
+      deciders: {groups: [finance]}
+`)
+	ids := map[string]string{}
+	for _, amount := range []int{500, 50000} {
+		_, a := startApprovalRun(t, r)
+		text, isErr := a.call(t, "charge__refund", map[string]any{"chargeId": "ch_mine", "amount": amount, "reason": "duplicate"})
+		if !isErr || !strings.Contains(text, "pending") {
+			t.Fatalf("refund of %d: %q", amount, text)
+		}
+		ids[approvalID(text)] = fmt.Sprint(amount)
+	}
+	api := r.api(operatorToken)
+	list := func(q string) []string {
+		t.Helper()
+		res := api.do("GET", "/api/v1/pending"+q, nil)
+		var p struct {
+			Pending []struct {
+				ID string `json:"id"`
+			} `json:"pending"`
+		}
+		if res.status != 200 || json.Unmarshal(res.body, &p) != nil {
+			t.Fatalf("pending%s: %d %s", q, res.status, res.body)
+		}
+		var out []string
+		for _, it := range p.Pending {
+			out = append(out, ids[it.ID])
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := list(""); !slices.Equal(got, []string{"500", "50000"}) {
+		t.Errorf("pending: %v, want both refunds", got)
+	}
+	if got := list("?mine=true"); !slices.Equal(got, []string{"500"}) {
+		t.Errorf("pending?mine=true with the operator token: %v, want only the refund no rule names deciders for", got)
+	}
+	if got := list("?mine=0"); !slices.Equal(got, []string{"500", "50000"}) {
+		t.Errorf("pending?mine=0: %v, want both", got)
 	}
 }
