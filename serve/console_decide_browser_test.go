@@ -242,6 +242,9 @@ func TestConsoleDecisionBrowser(t *testing.T) {
 				wide := eval("what is too wide", `JSON.stringify(Array.from(document.querySelectorAll("body *")).filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1).slice(-3).map(e => e.tagName + "." + e.className + " " + Math.round(e.getBoundingClientRect().right)).join("; "))`)
 				t.Errorf("%s at %d px: the page is %d px wide, the window %d: %s", name, width, fit.Scroll, fit.Client, wide)
 			}
+			if fit.Logout == 0 && name != "login" {
+				t.Errorf("%s at %d px: no Log out button", name, width)
+			}
 			if fit.Logout > float64(fit.Client) {
 				t.Errorf("%s at %d px: Log out ends at %.0f px, off the window (%d)", name, width, fit.Logout, fit.Client)
 			}

@@ -143,8 +143,8 @@ func listQueryOf(q url.Values) (listQuery, error) {
 		lq.filter.Statuses = []store.RunStatus{store.RunStatus(st)}
 	}
 	lq.filter.Playbook = q.Get("playbook")
-	lq.mine = q.Get("mine") != ""
-	lq.filter.Decide = q.Get("decide") != "" || lq.mine
+	lq.mine = flagOn(q.Get("mine"))
+	lq.filter.Decide = flagOn(q.Get("decide")) || lq.mine
 	if n, err := strconv.Atoi(q.Get("limit")); err == nil {
 		lq.limit = store.ClampRunPage(n)
 	}
@@ -527,7 +527,7 @@ func (c *Console) approvalsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	csrf := "" // filled in by console.js (see renderView)
-	d := approvalsData{Mine: r.URL.Query().Get("mine") != ""}
+	d := approvalsData{Mine: flagOn(r.URL.Query().Get("mine"))}
 	if d.Mine {
 		if d.NotDecider, err = c.notDecider(ctx); err != nil {
 			c.fail(w, r, http.StatusInternalServerError, err)
@@ -769,3 +769,7 @@ func (c *Console) playbooksPost(w http.ResponseWriter, r *http.Request) {
 	d.Graph = graph(ch.Explanation)
 	c.renderView(w, r, status, "playbooks", view{Title: "Playbooks", Nav: "playbooks", Data: d})
 }
+
+// flagOn reads a filter's value: on for "1", "true" and "on" (what a
+// checkbox sends), off for anything else ("", "0", "false").
+func flagOn(v string) bool { return v == "1" || v == "true" || v == "on" }

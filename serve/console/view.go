@@ -59,6 +59,11 @@ func (c *Console) renderView(w http.ResponseWriter, r *http.Request, status int,
 	if name != "login" && name != "error" && name != "signedin" {
 		v.LoggedIn = true
 	}
+	if e, ok := v.Data.(errorData); ok && name == "error" {
+		// An error page of a logged-in operator keeps the navigation and
+		// Log out.
+		v.LoggedIn = e.LoggedIn
+	}
 	var buf bytes.Buffer
 	if err := c.pages[name].Execute(&buf, v); err != nil {
 		// A template bug: say so without the half-written page.
