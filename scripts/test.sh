@@ -7,8 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PATH="$(scripts/deps.sh)"
 export PATH
-go test ./... "$@"
+go test -timeout 30m ./... "$@"
 # The suites that run the whole runtime, a second time on the PostgreSQL
 # engine (internal/teststore; internal/pgtest starts a throwaway server,
 # or uses $OPENPLAYBOOK_TEST_POSTGRES; under CI a missing server fails).
-OPENPLAYBOOK_TEST_STORE=postgres go test ./runtime ./cmd/openplaybook/cli ./serve "$@"
+OPENPLAYBOOK_TEST_STORE=postgres go test -timeout 30m ./runtime ./cmd/openplaybook/cli ./serve "$@"

@@ -67,7 +67,7 @@ func TestStricterDocumentIsAccepted(t *testing.T) {
 	// Understating is refused, by check and by run.
 	lax := e.write("lax.json", editTool(t, "charge.refund", `"requiresApproval": true`, `"requiresApproval": false`))
 	code, ds = checkJSON(t, "--harness", e.harness, lax)
-	if code != ExitProblems || find(ds, "drift-requires-approval", "/tools/6/requiresApproval", diag.Error, "charge.refund", "understates") == nil {
+	if code != ExitProblems || find(ds, "drift-requires-approval", "/tools/7/requiresApproval", diag.Error, "charge.refund", "understates") == nil {
 		t.Errorf("check of the document without the approval the registry requires: exit %d:\n%s", code, dump(ds))
 	}
 	_, stderr := e.cli(ExitProblems, "run", "--input", rtRefundInput, lax)
