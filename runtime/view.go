@@ -126,7 +126,10 @@ func viewOrigin(name string, def playbook.Definition) string {
 // MaxViewsPerApproval is the most views of one approval's target
 // [Session.View] reads: each is a request at the provider and an audit
 // record, so a person (or a script with their session) cannot make either
-// grow without bound; past it, decide from what was read.
+// grow without bound; past it, decide from what was read. The count is
+// of the view.read records committed when a view starts, so views that
+// start at the same moment may each pass it: the bound is 20 plus those
+// in flight at once, never unbounded.
 const MaxViewsPerApproval = 20
 
 // ErrNotViewable is the error of a view that may not be read: nothing of

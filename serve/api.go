@@ -400,6 +400,9 @@ func (s *Server) apiRunPending(w http.ResponseWriter, r *http.Request) error {
 	if p, err = s.mineOnly(r, p); err != nil {
 		return err
 	}
+	if err := s.withViews(r.Context(), p); err != nil {
+		return err
+	}
 	s.reply(w, http.StatusOK, map[string]any{"pending": p})
 	return nil
 }
@@ -410,6 +413,9 @@ func (s *Server) apiAllPending(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if p, err = s.mineOnly(r, p); err != nil {
+		return err
+	}
+	if err := s.withViews(r.Context(), p); err != nil {
 		return err
 	}
 	s.reply(w, http.StatusOK, map[string]any{"pending": p})

@@ -67,7 +67,8 @@ type PendingItem struct {
 	Run string `json:"run"`
 	runtime.Pending
 	// Views, for a call, are the read tools that show the current state
-	// of its target ([runtime.ViewTools]; [Server.View] reads one).
+	// of its target ([runtime.ViewTools]; [Server.View] reads one); filled
+	// in the API's answers only.
 	Views []string `json:"views,omitempty"`
 }
 
@@ -94,25 +95,37 @@ func (s *Server) Pending(ctx context.Context, runID string) ([]PendingItem, erro
 		if err != nil {
 			return nil, err
 		}
-		var doc *playbook.Document
 		for _, p := range ps {
-			item := PendingItem{Run: id, Pending: p}
-			if (p.Kind == "call" || p.Kind == "outcome_unknown") && p.Altered == "" {
-				if doc == nil {
-					rec, err := s.st.GetRun(ctx, id)
-					if err != nil {
-						return nil, err
-					}
-					doc, _ = playbook.Read("document of "+id, rec.Document, nil)
-				}
-				for _, v := range runtime.ViewTools(doc, p.Step, p.Tool, p.Arguments) {
-					item.Views = append(item.Views, v.Name)
-				}
-			}
-			out = append(out, item)
+			out = append(out, PendingItem{Run: id, Pending: p})
 		}
 	}
 	return out, nil
+}
+
+// withViews fills in the Views of p's calls, reading each run's document
+// once: the API's answer (the console reads the document for its cards
+// and finds the views itself).
+func (s *Server) withViews(ctx context.Context, p []PendingItem) error {
+	docs := map[string]*playbook.Document{}
+	for i := range p {
+		it := &p[i]
+		if (it.Kind != "call" && it.Kind != "outcome_unknown") || it.Altered != "" {
+			continue
+		}
+		doc, ok := docs[it.Run]
+		if !ok {
+			rec, err := s.st.GetRun(ctx, it.Run)
+			if err != nil {
+				return err
+			}
+			doc, _ = playbook.Read("document of "+it.Run, rec.Document, nil)
+			docs[it.Run] = doc
+		}
+		for _, v := range runtime.ViewTools(doc, it.Step, it.Tool, it.Arguments) {
+			it.Views = append(it.Views, v.Name)
+		}
+	}
+	return nil
 }
 
 // Decide decides a gate (by step id) or an approval (by id) of a run and,
