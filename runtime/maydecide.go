@@ -51,7 +51,7 @@ func MayDecide(ctx context.Context, st store.Store, runID, id string, v Verdict)
 			return fmt.Errorf("approval %s belongs to run %s, not %s", id, a.Run, runID)
 		case a.Status != store.ApprovalPending:
 			return fmt.Errorf("%w: approval %s is %s", store.ErrState, id, a.Status)
-		case !a.Expires.IsZero() && !time.Now().Before(a.Expires):
+		case !a.Expires.IsZero() && !st.Now().Before(a.Expires):
 			return fmt.Errorf("%w: approval %s expired at %s", store.ErrExpired, id, a.Expires.UTC().Format(time.RFC3339))
 		}
 	}
