@@ -205,17 +205,20 @@ func identity(s string) string { return s }
 // nothing is recorded. An approval the run does not have is left to
 // [store.Tx.DecideApproval] to refuse.
 func approvable(ctx context.Context, st store.Store, runID, id string) error {
-	a, err := st.GetApproval(ctx, id)
-	if err != nil || a.Run != runID {
-		return nil
-	}
-	// The rows are read after the chain: when they disagree and the run's
-	// head moved meanwhile (it executes elsewhere), they are read again.
+	// The approval's row is read after the run's head and before the
+	// chain: a decision that commits in between (its row and its record
+	// are one transaction) moves the head, so when they disagree and the
+	// head moved they are read again, and a concurrent decision is never
+	// taken for an edited row.
 	const tries = 8
 	for i := 0; ; i++ {
 		before, _, err := st.AuditHead(ctx, runID)
 		if err != nil {
 			return err
+		}
+		a, err := st.GetApproval(ctx, id)
+		if err != nil || a.Run != runID {
+			return nil // none, or gone meanwhile: DecideApproval says so
 		}
 		ch, err := verifiedChain(ctx, st, runID)
 		if err != nil {
@@ -231,9 +234,6 @@ func approvable(ctx context.Context, st store.Store, runID, id string) error {
 		}
 		if after == before || i == tries-1 {
 			return fmt.Errorf("run %s: %w: %s (%d problems; `openplaybook audit --verify` lists them); approval %s was not approved", runID, ErrStoreAltered, ds[0].Message, len(ds), id)
-		}
-		if a, err = st.GetApproval(ctx, id); err != nil {
-			return nil // gone meanwhile: DecideApproval says so
 		}
 	}
 }
