@@ -80,10 +80,11 @@ type kind struct {
 	// anyString: the kind is tried on strings holding no run that looks
 	// generated (see [randomRun]) too.
 	anyString bool
-	// re matches a candidate; token, when >= 0, is the index of the
+	// re returns the pattern that matches a candidate, compiled on the
+	// first call ([lazyRegexp]); token, when >= 0, is the index of the
 	// subgroup holding the random part, which must pass [randomRun] and
 	// not look like a placeholder ([placeholder]).
-	re    *regexp.Regexp
+	re    func() *regexp.Regexp
 	token int
 	// cred is the index of the subgroup that is the credential: 0 for the
 	// whole match, 1 for a pattern starting with [keyStart] or for a
@@ -108,7 +109,7 @@ var basic = kind{
 	name:    BasicCredentials,
 	what:    basicWhat,
 	trigger: func(s string) bool { return containsBasic(s, true) },
-	re:      regexp.MustCompile(`\b(?i:basic)(?:[ \t]|\\+t)+([A-Za-z0-9+/]{8,}={0,2})`),
+	re:      lazyRegexp(`\b(?i:basic)(?:[ \t]|\\+t)+([A-Za-z0-9+/]{8,}={0,2})`),
 	token:   -1,
 	cred:    1,
 	valid:   func(s string, start, end int) bool { return basicUserPass(s[start:end]) },
@@ -240,7 +241,7 @@ func matches(s string) []match {
 // test, extended to the end of the credential.
 func (k *kind) each(s string, f func(start, end int) bool) {
 	cache := -1
-	for _, m := range k.re.FindAllStringSubmatchIndex(s, -1) {
+	for _, m := range k.re().FindAllStringSubmatchIndex(s, -1) {
 		if k.token >= 0 {
 			if tok := s[m[2*k.token]:m[2*k.token+1]]; !randomRun(tok) || placeholder(tok) {
 				continue

@@ -3,6 +3,7 @@ package credential
 import (
 	"regexp"
 	"slices"
+	"sync"
 )
 
 // The rules below are written from each provider's published token
@@ -79,7 +80,7 @@ const (
 func prefixed(name, what string, lits []string, prefix, body string) kind {
 	return kind{
 		name: name, what: what, lits: lits,
-		re:    regexp.MustCompile(keyStart + `(` + prefix + `(` + body + `))`),
+		re:    lazyRegexp(keyStart + `(` + prefix + `(` + body + `))`),
 		token: 2, cred: 1,
 	}
 }
@@ -91,7 +92,7 @@ func prefixed(name, what string, lits []string, prefix, body string) kind {
 func isolated(name, what string, lits []string, prefix, body string) kind {
 	return kind{
 		name: name, what: what, lits: lits,
-		re:    regexp.MustCompile(`(?:^|[^0-9A-Za-z+/=_-])(` + prefix + `(` + body + `))(?:[^0-9A-Za-z+/=_-]|$)`),
+		re:    lazyRegexp(`(?:^|[^0-9A-Za-z+/=_-])(` + prefix + `(` + body + `))(?:[^0-9A-Za-z+/=_-]|$)`),
 		token: 2, cred: 1,
 	}
 }
@@ -147,7 +148,7 @@ var providerKinds = []kind{
 	prefixed(SlackToken, "a Slack token", []string{"xox", "xapp-"}, `(?:xox[abposr]-|xoxe\.xox[bp]-|xoxe-|xapp-)`, `[0-9]+-[0-9A-Za-z-]{10,}`),
 	{
 		name: SlackWebhookURL, what: "a Slack webhook URL", lits: []string{"hooks.slack.com/"},
-		re:    regexp.MustCompile(`(https?://hooks\.slack\.com/(?:services|workflows|triggers)/T[0-9A-Z]{6,}/([0-9A-Za-z/_-]{20,}))`),
+		re:    lazyRegexp(`(https?://hooks\.slack\.com/(?:services|workflows|triggers)/T[0-9A-Z]{6,}/([0-9A-Za-z/_-]{20,}))`),
 		token: 2, cred: 1,
 	},
 
@@ -176,7 +177,7 @@ var providerKinds = []kind{
 	{
 		name: GCPServiceAccountKey, what: "a Google Cloud service account key", lits: []string{"service_account"},
 		trigger: func(s string) bool { return containsString(s, `"private_key"`) },
-		re:      regexp.MustCompile(`"private_key"\s*:\s*"(-----BEGIN[^"]*)`),
+		re:      lazyRegexp(`"private_key"\s*:\s*"(-----BEGIN[^"]*)`),
 		token:   -1, cred: 1,
 		valid: func(s string, start, end int) bool { return base64Run(s[start:end], 24) },
 	},
@@ -241,7 +242,7 @@ var providerKinds = []kind{
 	{
 		name: EtsyOAuthToken, what: "an Etsy OAuth token",
 		trigger: func(s string) bool { return containsString(s, ".") },
-		re:      regexp.MustCompile(`(?:^|[^0-9A-Za-z._-])([0-9]{5,12}\.([0-9A-Za-z_-]{60,}))`),
+		re:      lazyRegexp(`(?:^|[^0-9A-Za-z._-])([0-9]{5,12}\.([0-9A-Za-z_-]{60,}))`),
 		token:   2, cred: 1,
 	},
 
@@ -253,27 +254,27 @@ var providerKinds = []kind{
 	// https://docs.aws.amazon.com/cli/latest/userguide/cli-configure-files.html
 	{
 		name: AWSAccessKeyID, what: "an AWS access key id", lits: []string{"AKIA", "ASIA", "ABIA", "ACCA"},
-		re:    regexp.MustCompile(keyStart + `((?:AKIA|ASIA|ABIA|ACCA)([0-9A-Z]{16}))\b`),
+		re:    lazyRegexp(keyStart + `((?:AKIA|ASIA|ABIA|ACCA)([0-9A-Z]{16}))\b`),
 		token: 2, cred: 1,
 	},
 	{
 		name: AWSSecretAccessKey, what: "an AWS secret access key", lits: []string{"AKIA", "ASIA"},
-		re:    regexp.MustCompile(`(?:AKIA|ASIA)[0-9A-Z]{16}[\s"',;:|=]{1,8}([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)`),
+		re:    lazyRegexp(`(?:AKIA|ASIA)[0-9A-Z]{16}[\s"',;:|=]{1,8}([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)`),
 		token: 1, cred: 1,
 	},
 	{
 		name: AWSSecretAccessKey, what: "an AWS secret access key", foldLits: []string{"secret"},
-		re:    regexp.MustCompile(`(?i:aws_?secret_?access_?key|aws_?secret_?key|secret_?access_?key|aws_?secret)` + assignment + `([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)`),
+		re:    lazyRegexp(`(?i:aws_?secret_?access_?key|aws_?secret_?key|secret_?access_?key|aws_?secret)` + assignment + `([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)`),
 		token: 1, cred: 1,
 	},
 	{
 		name: AWSSessionToken, what: "an AWS session token", lits: []string{"IQoJb3JpZ2lu", "FwoGZXIvYXdz"},
-		re:    regexp.MustCompile(keyStart + `((?:IQoJb3JpZ2lu|FwoGZXIvYXdz)([A-Za-z0-9/+=]{80,}))`),
+		re:    lazyRegexp(keyStart + `((?:IQoJb3JpZ2lu|FwoGZXIvYXdz)([A-Za-z0-9/+=]{80,}))`),
 		token: 2, cred: 1,
 	},
 	{
 		name: AWSSessionToken, what: "an AWS session token", foldLits: []string{"token"},
-		re:    regexp.MustCompile(`(?i:aws_?session_?token|aws_?security_?token)` + assignment + `([A-Za-z0-9/+=]{80,})`),
+		re:    lazyRegexp(`(?i:aws_?session_?token|aws_?security_?token)` + assignment + `([A-Za-z0-9/+=]{80,})`),
 		token: 1, cred: 1,
 	},
 
@@ -296,18 +297,18 @@ var providerKinds = []kind{
 	// https://learn.microsoft.com/azure/storage/common/storage-sas-overview
 	{
 		name: AzureStorageAccountKey, what: "an Azure storage account key", foldLits: []string{"accountkey="},
-		re:    regexp.MustCompile(`(?i:AccountKey)=([A-Za-z0-9+/]{86}==)`),
+		re:    lazyRegexp(`(?i:AccountKey)=([A-Za-z0-9+/]{86}==)`),
 		token: 1, cred: 1,
 	},
 	{
 		name: AzureSharedAccessKey, what: "an Azure shared access key", foldLits: []string{"sharedaccesskey="},
-		re:    regexp.MustCompile(`(?i:SharedAccessKey)=([A-Za-z0-9+/]{42,44}=?)`),
+		re:    lazyRegexp(`(?i:SharedAccessKey)=([A-Za-z0-9+/]{42,44}=?)`),
 		token: 1, cred: 1,
 	},
 	{
 		name: AzureSharedAccessSig, what: "an Azure shared access signature", lits: []string{"sig="},
 		trigger: func(s string) bool { return containsString(s, "sv=") },
-		re:      regexp.MustCompile(`(?:^|[?&;])sig=([A-Za-z0-9%+/]{30,}(?:=|%3[Dd]){0,2})`),
+		re:      lazyRegexp(`(?:^|[?&;])sig=([A-Za-z0-9%+/]{30,}(?:=|%3[Dd]){0,2})`),
 		token:   1, cred: 1,
 	},
 
@@ -343,12 +344,12 @@ var providerKinds = []kind{
 	// https://www.twilio.com/docs/iam/api-keys
 	{
 		name: TwilioAccountSID, what: "a Twilio account SID", lits: []string{"AC"},
-		re:    regexp.MustCompile(keyStart + `(AC([0-9a-f]{32}))\b`),
+		re:    lazyRegexp(keyStart + `(AC([0-9a-f]{32}))\b`),
 		token: 2, cred: 1,
 	},
 	{
 		name: TwilioAPIKey, what: "a Twilio API key", lits: []string{"SK"},
-		re:    regexp.MustCompile(keyStart + `(SK([0-9a-f]{32}))\b`),
+		re:    lazyRegexp(keyStart + `(SK([0-9a-f]{32}))\b`),
 		token: 2, cred: 1,
 	},
 
@@ -358,7 +359,7 @@ var providerKinds = []kind{
 	prefixed(VaultToken, "a HashiCorp Vault token", []string{"hvs.", "hvb.", "hvr."}, `hv[sbr]\.`, `[0-9A-Za-z_-]{24,}`),
 	{
 		name: VaultToken, what: "a HashiCorp Vault token", lits: []string{"s.", "b."},
-		re:    regexp.MustCompile(keyStart + `([sb]\.([0-9A-Za-z]{24}))\b`),
+		re:    lazyRegexp(keyStart + `([sb]\.([0-9A-Za-z]{24}))\b`),
 		token: 2, cred: 1,
 	},
 }
@@ -374,7 +375,7 @@ var genericKinds = []kind{
 		// The header alone (as in "paste the block that starts with
 		// -----BEGIN PRIVATE KEY-----") is not a key; it must be followed
 		// by key material.
-		re:     regexp.MustCompile(`-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?[A-Za-z0-9+/=]{24,}`),
+		re:     lazyRegexp(`-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?[A-Za-z0-9+/=]{24,}`),
 		token:  -1,
 		extend: pemBlockEnd,
 	},
@@ -383,14 +384,14 @@ var genericKinds = []kind{
 	// and the key: https://the.earth.li/~sgtatham/putty/0.80/htmldoc/AppendixC.html
 	{
 		name: PuTTYPrivateKey, what: "a PuTTY private key", lits: []string{"PuTTY-User-Key-File-"},
-		re:     regexp.MustCompile(`PuTTY-User-Key-File-[0-9]+:[ \t]*[0-9A-Za-z@.-]+`),
+		re:     lazyRegexp(`PuTTY-User-Key-File-[0-9]+:[ \t]*[0-9A-Za-z@.-]+`),
 		token:  -1,
 		extend: puttyEnd,
 	},
 
 	{
 		name: BearerToken, what: "a bearer token (an Authorization header value)", foldLits: []string{"bearer"},
-		re:    regexp.MustCompile(`\b(?i:bearer)(?:[ \t]|\\+t)+([A-Za-z0-9._~+/-]{16,}=*)`),
+		re:    lazyRegexp(`\b(?i:bearer)(?:[ \t]|\\+t)+([A-Za-z0-9._~+/-]{16,}=*)`),
 		token: 1, cred: 1,
 	},
 	// Authorization header values in schemes other than Bearer and Basic
@@ -399,7 +400,7 @@ var genericKinds = []kind{
 	// "ApiKey", "Key").
 	{
 		name: AuthorizationCredentials, what: "credentials in an Authorization header", foldLits: []string{"authorization"},
-		re:    regexp.MustCompile(`(?i:authorization)` + assignment + `(?i:token|apikey|api-key|key|sso-key)[ \t]+([A-Za-z0-9._~+/=-]{16,})`),
+		re:    lazyRegexp(`(?i:authorization)` + assignment + `(?i:token|apikey|api-key|key|sso-key)[ \t]+([A-Za-z0-9._~+/=-]{16,})`),
 		token: 1, cred: 1,
 	},
 	{
@@ -408,7 +409,7 @@ var genericKinds = []kind{
 		// RFC 7519. After the bearer token, so that "Bearer eyJ..." is
 		// named that.
 		name: JSONWebToken, what: "a JSON Web Token (JWT)", lits: []string{"eyJ"},
-		re:    regexp.MustCompile(keyStart + `(eyJ[0-9A-Za-z_-]+\.[0-9A-Za-z_-]+\.[0-9A-Za-z_-]*)`),
+		re:    lazyRegexp(keyStart + `(eyJ[0-9A-Za-z_-]+\.[0-9A-Za-z_-]+\.[0-9A-Za-z_-]*)`),
 		token: -1, cred: 1,
 		valid: func(s string, start, end int) bool { return jwtHeader(s[start:end]) },
 	},
@@ -420,7 +421,7 @@ var genericKinds = []kind{
 	{
 		name: Secret, what: "a secret (a generated-looking value assigned to a name such as api_key, token or secret)",
 		foldLits: []string{"secret", "key", "token", "credential", "auth"},
-		re:       regexp.MustCompile(`(?i:secret|secret[_-]?key|api[_-]?key|apikey|access[_-]?key|private[_-]?key|token|credentials?|auth)` + assignment + `([^\s"'\x60,;&<>(){}\[\]\\]{8,})`),
+		re:       lazyRegexp(`(?i:secret|secret[_-]?key|api[_-]?key|apikey|access[_-]?key|private[_-]?key|token|credentials?|auth)` + assignment + `([^\s"'\x60,;&<>(){}\[\]\\]{8,})`),
 		token:    -1, cred: 1,
 		valid: func(s string, start, end int) bool { return secretValue(s[start:end]) },
 	},
@@ -431,8 +432,22 @@ var genericKinds = []kind{
 	{
 		name: Password, what: "a password (a value assigned to a name such as password)",
 		foldLits: []string{"passw", "passphrase"}, anyString: true,
-		re:    regexp.MustCompile(`(?i:password|passwd|passphrase)` + assignment + `([^\s"'\x60,;<>(){}\[\]\\]{8,})`),
+		re:    lazyRegexp(`(?i:password|passwd|passphrase)` + assignment + `([^\s"'\x60,;<>(){}\[\]\\]{8,})`),
 		token: -1, cred: 1,
 		valid: func(s string, start, end int) bool { return passwordValue(s[start:end]) },
 	},
+}
+
+// lazyRegexp returns a function that compiles pattern on its first call
+// (safe for concurrent callers; [sync.OnceValue]) and returns the same
+// *regexp.Regexp on every call. A kind's pattern runs only on strings
+// holding one of its literals or passing its trigger, so most kinds'
+// patterns are never compiled by a process that scans a few documents
+// (`openplaybook validate`): compiling all of them at package
+// initialisation cost about 2.6 ms and 1.7 MB of each process's start-up
+// (BENCHMARKS.md, issue 20). An invalid pattern panics on the first
+// call, as [regexp.MustCompile] does; TestPatternsCompile compiles them
+// all.
+func lazyRegexp(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
 }

@@ -1,7 +1,5 @@
 package credential
 
-import "regexp"
-
 // The kinds below are translated from rules of gitleaks' default
 // configuration (https://github.com/gitleaks/gitleaks, config/gitleaks.toml;
 // MIT License, Copyright (c) 2019 Zachary Rice). Each entry names the
@@ -72,7 +70,7 @@ var gitleaksKinds = []kind{
 	// (HCP Terraform user, team and organization tokens).
 	{
 		name: TerraformCloudToken, what: "a Terraform Cloud API token", lits: []string{".atlasv1."},
-		re:    regexp.MustCompile(keyStart + `([0-9A-Za-z]{14}\.atlasv1\.([0-9A-Za-z_=-]{60,70}))`),
+		re:    lazyRegexp(keyStart + `([0-9A-Za-z]{14}\.atlasv1\.([0-9A-Za-z_=-]{60,70}))`),
 		token: 2, cred: 1,
 	},
 
@@ -88,7 +86,7 @@ var gitleaksKinds = []kind{
 	prefixed(HerokuAPIKey, "a Heroku API key", []string{"HRKU-"}, `HRKU-`, `AA[0-9A-Za-z_-]{58}`),
 	{
 		name: HerokuAPIKey, what: "a Heroku API key", foldLits: []string{"heroku"},
-		re: regexp.MustCompile(`(?i:heroku[_.-]?(?:api[_.-]?)?(?:key|token|auth[_.-]?token|password|secret))` + assignment +
+		re: lazyRegexp(`(?i:heroku[_.-]?(?:api[_.-]?)?(?:key|token|auth[_.-]?token|password|secret))` + assignment +
 			`(` + uuid + `)`),
 		token: 1, cred: 1,
 	},
