@@ -164,12 +164,17 @@ func sameDir(a, b string) bool {
 }
 
 func newHost(hs *harness.Harness) *Host {
-	return &Host{
-		Harness: hs, Secrets: hs.SecretResolver(), Registry: registry.New(),
+	base, errs := catalogue()
+	h := &Host{
+		Harness: hs, Secrets: hs.SecretResolver(), Registry: registry.Over(base),
 		Servers: map[string]*mcphost.Server{}, ServerErrs: map[string]error{}, ServerTools: map[string][]mcphost.Tool{},
 		Connections: map[string]connector.Connection{}, ConnectionErrs: map[string]error{},
 		checked: map[string]error{},
 	}
+	for _, err := range errs {
+		h.Diagnostics = append(h.Diagnostics, diag.Diagnostic{File: hs.Path, Severity: diag.Error, Rule: RuleRegistryClash, Message: err.Error()})
+	}
+	return h
 }
 
 // Connect builds the host for the documents given: the built-in catalog
@@ -202,10 +207,10 @@ func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document
 			builtins = builtin.Tools(d)
 		}
 	}
-	for _, d := range builtin.Definitions() {
-		h.add(d, registry.Origin{Kind: registry.Builtin}, builtins[d.Name])
+	for name, t := range builtins {
+		h.bind(name, t)
 	}
-	for _, p := range Providers() {
+	for _, p := range allProviders() {
 		var tools map[string]registry.Tool
 		if c := hs.Connections[p.Name()]; c != nil {
 			h.Diagnostics = append(h.Diagnostics, unusedSettings(hs.Path, p, c)...)
@@ -221,8 +226,10 @@ func Connect(ctx context.Context, hs *harness.Harness, docs []*playbook.Document
 				tools = conn.Tools()
 			}
 		}
-		for _, d := range p.Definitions() {
-			h.add(d, registry.Origin{Kind: registry.Connector, Name: p.Name()}, tools[d.Name])
+		// Only a bound provider's tools are this host's own; every
+		// definition is the shared catalogue's (see [catalogue]).
+		for name, t := range tools {
+			h.bind(name, t)
 		}
 	}
 
@@ -310,16 +317,38 @@ func OAuthClient(o *harness.ServerOAuth, v *vault.Vault) *mcphost.OAuthClient {
 // anything (it has errors): the built-ins' and the connectors'
 // definitions, no tool, no live connection.
 func Offline(hs *harness.Harness) *Host {
-	h := newHost(hs)
-	for _, d := range builtin.Definitions() {
-		h.add(d, registry.Origin{Kind: registry.Builtin}, nil)
-	}
-	for _, p := range Providers() {
-		for _, d := range p.Definitions() {
-			h.add(d, registry.Origin{Kind: registry.Connector, Name: p.Name()}, nil)
+	return newHost(hs)
+}
+
+// catalogue is the registry of the built-ins' and every connector's
+// definitions, with no tool: built once per process and shared, read-only,
+// by every host's registry ([registry.Over]); a host binds the tools it
+// has ([Host.bind]). Its errors (two compiled-in tools of one name) are
+// reported by every host.
+var catalogue = sync.OnceValues(func() (*registry.Registry, []error) {
+	reg := registry.New()
+	var errs []error
+	add := func(d playbook.Definition, o registry.Origin) {
+		if err := reg.Add(d, o, nil); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	return h
+	for _, d := range builtin.Definitions() {
+		add(d, registry.Origin{Kind: registry.Builtin})
+	}
+	for _, p := range allProviders() {
+		for _, d := range p.Definitions() {
+			add(d, registry.Origin{Kind: registry.Connector, Name: p.Name()})
+		}
+	}
+	return reg, errs
+})
+
+// bind gives the catalogue's entry name its tool in h's registry.
+func (h *Host) bind(name string, t registry.Tool) {
+	if err := h.Registry.Bind(name, t); err != nil {
+		h.Diagnostics = append(h.Diagnostics, diag.Diagnostic{File: h.Harness.Path, Severity: diag.Error, Rule: RuleRegistryClash, Message: err.Error()})
+	}
 }
 
 func (h *Host) add(d playbook.Definition, o registry.Origin, t registry.Tool) {

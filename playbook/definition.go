@@ -1,6 +1,8 @@
 package playbook
 
 import (
+	"slices"
+
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/openplaybook/openplaybook/syntax"
 )
@@ -33,6 +35,26 @@ type Definition struct {
 	SideEffecting       *bool          `json:"sideEffecting,omitempty"`
 	ConnectorType       string         `json:"connectorType,omitempty"`
 	Scope               string         `json:"scope,omitempty"`
+}
+
+// Clone returns a deep copy of d: no slice, schema or pointer of the copy
+// shares memory with d, so changing one never changes the other (a
+// registry hands out clones of the definitions it shares between runs).
+func (d Definition) Clone() Definition {
+	d.Permissions = slices.Clone(d.Permissions)
+	d.DataScopeResources = slices.Clone(d.DataScopeResources)
+	d.DataScopeWrites = slices.Clone(d.DataScopeWrites)
+	d.InputSchema, d.OutputSchema = d.InputSchema.Clone(), d.OutputSchema.Clone()
+	d.HarnessInputSchema, d.HarnessOutputSchema = d.HarnessInputSchema.Clone(), d.HarnessOutputSchema.Clone()
+	if d.RequiresApproval != nil {
+		v := *d.RequiresApproval
+		d.RequiresApproval = &v
+	}
+	if d.SideEffecting != nil {
+		v := *d.SideEffecting
+		d.SideEffecting = &v
+	}
+	return d
 }
 
 // Definition returns the embedded tool as a plain [Definition]. src must

@@ -33,7 +33,7 @@ type SnapshotEntry struct {
 func (r *Registry) Snapshot() Snapshot {
 	s := Snapshot{Version: SnapshotVersion, Tools: []SnapshotEntry{}}
 	for _, n := range r.Names() {
-		e := r.entries[n]
+		e, _ := r.Lookup(n)
 		s.Tools = append(s.Tools, SnapshotEntry{Origin: e.Origin, Definition: e.Definition})
 	}
 	return s

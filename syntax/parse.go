@@ -189,18 +189,19 @@ func contains(n *Node, off int) bool {
 }
 
 type parser struct {
-	lim     Limits
-	dec     *jsontext.Decoder
-	errs    []Error
-	stopped bool // a fatal syntax error ended the read
-	unq     []byte
-	src     []byte
-	lineIdx *Lines
-	t       *tree  // the tree being built
-	slab    []Node // where blocks of children are carved from
-	stack   []Node // scratch stack of the children of open containers
-	strs    map[string]string
-	path    []string // the reference tokens (unescaped) of the value being read
+	lim      Limits
+	dec      *jsontext.Decoder
+	errs     []Error
+	stopped  bool // a fatal syntax error ended the read
+	unq      []byte
+	src      []byte
+	lineIdx  *Lines
+	t        *tree  // the tree being built
+	slab     []Node // where blocks of children are carved from
+	slabSize int    // the size of the last slab made
+	stack    []Node // scratch stack of the children of open containers
+	strs     map[string]string
+	path     []string // the reference tokens (unescaped) of the value being read
 }
 
 // pointer is the JSON Pointer of the value being read.
@@ -433,13 +434,16 @@ func (p *parser) array(n *Node, depth int) {
 }
 
 // block returns a block of k nodes carved from a shared slab (capacity
-// k): many small containers cost a few large allocations.
+// k): many small containers cost a few large allocations. Slabs grow
+// from 64 nodes, doubling up to 2048, so that a small document (one held
+// by each of many concurrent runs) does not keep a 2048-node slab alive.
 func (p *parser) block(k int) []Node {
 	if k > 256 {
 		return make([]Node, k)
 	}
 	if len(p.slab) < k {
-		p.slab = make([]Node, 2048)
+		p.slabSize = min(max(2*p.slabSize, 64), 2048)
+		p.slab = make([]Node, max(p.slabSize, k))
 	}
 	b := p.slab[:k:k]
 	p.slab = p.slab[k:]

@@ -257,26 +257,9 @@ func (p *Provider) Info() connector.Info {
 func (p *Provider) Definitions() []playbook.Definition {
 	out := make([]playbook.Definition, len(p.tools))
 	for i, t := range p.tools {
-		out[i] = cloneDefinition(t.def)
+		out[i] = t.def.Clone()
 	}
 	return out
-}
-
-func cloneDefinition(d playbook.Definition) playbook.Definition {
-	d.Permissions = slices.Clone(d.Permissions)
-	d.DataScopeResources = slices.Clone(d.DataScopeResources)
-	d.DataScopeWrites = slices.Clone(d.DataScopeWrites)
-	d.InputSchema, d.OutputSchema = d.InputSchema.Clone(), d.OutputSchema.Clone()
-	d.HarnessInputSchema, d.HarnessOutputSchema = d.HarnessInputSchema.Clone(), d.HarnessOutputSchema.Clone()
-	if d.RequiresApproval != nil {
-		v := *d.RequiresApproval
-		d.RequiresApproval = &v
-	}
-	if d.SideEffecting != nil {
-		v := *d.SideEffecting
-		d.SideEffecting = &v
-	}
-	return d
 }
 
 // Example returns the example arguments of the named tool (the contract
