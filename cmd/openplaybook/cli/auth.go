@@ -373,7 +373,16 @@ func (c *CLI) loopbackLogin(ctx context.Context, server, authURL, redirect strin
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
-	defer srv.Close()
+	// Shutdown, not Close: the handler hands its answer over before it
+	// returns, and Close would cut the browser's connection before the
+	// page that says what happened is sent.
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if srv.Shutdown(sctx) != nil {
+			srv.Close()
+		}
+	}()
 	fmt.Fprintf(c.stderr(), "To let openplaybook use MCP server %s, open this URL in a browser and consent:\n\n  %s\n\nWaiting for the redirect to %s ...\n", server, authURL, redirect)
 	select {
 	case a := <-got:

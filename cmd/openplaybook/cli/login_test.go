@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -277,5 +278,43 @@ func TestAuthLoginRefusedEndsAtOnce(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatalf("auth login still waits 20 s after the refusal:\n%s", stderr.String())
+	}
+}
+
+// TestLoopbackAnswerReachesBrowser: the page the loopback listener sends
+// back (refused or authorized) reaches the browser whole, every time,
+// even though auth login stops listening as soon as it has the answer.
+// It failed with an EOF now and then while the listener was closed
+// rather than shut down.
+func TestLoopbackAnswerReachesBrowser(t *testing.T) {
+	for i := 0; i < 40; i++ {
+		redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", freeLoopbackPort(t))
+		query, want := "?error=invalid_scope", "the authorization was refused"
+		if i%2 == 1 {
+			query, want = "?code=abc&state=s", "authorized"
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := (&CLI{Stdout: &bytes.Buffer{}, Stderr: &syncBuffer{}}).loopbackLogin(context.Background(), "ledger", "http://example.invalid/auth", redirect)
+			done <- err
+		}()
+		var res *http.Response
+		var err error
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if res, err = http.Get(redirect + query); err == nil || !strings.Contains(err.Error(), "refused") {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Fatalf("round %d: status %d, body %q, err %v; want %q", i, res.StatusCode, body, err, want)
+		}
+		if err := <-done; (err != nil) != (i%2 == 0) {
+			t.Fatalf("round %d: loopbackLogin returned %v", i, err)
+		}
 	}
 }
