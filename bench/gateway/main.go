@@ -37,8 +37,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -56,6 +54,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/openplaybook/openplaybook/bench/internal/benchutil"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -144,7 +144,7 @@ func run() error {
 
 	fmt.Printf("# %s; %s; %d CPUs; echo calls to server-everything, direct over streamable HTTP, through the gateway over stdio; %v per measurement, %d rounds\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.Version(), runtime.NumCPU(), *duration, *rounds)
-	fmt.Printf("# before: %s\n", loadavg())
+	fmt.Printf("# before: %s\n", benchutil.LoadAvg())
 
 	var prof io.WriteCloser
 	if *cpuprofile != "" {
@@ -179,7 +179,7 @@ func run() error {
 		}
 		f.Close()
 	}
-	fmt.Printf("# after: %s\n", loadavg())
+	fmt.Printf("# after: %s\n", benchutil.LoadAvg())
 	return nil
 }
 
@@ -412,7 +412,7 @@ var waitingRun = regexp.MustCompile(`^run (run_\w+) waiting`)
 // 3, when the step waits for its agent) and `openplaybook agent-token`,
 // then starts `openplaybook serve`.
 func procGateway(harness, doc string, runs int) (*gateway, error) {
-	opTok := randomHex()
+	opTok := benchutil.RandomHex()
 	env := append(os.Environ(), "OPENPLAYBOOK_OPERATOR_TOKEN="+opTok)
 	cli := func(args ...string) (string, error) {
 		cmd := exec.Command(*opbBin, args...)
@@ -473,7 +473,7 @@ func procGateway(harness, doc string, runs int) (*gateway, error) {
 
 // inprocGateway serves the gateway in this process.
 func inprocGateway(ctx context.Context, harness, doc string, runs int) (*gateway, error) {
-	os.Setenv("OPENPLAYBOOK_OPERATOR_TOKEN", randomHex())
+	os.Setenv("OPENPLAYBOOK_OPERATOR_TOKEN", benchutil.RandomHex())
 	lh, err := launch.Load(harness)
 	if err != nil {
 		return nil, err
@@ -514,20 +514,6 @@ func inprocGateway(ctx context.Context, harness, doc string, runs int) (*gateway
 	return g, nil
 }
 
-// bearer adds the agent token to every request.
-type bearer struct {
-	tok  string
-	base http.RoundTripper
-}
-
-func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
-	if b.tok != "" {
-		req = req.Clone(req.Context())
-		req.Header.Set("Authorization", "Bearer "+b.tok)
-	}
-	return b.base.RoundTrip(req)
-}
-
 var transport = func() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 1024
@@ -537,7 +523,7 @@ var transport = func() *http.Transport {
 // httpClient is the client of every session: one pool of connections,
 // large enough that calls reuse them.
 func httpClient(token string) *http.Client {
-	return &http.Client{Transport: bearer{token, transport}}
+	return &http.Client{Transport: benchutil.Bearer{Token: token, Base: transport}}
 }
 
 func connect(ctx context.Context, hc *http.Client, url string, n int) ([]*mcp.ClientSession, error) {
@@ -643,22 +629,4 @@ func joinf(v []float64, f string) string {
 		parts = append(parts, fmt.Sprintf(f, x))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func randomHex() string {
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return "load average " + strings.Join(f[:3], " ")
 }

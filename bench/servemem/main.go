@@ -27,8 +27,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -46,6 +44,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/openplaybook/openplaybook/bench/internal/benchutil"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -119,7 +119,7 @@ func run() error {
 		return errors.New("want 1 <= -small < -large")
 	}
 	fmt.Printf("# %s; %s; %d CPUs; %d -> %d attached runs; %d rounds\n# before: %s\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.Version(), runtime.NumCPU(), *small, *large, *rounds, loadavg())
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.Version(), runtime.NumCPU(), *small, *large, *rounds, benchutil.LoadAvg())
 	per := map[string][]float64{}
 	fmt.Printf("%-10s %5s %12s %12s %12s\n", "", "round", "RSS small MB", "RSS large MB", "MB per run")
 	for r := range *rounds {
@@ -147,7 +147,7 @@ func run() error {
 		slices.Sort(ratio)
 		fmt.Printf("# %s / %s per run: median %.2f\n", ts[1].name, ts[0].name, ratio[len(ratio)/2])
 	}
-	fmt.Printf("# after: %s\n", loadavg())
+	fmt.Printf("# after: %s\n", benchutil.LoadAvg())
 	return nil
 }
 
@@ -225,7 +225,7 @@ func attach(ctx context.Context, s *server) (*mcp.ClientSession, error) {
 		return nil, err
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench-servemem", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: tok.MCPURL, HTTPClient: &http.Client{Transport: bearer{tok.Token, http.DefaultTransport}}}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: tok.MCPURL, HTTPClient: &http.Client{Transport: benchutil.Bearer{Token: tok.Token, Base: http.DefaultTransport}}}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", tok.MCPURL, err)
 	}
@@ -277,7 +277,7 @@ func api(s *server, path string, body []byte, want int, out any) error {
 }
 
 func procServer(bin, hp string) (*server, error) {
-	opTok := randomHex()
+	opTok := benchutil.RandomHex()
 	cmd := exec.Command(bin, "serve", "--harness", hp, "--listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "OPENPLAYBOOK_OPERATOR_TOKEN="+opTok)
 	stderr, err := cmd.StderrPipe()
@@ -309,7 +309,7 @@ func procServer(bin, hp string) (*server, error) {
 }
 
 func inprocServer(hp string) (*server, error) {
-	opTok := randomHex()
+	opTok := benchutil.RandomHex()
 	os.Setenv("OPENPLAYBOOK_OPERATOR_TOKEN", opTok)
 	ctx := context.Background()
 	lh, err := launch.Load(hp)
@@ -366,29 +366,4 @@ func vmRSS(pid int) (float64, error) {
 		}
 	}
 	return 0, errors.New("no VmRSS in /proc/" + strconv.Itoa(pid) + "/status")
-}
-
-type bearer struct {
-	tok  string
-	base http.RoundTripper
-}
-
-func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	req.Header.Set("Authorization", "Bearer "+b.tok)
-	return b.base.RoundTrip(req)
-}
-
-func randomHex() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "load average unknown"
-	}
-	return "load average " + strings.Join(strings.Fields(string(b))[:3], " ")
 }
