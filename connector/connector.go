@@ -86,6 +86,45 @@ type Config struct {
 	// on the store uses and refreshes one chain of them; nil keeps them
 	// in memory only (docs/identity.md, "The credential vault").
 	Vault *vault.Vault
+	// RateLimits, when not nil, replace the provider's published rate
+	// limits for this connection (a harness's plan may allow more or
+	// less); an empty, non-nil list sends without client-side limits.
+	RateLimits []RateLimit
+}
+
+// RateLimit is one of a provider's published rate limits in machine
+// form: a client-side token bucket (golang.org/x/time/rate in the declarative connectors) that every
+// request of a connection takes a token from before it is sent, so a
+// run keeps under the provider's limit instead of collecting 429s.
+//
+// The bucket holds Burst tokens (Requests when Burst is 0) and refills
+// at Requests per Per. A request waits for its token for at most what
+// is left of the call's timeout; when the token would come later, the
+// request is not sent and the call fails definitely ("nothing was
+// sent"): a limit that is hit refuses, it never queues without bound.
+//
+// Buckets are per connection: every connection of one process opened on
+// the same provider, API root and credential shares them (a provider
+// counts per credential), across runs. Replicas do not share them; give
+// each replica its share in the harness (docs/connectors.md, "Rate
+// limits").
+type RateLimit struct {
+	// Requests is how many requests the provider allows per Per (> 0).
+	Requests int `json:"requests"`
+	// Per is the window, a Go duration ("1s", "1m", "1h", "24h"), more
+	// than zero and at most 24h.
+	Per string `json:"per"`
+	// Burst is how many requests may go at once after a quiet spell;
+	// 0 means Requests (a provider that counts in fixed windows lets a
+	// whole window's requests go at once).
+	Burst int `json:"burst,omitempty"`
+	// Calls is which of the tools' requests take a token: "" or "all",
+	// "reads" (tools that are not side-effecting) or "writes"
+	// (side-effecting tools).
+	Calls string `json:"calls,omitempty"`
+	// Tools, when set, limits the bucket to these tools of the
+	// provider's catalog (exact names; a per-endpoint limit).
+	Tools []string `json:"tools,omitempty"`
 }
 
 // Connection is a provider bound to one credential.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/openplaybook/openplaybook/connector/ratelimit"
 	"github.com/openplaybook/openplaybook/registry"
 )
 
@@ -296,9 +297,17 @@ func (c *Connection) call(ctx context.Context, t *tool, args jsontext.Value, key
 	refreshed := false
 	var last error
 	for attempt := 1; ; attempt++ {
-		ans, err := c.send(ctx, req)
+		ans, err := c.send(ctx, t, req)
 		var ns *notSent
 		if errors.As(err, &ns) {
+			if errors.Is(ns.err, ratelimit.ErrLimited) {
+				// The refusal names the limit and the tools, never a
+				// credential: kept as an error callers can test.
+				if mayHaveApplied {
+					return nil, fmt.Errorf("%s: %w (this attempt was not sent, an earlier one may have been applied); the outcome is unknown", t.def.Name, ns.err)
+				}
+				return nil, registry.Definite(fmt.Errorf("%s: %w (nothing was sent)", t.def.Name, ns.err))
+			}
 			if mayHaveApplied {
 				return nil, fmt.Errorf("%s: %s (this attempt was not sent, an earlier one may have been applied); the outcome is unknown", t.def.Name, c.redactor(ns.err.Error()))
 			}
@@ -558,7 +567,11 @@ func (c *Connection) authorizedRequest(ctx context.Context, b *built) (*http.Req
 	return req, sent, nil
 }
 
-func (c *Connection) send(ctx context.Context, b *built) (*answer, error) {
+func (c *Connection) send(ctx context.Context, t *tool, b *built) (*answer, error) {
+	// Every attempt (a retry too) is a request the provider counts.
+	if err := c.limits.Take(ctx, c.p.spec.Provider, ratelimit.Tool{Name: t.def.Name, Writes: t.def.SideEffecting != nil && *t.def.SideEffecting}); err != nil {
+		return nil, &notSent{err}
+	}
 	req, sent, err := c.authorizedRequest(ctx, b)
 	if err != nil {
 		return nil, err

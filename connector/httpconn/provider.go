@@ -14,6 +14,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/connector"
+	"github.com/openplaybook/openplaybook/connector/ratelimit"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/registry"
 )
@@ -41,6 +42,9 @@ type Provider struct {
 	byName    map[string]*tool
 	check     *tool
 	checkArgs jsontext.Value
+	limits    []ratelimit.Limit
+	// buckets holds each connection's token buckets (see [ratelimit.Set]).
+	buckets ratelimit.Set
 }
 
 type tool struct {
@@ -120,6 +124,10 @@ func New(spec Spec, hooks map[string]Hook) (*Provider, error) {
 		if len(p.checkArgs) == 0 {
 			p.checkArgs = jsontext.Value("{}")
 		}
+	}
+	var err error
+	if p.limits, err = ratelimit.Compile(spec.RateLimits, p.known, spec.Provider+": rateLimits"); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -314,7 +322,15 @@ func (p *Provider) open(cfg connector.Config, client *http.Client) (*Connection,
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
+	limits := p.limits
+	if cfg.RateLimits != nil {
+		var err error
+		if limits, err = ratelimit.Compile(cfg.RateLimits, p.known, "the "+p.spec.Provider+" connection's rateLimits"); err != nil {
+			return nil, err
+		}
+	}
 	c := &Connection{p: p, root: strings.TrimRight(root, "/"), auth: a, secrets: cfg.Secrets, timeout: timeout, client: noRedirects(client)}
+	c.limits = p.buckets.For(limits, c.root, cfg.Secrets)
 	red := newRedactor(cfg.Secrets)
 	c.redactor, c.redactResult = red.redact, red.redactResult
 	switch {
@@ -379,7 +395,14 @@ type Connection struct {
 	// result's strings.
 	redactResult func(any) any
 	refresh      *refresher
+	// limits are the connection's token buckets, shared with every
+	// connection of the process on the same root and credential; nil
+	// when it has no rate limits.
+	limits *ratelimit.Buckets
 }
+
+// known reports whether name is a tool of the catalog (exact).
+func (p *Provider) known(name string) bool { return p.byName[name] != nil }
 
 // Tools implements [connector.Connection].
 func (c *Connection) Tools() map[string]registry.Tool {

@@ -21,6 +21,7 @@ package httpconn
 import (
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/openplaybook/openplaybook/connector"
 	"github.com/openplaybook/openplaybook/playbook"
 )
 
@@ -57,6 +58,11 @@ type Spec struct {
 	Check *Check `json:"check,omitempty"`
 	// Limits documents the provider's rate limits for docs/connectors.md.
 	Limits string `json:"limits,omitempty"`
+	// RateLimits are the published limits of Limits that are counted in
+	// requests, as token buckets every connection keeps to
+	// ([connector.RateLimit]); limits counted otherwise (quota units,
+	// query cost) stay prose.
+	RateLimits []connector.RateLimit `json:"rateLimits,omitempty"`
 	// Tools is the provider's catalog, in a fixed order.
 	Tools []Tool `json:"tools"`
 }

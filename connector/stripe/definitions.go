@@ -56,3 +56,13 @@ func parseDefinitions(src []byte) ([]playbook.Definition, error) {
 	}
 	return defs, nil
 }
+
+// writes says which tools are side-effecting (a write operation in
+// Stripe's rate limits).
+var writes = func() map[string]bool {
+	m := map[string]bool{}
+	for _, d := range Definitions() {
+		m[d.Name] = d.SideEffecting != nil && *d.SideEffecting
+	}
+	return m
+}()

@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/connector"
+	"github.com/openplaybook/openplaybook/connector/ratelimit"
 	"github.com/openplaybook/openplaybook/playbook"
 	"github.com/openplaybook/openplaybook/registry"
 	stripeapi "github.com/stripe/stripe-go/v82"
@@ -43,7 +44,7 @@ func (provider) Open(cfg connector.Config) (connector.Connection, error) {
 	if !ok {
 		return nil, fmt.Errorf("the stripe connection binds no %s secret", role)
 	}
-	return New(Config{APIKey: key, BaseURL: cfg.BaseURL, Timeout: cfg.Timeout})
+	return New(Config{APIKey: key, BaseURL: cfg.BaseURL, Timeout: cfg.Timeout, RateLimits: cfg.RateLimits})
 }
 
 // Tools returns the connector's tools as registry tools. Each call is sent
@@ -90,7 +91,7 @@ func outcome(err error) error {
 	switch {
 	case errors.Is(err, ErrOutcomeUnknown):
 		return err
-	case errors.Is(err, ErrInvalidArguments), errors.Is(err, ErrUnknownTool), errors.Is(err, ErrNoAPIKey):
+	case errors.Is(err, ErrInvalidArguments), errors.Is(err, ErrUnknownTool), errors.Is(err, ErrNoAPIKey), errors.Is(err, ratelimit.ErrLimited):
 		return registry.Definite(err)
 	case errors.As(err, &se) && (se.Code == string(stripeapi.ErrorCodeIdempotencyKeyInUse) || (se.HTTPStatus == 409 && se.Type != string(stripeapi.ErrorTypeIdempotency))):
 		return err

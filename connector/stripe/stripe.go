@@ -51,6 +51,9 @@ import (
 	"time"
 
 	stripeapi "github.com/stripe/stripe-go/v82"
+
+	"github.com/openplaybook/openplaybook/connector"
+	"github.com/openplaybook/openplaybook/connector/ratelimit"
 )
 
 // Provider is the connector's provider name, the "stripe" of
@@ -78,7 +81,26 @@ type Config struct {
 	// included. Zero means [DefaultTimeout]; negative means no bound other
 	// than the context's.
 	Timeout time.Duration
+	// RateLimits replace Stripe's published limits ([Limits]) when not
+	// nil; an empty, non-nil list sends without client-side limits.
+	RateLimits []connector.RateLimit
 }
+
+// Limits are Stripe's published rate limits for key as token buckets
+// (docs.stripe.com, "Rate limits"): 100 read and 100 write operations a
+// second in live mode, 25 each in test mode (a key starting "sk_test_"
+// or "rk_test_"). A call takes one token before its first request;
+// stripe-go's own retries of it take none.
+func Limits(key string) []connector.RateLimit {
+	n := 100
+	if strings.HasPrefix(key, "sk_test_") || strings.HasPrefix(key, "rk_test_") {
+		n = 25
+	}
+	return []connector.RateLimit{{Requests: n, Per: "1s", Calls: "reads"}, {Requests: n, Per: "1s", Calls: "writes"}}
+}
+
+// buckets are the process's Stripe token buckets, by API root and key.
+var buckets ratelimit.Set
 
 // Connector calls Stripe for the connector's tools. It is safe for
 // concurrent use.
@@ -86,6 +108,7 @@ type Connector struct {
 	key     string
 	timeout time.Duration
 	client  *stripeapi.Client
+	limits  *ratelimit.Buckets
 }
 
 // New returns a connector for cfg. It sends nothing; see
@@ -124,10 +147,23 @@ func New(cfg Config) (*Connector, error) {
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
+	rl := cfg.RateLimits
+	if rl == nil {
+		rl = Limits(cfg.APIKey)
+	}
+	limits, err := ratelimit.Compile(rl, func(name string) bool { _, ok := tools[name]; return ok }, "stripe: rateLimits")
+	if err != nil {
+		return nil, err
+	}
+	root := cfg.BaseURL
+	if root == "" {
+		root = "https://api.stripe.com"
+	}
 	return &Connector{
 		key:     cfg.APIKey,
 		timeout: timeout,
 		client:  stripeapi.NewClient(cfg.APIKey, stripeapi.WithBackends(stripeapi.NewBackendsWithConfig(bc))),
+		limits:  buckets.For(limits, strings.TrimRight(root, "/"), map[string]string{"apiKey": cfg.APIKey}),
 	}, nil
 }
 
@@ -197,6 +233,9 @@ func (c *Connector) Call(ctx context.Context, tool string, args []byte) (result 
 	}
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
+	if err := c.limits.Take(ctx, Provider, ratelimit.Tool{Name: tool, Writes: writes[tool]}); err != nil {
+		return nil, fmt.Errorf("stripe: %w (nothing was sent)", err)
+	}
 	ctx, log := withAttemptLog(ctx)
 	result, err = impl(c, ctx, args)
 	if err != nil && log.mayHaveApplied() {
