@@ -53,7 +53,7 @@ var (
 	policyKeys     = []string{"rules"}
 	ruleKeys       = []string{"name", "tools", "riskClasses", "steps", "connectors", "gates", "when", "effect", "reason", "deciders", "approvals", "selfApproval"}
 	serverKeys     = []string{"command", "args", "env", "cwd", "url", "headers", "oauth", "timeout", "toolsCheck", "callTimeout"}
-	connectionKeys = []string{"authKind", "secrets", "scopes", "baseURL", "tokenURL", "callTimeout"}
+	connectionKeys = []string{"authKind", "secrets", "scopes", "baseURL", "tokenURL", "callTimeout", "rateLimits"}
 	secretsKeys    = []string{"env", "prefix", "dotenv", "declare"}
 	declKeys       = []string{"mcpServers", "connections", "agents"} // in the order of destinationKinds
 	dotenvKeys     = []string{"path", "optional"}
@@ -701,6 +701,9 @@ func (d *decoder) connection(m member) *Connection {
 		if t, ok := d.duration(v, `"callTimeout"`); ok {
 			c.CallTimeout = t
 		}
+	}
+	if v := f["rateLimits"]; v != nil {
+		c.RateLimits = d.rateLimits(v, where)
 	}
 	return c
 }

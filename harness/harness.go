@@ -201,6 +201,10 @@ type Connection struct {
 	// refresh the access token (docs/connectors.md). Empty means the
 	// provider's own.
 	TokenURL string
+	// RateLimits replace the connector's published rate limits for this
+	// connection when not nil (an empty list: no client-side limits);
+	// see [RateLimit].
+	RateLimits []RateLimit
 	// BoundSecrets are the names of the secrets bound to this connection
 	// (destination "connection:<Provider>"), sorted.
 	// [Connection.Resolve] refuses a role whose secret is not one of them.

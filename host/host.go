@@ -403,6 +403,12 @@ func (h *Host) open(p connector.Provider, c *harness.Connection) (connector.Conn
 		return nil, fmt.Errorf("the %s connection (authKind %s) binds no %s secret; it needs %s", p.Name(), c.AuthKind, strings.Join(missing, " or "), need)
 	}
 	cfg := connector.Config{AuthKind: c.AuthKind, Secrets: map[string]string{}, Scopes: c.Scopes, BaseURL: c.BaseURL, TokenURL: c.TokenURL, Timeout: c.CallTimeout}
+	if c.RateLimits != nil {
+		cfg.RateLimits = []connector.RateLimit{}
+		for _, l := range c.RateLimits {
+			cfg.RateLimits = append(cfg.RateLimits, connector.RateLimit{Requests: l.Requests, Per: l.Per.String(), Burst: l.Burst, Calls: l.Calls, Tools: l.Tools})
+		}
+	}
 	for _, role := range append(slices.Clone(kind.Secrets), kind.Optional...) {
 		if c.Secrets[role] == "" {
 			continue
