@@ -19,6 +19,7 @@ import (
 
 func (c *CLI) runCommand() *cobra.Command {
 	var harnessPath, input string
+	var lf logFlags
 	format := newChoice("text", []string{"text", "json"})
 	cmd := &cobra.Command{
 		Use:                   "run [--harness FILE] [--input JSON|@file|@-] [--format text|json] DOC",
@@ -55,7 +56,7 @@ Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 			if err != nil {
 				return ioError(fmt.Errorf("reading --input: %w", err))
 			}
-			s, err := c.importForRun(ctx, harnessPath, args[0])
+			s, err := c.importForRun(ctx, harnessPath, args[0], lf)
 			if err != nil {
 				return c.failRun(format.value, "", err)
 			}
@@ -74,11 +75,13 @@ Exit status: 0 completed, 3 waits for a person, 4 rejected at a gate,
 	harnessFlag(cmd, &harnessPath, "the harness file (YAML or JSON; see docs/harness.md)")
 	cmd.Flags().StringVar(&input, "input", "", "the run's input: a JSON object, @file to read it from a file, or @- from standard input")
 	formatFlag(cmd, format, "output format: text or json (json prints {run, status, reason, waiting}, or {run, status: \"error\", error})")
+	addLogFlags(cmd, &lf)
 	return cmd
 }
 
 func (c *CLI) resumeCommand() *cobra.Command {
 	var harnessPath string
+	var lf logFlags
 	var acceptHarness bool
 	format := newChoice("text", []string{"text", "json"})
 	cmd := &cobra.Command{
@@ -113,7 +116,7 @@ Exit status: as run.`,
 			if run.Status == store.RunFailed {
 				return &exitError{code: ExitProblems, err: fmt.Errorf("run %s has failed (%s); resume continues a run that has not ended. To start a new attempt of its failed step: openplaybook retry --harness %s %s", run.ID, run.Reason, harnessPath, run.ID)}
 			}
-			s, err := c.openRun(ctx, harnessPath, run.ID, acceptHarness)
+			s, err := c.openRun(ctx, harnessPath, run.ID, acceptHarness, lf)
 			if err != nil {
 				return c.failRun(format.value, run.ID, err)
 			}
@@ -125,11 +128,13 @@ Exit status: as run.`,
 	harnessFlag(cmd, &harnessPath, "the harness file the run was started with")
 	cmd.Flags().BoolVar(&acceptHarness, "accept-harness-change", false, "resume with a harness file other than the one the run was started with (recorded in the audit log)")
 	formatFlag(cmd, format, "output format: text or json (as run)")
+	addLogFlags(cmd, &lf)
 	return cmd
 }
 
 func (c *CLI) retryCommand() *cobra.Command {
 	var harnessPath, reason, by string
+	var lf logFlags
 	var acceptHarness, force bool
 	format := newChoice("text", []string{"text", "json"})
 	cmd := &cobra.Command{
@@ -181,7 +186,7 @@ or refused).`,
 			// The harness is checked before anything of it is used (no
 			// secret is looked up before); the session redacts by and
 			// reason of every secret the run can reach.
-			s, err := c.openRun(ctx, harnessPath, run.ID, acceptHarness)
+			s, err := c.openRun(ctx, harnessPath, run.ID, acceptHarness, lf)
 			if err != nil {
 				return err
 			}
@@ -199,6 +204,7 @@ or refused).`,
 	cmd.Flags().StringVar(&by, "by", "", "who retries (recorded; default: the OS user name, else $USER, else \"cli\")")
 	cmd.Flags().BoolVar(&acceptHarness, "accept-harness-change", false, "retry with a harness file other than the one the run was last run with (recorded in the audit log)")
 	formatFlag(cmd, format, "output format: text or json")
+	addLogFlags(cmd, &lf)
 	return cmd
 }
 
@@ -212,6 +218,7 @@ func ctxOf(cmd *cobra.Command) context.Context {
 // decideCommand is approve or deny.
 func (c *CLI) decideCommand(approve bool) *cobra.Command {
 	var harnessPath, reason, by string
+	var lf logFlags
 	format := newChoice("text", []string{"text", "json"})
 	verb := "deny"
 	if approve {
@@ -227,11 +234,18 @@ func (c *CLI) decideCommand(approve bool) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := ctxOf(cmd)
 			runID, id := args[0], args[1]
-			st, h, err := c.storeFor(harnessPath)
+			o, err := c.observer(ctx, lf)
 			if err != nil {
 				return err
 			}
+			st, h, err := c.storeFor(harnessPath)
+			if err != nil {
+				shutdown(o)
+				return err
+			}
 			defer st.Close()
+			st = observed(o, st)
+			defer shutdown(o)
 			if by == "" {
 				by = c.userName()
 			}
@@ -240,6 +254,7 @@ func (c *CLI) decideCommand(approve bool) *cobra.Command {
 			}
 			// A secret value typed into a reason is never stored.
 			redact := secretRedactor(ctx, h, st, runID)
+			o.SetRedact(redact)
 			v := runtime.Verdict{Approve: approve, Reason: redact(reason), By: redact(by)}
 			what, err := runtime.Decide(ctx, st, runID, id, v)
 			if err != nil {
@@ -264,6 +279,7 @@ func (c *CLI) decideCommand(approve bool) *cobra.Command {
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the audit log)")
 	cmd.Flags().StringVar(&by, "by", "", "who decides (recorded; default: the OS user name, else $USER, else \"cli\")")
 	formatFlag(cmd, format, "output format: text or json (json prints {run, kind, id, decision, by, reason, next})")
+	addLogFlags(cmd, &lf)
 	return cmd
 }
 

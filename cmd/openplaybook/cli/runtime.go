@@ -13,6 +13,7 @@ import (
 	"github.com/openplaybook/openplaybook/diag"
 	"github.com/openplaybook/openplaybook/host"
 	"github.com/openplaybook/openplaybook/launch"
+	"github.com/openplaybook/openplaybook/obs"
 	"github.com/openplaybook/openplaybook/report"
 	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
@@ -30,10 +31,14 @@ type session struct {
 	opened *launch.Opened
 	store  store.Store
 	run    *runtime.Session
+	// obs, when set, wraps store: decision lines, spans and metrics of
+	// what the run commits (--log-format, --log-level, OTEL_*).
+	obs *obs.Obs
 }
 
 func (s *session) Close() {
 	s.opened.Close()
+	shutdown(s.obs)
 	if s.store != nil {
 		s.store.Close()
 	}
@@ -49,16 +54,17 @@ type opener func(ctx context.Context, lh *launch.Harness, s *session) (*launch.O
 // here), read the document, open the store (loading the harness's seed),
 // connect what the document needs, and open the runtime session (validate
 // and check: an error-level diagnostic stops it).
-func (c *CLI) importForRun(ctx context.Context, harnessPath, docPath string) (*session, error) {
+func (c *CLI) importForRun(ctx context.Context, harnessPath, docPath string, lf logFlags) (*session, error) {
 	src, err := readFile(docPath, 0)
 	if err != nil {
 		return nil, ioError(err)
 	}
-	return c.openSession(ctx, harnessPath, docPath, func(ctx context.Context, lh *launch.Harness, s *session) (*launch.Opened, []diag.Diagnostic, []byte, error) {
+	return c.openSession(ctx, harnessPath, docPath, lf, func(ctx context.Context, lh *launch.Harness, s *session) (*launch.Opened, []diag.Diagnostic, []byte, error) {
 		if lh.Unusable() == nil {
 			if s.store, err = host.OpenStore(ctx, lh.H); err != nil {
 				return nil, nil, src, ioError(err)
 			}
+			s.store = observed(s.obs, s.store)
 		}
 		o, ds, err := launch.Open(ctx, lh, launch.Options{Name: docPath, Src: src, Store: s.store, Progress: c.stderr()})
 		return o, ds, src, err
@@ -70,9 +76,9 @@ func (c *CLI) importForRun(ctx context.Context, harnessPath, docPath string) (*s
 // last run with before anything of it is used, then the run's document
 // (the bytes stored with it) is opened as importForRun opens one.
 // acceptHarnessChange is --accept-harness-change.
-func (c *CLI) openRun(ctx context.Context, harnessPath, runID string, acceptHarnessChange bool) (*session, error) {
+func (c *CLI) openRun(ctx context.Context, harnessPath, runID string, acceptHarnessChange bool, lf logFlags) (*session, error) {
 	name := "<document of " + runID + ">"
-	return c.openSession(ctx, harnessPath, name, func(ctx context.Context, lh *launch.Harness, s *session) (*launch.Opened, []diag.Diagnostic, []byte, error) {
+	return c.openSession(ctx, harnessPath, name, lf, func(ctx context.Context, lh *launch.Harness, s *session) (*launch.Opened, []diag.Diagnostic, []byte, error) {
 		if bad := lh.Unusable(); bad != nil {
 			return nil, bad, nil, launch.ErrHarness
 		}
@@ -80,6 +86,7 @@ func (c *CLI) openRun(ctx context.Context, harnessPath, runID string, acceptHarn
 		if s.store, err = host.OpenStoreFile(lh.H); err != nil {
 			return nil, nil, nil, ioError(err)
 		}
+		s.store = observed(s.obs, s.store)
 		o, run, ds, err := launch.OpenRun(ctx, lh, runID, launch.Options{Store: s.store, Progress: c.stderr(), AcceptHarnessChange: acceptHarnessChange})
 		if errors.Is(err, store.ErrNotFound) {
 			err = runError(err, runID, harnessPath)
@@ -91,12 +98,16 @@ func (c *CLI) openRun(ctx context.Context, harnessPath, runID string, acceptHarn
 // openSession loads the harness and opens a session with open, printing
 // what stops it: the harness's or the document's error-level
 // diagnostics.
-func (c *CLI) openSession(ctx context.Context, harnessPath, name string, open opener) (*session, error) {
+func (c *CLI) openSession(ctx context.Context, harnessPath, name string, lf logFlags, open opener) (*session, error) {
 	lh, err := launch.Load(harnessPath)
 	if err != nil {
 		return nil, ioError(fmt.Errorf("reading the harness: %w", err))
 	}
 	s := &session{}
+	if s.obs, err = c.observer(ctx, lf); err != nil {
+		return nil, err
+	}
+
 	gcForCalls()
 	var (
 		ds  []diag.Diagnostic
@@ -119,6 +130,11 @@ func (c *CLI) openSession(ctx context.Context, harnessPath, name string, open op
 		return nil, &exitError{code: ExitProblems, err: err}
 	}
 	s.run = s.opened.Session
+	if s.opened.Host != nil && s.opened.Host.Secrets != nil {
+		// Every line passes the secret redactor of the harness's
+		// resolved secrets, as the audit log's values do.
+		s.obs.SetRedact(s.opened.Host.Secrets.Redact)
+	}
 	return s, nil
 }
 
