@@ -18,6 +18,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/openplaybook/openplaybook/diag"
+	"github.com/openplaybook/openplaybook/harness"
 )
 
 const chart = "openplaybook"
@@ -223,6 +226,30 @@ func TestChartSharedDatabase(t *testing.T) {
 	}
 	if o.ingress == nil || len(o.ingress.Spec.TLS) != 1 || o.ingress.Spec.Rules[0].Host != "playbooks.example.com" {
 		t.Errorf("ingress %+v", o.ingress)
+	}
+	// Each replica advertises its own pod address, where the others
+	// forward what belongs to the runs it executes.
+	if v, _ := env(c, "OPENPLAYBOOK_ADVERTISE_URL"); v != "http://$(POD_IP):7420" {
+		t.Errorf("OPENPLAYBOOK_ADVERTISE_URL = %q", v)
+	}
+	podIP := false
+	for _, e := range c.Env {
+		podIP = podIP || e.Name == "POD_IP" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP"
+	}
+	if !podIP {
+		t.Error("POD_IP does not come from the pod's status.podIP")
+	}
+	// The harness the chart mounts names the shared store, and is one
+	// openplaybook reads without an error.
+	src := o.config.Data["harness.yaml"]
+	h, ds := harness.Parse("harness.yaml", []byte(src), t.TempDir())
+	for _, d := range ds {
+		if d.Severity == diag.Error {
+			t.Errorf("the chart's harness: %v", d)
+		}
+	}
+	if h == nil || h.Store == nil || h.Store.Postgres == nil {
+		t.Errorf("the chart's harness names no PostgreSQL store:\n%s", src)
 	}
 }
 

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// operateBlocks returns the sh code blocks of docs/operate.md with the
+// line each starts at, leaving out those whose first line says they need
+// a Kubernetes cluster.
+func operateBlocks(t *testing.T) (blocks []string, lines []int) {
+	t.Helper()
+	src, err := os.ReadFile("../../../docs/operate.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cur []string
+	in, start := false, 0
+	for i, l := range strings.Split(string(src), "\n") {
+		switch {
+		case !in && l == "```sh":
+			in, start, cur = true, i+2, nil
+		case in && l == "```":
+			in = false
+			if len(cur) > 0 && strings.HasPrefix(cur[0], "# needs a Kubernetes cluster") {
+				continue
+			}
+			blocks, lines = append(blocks, strings.Join(cur, "\n")), append(lines, start)
+		case in:
+			cur = append(cur, l)
+		}
+	}
+	return blocks, lines
+}
+
+// TestOperateDocRuns: every sh block of docs/operate.md (but those for a
+// Kubernetes cluster) runs as written, in order, in one shell with
+// errexit and pipefail, from a copy of the repository's examples: serve
+// with JSON logs, Jaeger receiving serve's spans (read back through its
+// query API), Prometheus metrics on both addresses, the health
+// endpoints, serve behind a proxy, and the chart's checks. A grep in a
+// block that finds nothing fails it.
+func TestOperateDocRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command and runs docs/operate.md")
+	}
+	gobin := filepath.Join(goEnv(t, "GOPATH"), "bin")
+	for _, need := range []string{filepath.Join(gobin, "jaeger-v1.76.0"), filepath.Join(gobin, "helm")} {
+		if _, err := os.Stat(need); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is missing (.ci/run builds Jaeger with scripts/jaeger.sh and installs helm)", need)
+			}
+			t.Skipf("%s is missing: run scripts/jaeger.sh and go install helm.sh/helm/v3/cmd/helm@v3.22.0", need)
+		}
+	}
+	for _, tool := range []string{"curl", "openssl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("docs/operate.md uses %s, which is not installed: %v", tool, err)
+		}
+	}
+	blocks, lines := operateBlocks(t)
+	if len(blocks) < 6 {
+		t.Fatalf("docs/operate.md has %d runnable sh blocks; want the logs, traces, metrics, health, proxy and chart ones", len(blocks))
+	}
+
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "openplaybook"), "../../../cmd/openplaybook").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	// The repository, with the examples copied (the runs' store stays in
+	// the copy) and everything else linked.
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "repo")
+	if err := os.CopyFS(filepath.Join(work, "examples"), os.DirFS(filepath.Join(root, "examples"))); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(work, "examples", ".openplaybook"))
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if n := e.Name(); n != "examples" && n != ".git" {
+			if err := os.Symlink(filepath.Join(root, n), filepath.Join(work, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	var script strings.Builder
+	script.WriteString("set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n")
+	for i, b := range blocks {
+		fmt.Fprintf(&script, "echo '== docs/operate.md:%d' >&2\n%s\n", lines[i], b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-c", script.String())
+	c.Dir = work
+	c.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+gobin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OPENPLAYBOOK_OPERATOR_TOKEN", "OPENPLAYBOOK_HARNESS"} {
+		c.Env = append(c.Env, k+"=")
+	}
+	c.WaitDelay = 10 * time.Second
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("docs/operate.md does not run as written: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+	for _, want := range []string{`"operationName":"GET /readyz"`, "openplaybook_http_requests_total{", `"msg":"http"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("docs/operate.md's commands printed no %s:\n%s", want, out)
+		}
+	}
+}
+
+func goEnv(t *testing.T, key string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", key).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
