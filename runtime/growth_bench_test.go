@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openplaybook/openplaybook/store"
+	"github.com/openplaybook/openplaybook/store/storetest"
 )
 
 // BenchmarkStepsVsCalls measures what a step costs as the run grows: a
@@ -67,4 +68,51 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkStepFloor measures the least a step costs while its start
+// must be durable before its agent runs: one commit of a step's start
+// (the step row and its step.started record, nothing else), against a
+// read call in a run of one step of n read calls (whose records share
+// commits), as process CPU, interleaved in each round. Its ratio
+// ("floor/call") bounds what BenchmarkStepsVsCalls can reach for read
+// calls: a step of one read call costs at least that commit and the
+// call.
+//
+//	go test ./runtime -run '^$' -bench StepFloor -benchtime 1x -count 2
+func BenchmarkStepFloor(b *testing.B) {
+	const n = 1000
+	dir := b.TempDir()
+	st := openSQLite(b, filepath.Join(dir, "floor.db"), nil)
+	run, _ := storetest.NewRun(b, st)
+	s := &Session{opt: SessionOptions{Store: st, Redact: func(s string) string { return s }}}
+	one := growthSession(b, openSQLite(b, filepath.Join(dir, "one.db"), nil), "records.read", 1, n)
+	ctx := context.Background()
+	var tFloor, tOne time.Duration
+	for b.Loop() {
+		c0 := cpuTime()
+		for range n {
+			if err := st.Tx(ctx, func(tx store.Tx) error {
+				a, err := tx.StartStep(run, "work")
+				if err != nil {
+					return err
+				}
+				return s.append(tx, run, "work", "", StepStarted{Attempt: a})
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		c1 := cpuTime()
+		out, err := one.Start(ctx, nil)
+		c2 := cpuTime()
+		if err != nil || out.Status != Completed {
+			b.Fatalf("run %s: %v %s", out.Status, err, out.Reason)
+		}
+		tFloor += c1 - c0
+		tOne += c2 - c1
+	}
+	per := float64(b.N * n)
+	b.ReportMetric(float64(tFloor.Microseconds())/per, "µs/commit")
+	b.ReportMetric(float64(tOne.Microseconds())/per, "µs/call-in-one-step")
+	b.ReportMetric(float64(tFloor)/float64(tOne), "floor/call")
 }
