@@ -66,8 +66,8 @@ type Caller struct {
 	input     jsontext.Value
 	inputRead bool
 
-	pending []store.Queued // call records handed to the store, not known durable yet
-	reads   *readGroup     // the read calls queued last, which the next may join
+	pending []*queuedRec // call records handed to the store, not known durable yet
+	reads   *readGroup   // the read calls queued last, which the next may join
 	// collected is the first failure of the records dropped from the
 	// head of pending once settled (see collect), for settle to report.
 	collected error
@@ -427,11 +427,19 @@ func (c *Caller) tx(ctx context.Context, fn func(store.Tx) error) error {
 	return nil
 }
 
-// queue hands fn to the store without waiting for its commit.
+// queue hands fn to the store without waiting for its commit. What fn
+// returned in its transaction is kept beside its outcome, for a step's
+// end that shares its commit ([endCheck]).
 func (c *Caller) queue(ctx context.Context, fn func(store.Tx) error) {
 	c.reads = nil // what is queued after fn must not be recorded before it
 	c.collect()
-	c.pending = append(c.pending, c.s.opt.Store.Queue(context.WithoutCancel(ctx), fn))
+	p := &queuedRec{}
+	p.q = c.s.opt.Store.Queue(context.WithoutCancel(ctx), func(tx store.Tx) error {
+		err := fn(tx)
+		p.ran(err)
+		return err
+	})
+	c.pending = append(c.pending, p)
 }
 
 // maxReadGroup bounds the read calls recorded by one queued function.
@@ -443,7 +451,7 @@ const maxReadGroup = 64
 // and nothing else was queued since, so the records keep their order;
 // otherwise it starts a new group.
 type readGroup struct {
-	q     store.Queued // the queued function's outcome
+	q     *queuedRec // the queued function
 	mu    sync.Mutex
 	taken bool // the store has started recording the group
 	rs    []readRecord
@@ -454,7 +462,7 @@ type readGroup struct {
 // has not started on them yet. The group succeeds or fails as one: a
 // failure is the step's either way (see settle).
 func (c *Caller) queueRead(ctx context.Context, r readRecord) {
-	if g := c.reads; g != nil && !settled(g.q) {
+	if g := c.reads; g != nil && !settled(g.q.q) {
 		g.mu.Lock()
 		joined := !g.taken && len(g.rs) < maxReadGroup
 		if joined {
@@ -484,11 +492,11 @@ func (c *Caller) queueRead(ctx context.Context, r readRecord) {
 // is unchanged: those records come before the ones it still looks at.
 func (c *Caller) collect() {
 	n := 0
-	for _, q := range c.pending {
-		if !settled(q) {
+	for _, p := range c.pending {
+		if !settled(p.q) {
 			break
 		}
-		if err := q.Wait(); err != nil && c.collected == nil {
+		if err := p.q.Wait(); err != nil && c.collected == nil {
 			c.collected = err
 		}
 		n++
@@ -517,16 +525,16 @@ func (c *Caller) settle(wait bool) error {
 	first := c.collected
 	c.collected = nil
 	kept := c.pending[:0]
-	for _, q := range c.pending {
+	for _, p := range c.pending {
 		if !wait {
 			select {
-			case <-q.Done():
+			case <-p.q.Done():
 			default:
-				kept = append(kept, q)
+				kept = append(kept, p)
 				continue
 			}
 		}
-		if err := q.Wait(); err != nil && first == nil {
+		if err := p.q.Wait(); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -24,7 +24,7 @@ func TestCollectKeepsFailures(t *testing.T) {
 	c.queue(ctx, fails("first"))
 	c.queue(ctx, fails("second"))
 	for _, q := range c.pending {
-		q.Wait()
+		q.q.Wait()
 	}
 	c.queue(ctx, ok) // drops the three settled ones
 	if len(c.pending) != 1 || c.collected == nil {

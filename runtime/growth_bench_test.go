@@ -6,18 +6,12 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/openplaybook/openplaybook/driver"
-	"github.com/openplaybook/openplaybook/playbook"
-	"github.com/openplaybook/openplaybook/registry"
 	"github.com/openplaybook/openplaybook/store"
-	"github.com/openplaybook/openplaybook/store/sqlite"
+	"github.com/openplaybook/openplaybook/store/storetest"
 )
 
 // BenchmarkStepsVsCalls measures what a step costs as the run grows: a
@@ -41,8 +35,9 @@ func BenchmarkStepsVsCalls(b *testing.B) {
 
 func stepsVsCalls(b *testing.B, tool string, n int) {
 	dir := b.TempDir()
-	steps, st := growthSession(b, filepath.Join(dir, "steps.db"), tool, n, 1)
-	one, _ := growthSession(b, filepath.Join(dir, "one.db"), tool, 1, n)
+	st := openSQLite(b, filepath.Join(dir, "steps.db"), nil)
+	steps := growthSession(b, st, tool, n, 1)
+	one := growthSession(b, openSQLite(b, filepath.Join(dir, "one.db"), nil), tool, 1, n)
 	var tSteps, tOne time.Duration
 	for b.Loop() {
 		c0 := cpuTime()
@@ -75,69 +70,49 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// growthDriver makes calls calls of tool, each with an argument of its
-// own.
-type growthDriver struct {
-	tool  string
-	calls int
-}
-
-func (d growthDriver) RunStep(ctx context.Context, in driver.StepInput, c driver.Caller) (jsontext.Value, error) {
-	for i := range d.calls {
-		r, err := c.Call(ctx, driver.Call{Name: d.tool, Arguments: jsontext.Value(fmt.Sprintf(`{"i":%d}`, i))})
-		if err != nil {
-			return nil, err
+// BenchmarkStepFloor measures the least a step costs while its start
+// must be durable before its agent runs: one commit of a step's start
+// (the step row and its step.started record, nothing else), against a
+// read call in a run of one step of n read calls (whose records share
+// commits), as process CPU, interleaved in each round. Its ratio
+// ("floor/call") bounds what BenchmarkStepsVsCalls can reach for read
+// calls: a step of one read call costs at least that commit and the
+// call.
+//
+//	go test ./runtime -run '^$' -bench StepFloor -benchtime 1x -count 2
+func BenchmarkStepFloor(b *testing.B) {
+	const n = 1000
+	dir := b.TempDir()
+	st := openSQLite(b, filepath.Join(dir, "floor.db"), nil)
+	run, _ := storetest.NewRun(b, st)
+	s := &Session{opt: SessionOptions{Store: st, Redact: func(s string) string { return s }}}
+	one := growthSession(b, openSQLite(b, filepath.Join(dir, "one.db"), nil), "records.read", 1, n)
+	ctx := context.Background()
+	var tFloor, tOne time.Duration
+	for b.Loop() {
+		c0 := cpuTime()
+		for range n {
+			if err := st.Tx(ctx, func(tx store.Tx) error {
+				a, err := tx.StartStep(run, "work")
+				if err != nil {
+					return err
+				}
+				return s.append(tx, run, "work", "", StepStarted{Attempt: a})
+			}); err != nil {
+				b.Fatal(err)
+			}
 		}
-		if r.Error != "" {
-			return nil, fmt.Errorf("call %d: %s", i, r.Error)
+		c1 := cpuTime()
+		out, err := one.Start(ctx, nil)
+		c2 := cpuTime()
+		if err != nil || out.Status != Completed {
+			b.Fatalf("run %s: %v %s", out.Status, err, out.Reason)
 		}
+		tFloor += c1 - c0
+		tOne += c2 - c1
 	}
-	return jsontext.Value(`{"done":true}`), nil
-}
-
-// growthSession opens a session of a document of n steps ("s0" to
-// "s<n-1>", in a chain), each of whose agent makes calls calls of tool
-// (records.read, a read tool, or records.write, a side-effecting one;
-// both do nothing).
-func growthSession(b *testing.B, path, tool string, n, calls int) (*Session, store.Store) {
-	st, err := sqlite.Open(path, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	var steps []string
-	for i := range n {
-		next := ""
-		if i+1 < n {
-			next = fmt.Sprintf(`, "next": "s%d"`, i+1)
-		}
-		steps = append(steps, fmt.Sprintf(`{"id": "s%d", "kind": "agent", "agent": "bench", "purpose": "Call the tool.", "allowedTools": [%q]%s}`, i, tool, next))
-	}
-	src := []byte(`{"openplaybook": "1.6",
- "manifest": {"id": "growth", "name": "Growth", "version": "1.0.0", "description": "Calls a tool that does nothing.", "requiredConnectors": []},
- "requires": {"connections": [], "mcpServers": [], "secrets": []},
- "tools": [
-  {"name": "records.read", "source": "primitive", "description": "Does nothing.", "permissions": [],
-   "inputSchema": {"type": "object", "properties": {"i": {"type": "integer"}}}, "outputSchema": {"type": "object"},
-   "riskClass": "read", "sideEffecting": false, "requiresApproval": false},
-  {"name": "records.write", "source": "primitive", "description": "Does nothing, as a side effect.", "permissions": [],
-   "inputSchema": {"type": "object", "properties": {"i": {"type": "integer"}}}, "outputSchema": {"type": "object"},
-   "riskClass": "internal", "sideEffecting": true, "requiresApproval": false, "dataScopeWrites": ["records"]}],
- "steps": [` + strings.Join(steps, ",\n") + `]}`)
-	doc, ds := playbook.Read("growth.json", src, nil)
-	if doc == nil {
-		b.Fatal(ds)
-	}
-	reg := registry.New()
-	for _, t := range doc.Tools {
-		if err := reg.Add(t.Definition(src), registry.Origin{Kind: registry.Builtin}, nop{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	sess, ds, err := Open(context.Background(), SessionOptions{Document: doc, Registry: reg, Store: st, MaxToolCalls: 1 << 20,
-		Driver: func(string) (driver.Driver, error) { return growthDriver{tool, calls}, nil }})
-	if err != nil {
-		b.Fatalf("%v %v", err, ds)
-	}
-	return sess, st
+	per := float64(b.N * n)
+	b.ReportMetric(float64(tFloor.Microseconds())/per, "µs/commit")
+	b.ReportMetric(float64(tOne.Microseconds())/per, "µs/call-in-one-step")
+	b.ReportMetric(float64(tFloor)/float64(tOne), "floor/call")
 }

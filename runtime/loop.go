@@ -64,8 +64,21 @@ func (s *Session) loop(ctx context.Context, runID string) (Outcome, error) {
 		if err != nil || done {
 			return out, err
 		}
-		if err := s.advance(ctx, runID, stepID, next, ls); err != nil {
-			return Outcome{}, err
+		for {
+			err := s.advance(ctx, runID, stepID, next, ls)
+			failed := ls.endFailed
+			ls.endFailed = nil
+			if err == nil {
+				break
+			}
+			if failed == nil {
+				return Outcome{}, err
+			}
+			// The step's end shared its call records' commit and did
+			// not commit: it is ended the slow way, or fails.
+			if out, done, err := failed(ctx, err); done {
+				return out, err
+			}
 		}
 		if next != "" {
 			// The run's row as advance left it: running at next. The
@@ -103,10 +116,16 @@ type loopState struct {
 	// first step is known (nil after).
 	steps []store.Step
 	// end, when set, ends the step attempt the loop ran last: it runs in
-	// the transaction of what follows ([Session.advance]); ended runs
-	// once that committed.
-	end   func(store.Tx) error
+	// the transaction of what follows ([Session.advance]), its audit
+	// records added to later, appended with those of what follows; ended
+	// runs once that committed.
+	end   func(tx store.Tx, later *appendLater) error
 	ended func()
+	// endFailed, when set, is what the loop does when that transaction
+	// failed: end the attempt the slow way (done false: end and ended
+	// are set again, to run in a new transaction), or end the run or
+	// wait (done true, with the outcome and error the loop returns).
+	endFailed func(ctx context.Context, err error) (out Outcome, done bool, _ error)
 }
 
 // loopState reads what a loop starts from.
@@ -205,17 +224,21 @@ func (s *Session) advance(ctx context.Context, runID, from, next string, ls *loo
 	end, ended := ls.end, ls.ended
 	ls.end, ls.ended = nil, nil
 	if end == nil {
-		end, ended = func(store.Tx) error { return nil }, func() {}
+		end, ended = func(store.Tx, *appendLater) error { return nil }, func() {}
 	}
+	// The end's audit records and those of what follows are appended
+	// together: the run's audit head moves once.
 	if next == "" {
 		err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
-			if err := end(tx); err != nil {
+			later := s.appendLater(runID)
+			if err := end(tx, later); err != nil {
 				return err
 			}
 			if err := tx.SetRunStatus(runID, store.RunCompleted, ""); err != nil {
 				return err
 			}
-			return s.append(tx, runID, from, "", RunCompleted{})
+			later.add(from, "", RunCompleted{})
+			return later.flush(tx)
 		})
 		if err == nil {
 			ended()
@@ -225,7 +248,8 @@ func (s *Session) advance(ctx context.Context, runID, from, next string, ls *loo
 	}
 	var attempt int
 	err := s.opt.Store.Tx(ctx, func(tx store.Tx) error {
-		if err := end(tx); err != nil {
+		later := s.appendLater(runID)
+		if err := end(tx, later); err != nil {
 			return err
 		}
 		a, err := tx.StartStep(runID, next)
@@ -233,7 +257,8 @@ func (s *Session) advance(ctx context.Context, runID, from, next string, ls *loo
 			return err
 		}
 		attempt = a
-		return s.append(tx, runID, next, "", StepStarted{Attempt: a, From: from})
+		later.add(next, "", StepStarted{Attempt: a, From: from})
+		return later.flush(tx)
 	})
 	if err == nil {
 		ended()
@@ -298,8 +323,15 @@ func (s *Session) agentStep(ctx context.Context, run store.Run, si *stepInfo, at
 	}
 	output, err := drv.RunStep(ctx, in, c)
 	// Every call record is durable before the step is suspended, failed
-	// or finished.
-	if ferr := c.Flush(); ferr != nil && (err == nil || errors.Is(err, driver.ErrSuspended)) {
+	// or finished. A step that finished (and retries no failed attempt)
+	// does not wait for its records: its end shares their commit, and
+	// checks in its transaction that they are kept and that none of its
+	// calls is left without an outcome (stepend.go); otherwise it is
+	// ended the slow way (endFailed).
+	var check *endCheck
+	if err == nil && !c.retries() {
+		check = c.endCheck()
+	} else if ferr := c.Flush(); ferr != nil && (err == nil || errors.Is(err, driver.ErrSuspended)) {
 		o, serr := s.failStep(ctx, runID, stepID, attempt, ferr.Error(), false)
 		return "", o, true, errors.Join(ferr, serr)
 	}
@@ -331,13 +363,12 @@ func (s *Session) agentStep(ctx context.Context, run store.Run, si *stepInfo, at
 	}
 	// A step does not end while one of its calls has no known outcome
 	// (the agent went on without asking it again): a person decides it
-	// first, and the step waits.
-	if rerr := c.resolve(ctx); errors.Is(rerr, driver.ErrSuspended) {
-		o, err := s.suspend(ctx, runID, stepID, attempt)
-		return "", o, true, err
-	} else if rerr != nil {
-		o, ferr := s.failStep(ctx, runID, stepID, attempt, rerr.Error(), false)
-		return "", o, true, errors.Join(rerr, ferr)
+	// first, and the step waits. With check, the end's transaction finds
+	// such a call, and endFailed resolves it.
+	if check == nil {
+		if o, done, err := s.resolveCalls(ctx, c, runID, stepID, attempt); done {
+			return "", o, true, err
+		}
 	}
 	output = jsontext.Value(s.opt.Redact(string(output)))
 	if !output.IsValid() {
@@ -354,22 +385,65 @@ func (s *Session) agentStep(ctx context.Context, run store.Run, si *stepInfo, at
 	// step started.
 	calls := c.Calls()
 	var voided []store.Approval
-	ls.end = func(tx store.Tx) error {
+	end := func(tx store.Tx, later *appendLater) error {
+		if check != nil {
+			if err := check.ok(tx); err != nil {
+				return err
+			}
+		}
 		if err := tx.FinishStep(runID, stepID, attempt, store.StepDone, output, ""); err != nil {
 			return err
 		}
 		var err error
-		if voided, err = s.endApprovals(tx, runID, stepID, attempt); err != nil {
+		if voided, err = s.endApprovals(tx, runID, stepID, attempt, later); err != nil {
 			return err
 		}
-		return s.append(tx, runID, stepID, "", StepFinished{Attempt: attempt, Calls: calls, OutputDigest: digest(output)})
+		later.add(stepID, "", StepFinished{Attempt: attempt, Calls: calls, OutputDigest: digest(output)})
+		return nil
 	}
-	ls.ended = func() {
+	ended := func() {
 		ls.finished(stepID, output)
 		s.sayVoided(voided, endedUnasked)
 		s.progress("step %s finished (%s)", stepID, plural(calls, "tool call"))
 	}
+	ls.end, ls.ended = end, ended
+	if check != nil {
+		ls.endFailed = func(ctx context.Context, aerr error) (Outcome, bool, error) {
+			// The transaction has returned: every record the step
+			// queued has its outcome.
+			if ferr := c.Flush(); ferr != nil {
+				o, serr := s.failStep(ctx, runID, stepID, attempt, ferr.Error(), false)
+				return o, true, errors.Join(ferr, serr)
+			}
+			if !errors.Is(aerr, errOpenCalls) && !errors.Is(aerr, errQueuedRecord) {
+				return Outcome{}, true, aerr
+			}
+			if o, done, err := s.resolveCalls(ctx, c, runID, stepID, attempt); done {
+				return o, true, err
+			}
+			// Its records durable and its calls resolved: the end as
+			// it was before this check.
+			check = nil
+			ls.end, ls.ended = end, ended
+			return Outcome{}, false, nil
+		}
+	}
 	return playbook.Str(si.step.Next), Outcome{}, false, nil
+}
+
+// resolveCalls is [Caller.resolve] at a step's end: done when the step
+// waits for a person (suspended) or failed, with the loop's outcome.
+func (s *Session) resolveCalls(ctx context.Context, c *Caller, runID, stepID string, attempt int) (Outcome, bool, error) {
+	rerr := c.resolve(ctx)
+	switch {
+	case errors.Is(rerr, driver.ErrSuspended):
+		o, err := s.suspend(ctx, runID, stepID, attempt)
+		return o, true, err
+	case rerr != nil:
+		o, ferr := s.failStep(ctx, runID, stepID, attempt, rerr.Error(), false)
+		return o, true, errors.Join(rerr, ferr)
+	}
+	return Outcome{}, false, nil
 }
 
 // failStep ends a step attempt and its run as failed; transient says the
@@ -383,7 +457,7 @@ func (s *Session) failStep(ctx context.Context, runID, stepID string, attempt in
 			return err
 		}
 		var err error
-		if voided, err = s.endApprovals(tx, runID, stepID, attempt); err != nil {
+		if voided, err = s.endApprovals(tx, runID, stepID, attempt, nil); err != nil {
 			return err
 		}
 		if err := tx.SetRunStatus(runID, store.RunFailed, fmt.Sprintf("step %s failed: %s", stepID, reason)); err != nil {
@@ -540,8 +614,9 @@ func (s *Session) stepInput(ctx context.Context, run store.Run, stepID string, a
 
 // endApprovals expires the approvals asked in a step attempt that were
 // not used: an approval never outlives its attempt. It returns them, for
-// [Session.sayVoided] once the transaction committed.
-func (s *Session) endApprovals(tx store.Tx, runID, stepID string, attempt int) ([]store.Approval, error) {
+// [Session.sayVoided] once the transaction committed. Their records are
+// added to later, or appended at once when later is nil.
+func (s *Session) endApprovals(tx store.Tx, runID, stepID string, attempt int, later *appendLater) ([]store.Approval, error) {
 	const why = "the step attempt it was asked in ended"
 	gone, err := tx.ExpireAttemptApprovals(runID, stepID, attempt, why)
 	if err != nil {
@@ -552,7 +627,10 @@ func (s *Session) endApprovals(tx store.Tx, runID, stepID string, attempt int) (
 		if a.Call != nil {
 			idx = a.Call.Index
 		}
-		if err := s.append(tx, runID, stepID, a.Tool, ApprovalVoided{Approval: a.ID, Attempt: attempt, Index: idx, Reason: why}); err != nil {
+		ev := ApprovalVoided{Approval: a.ID, Attempt: attempt, Index: idx, Reason: why}
+		if later != nil {
+			later.add(stepID, a.Tool, ev)
+		} else if err := s.append(tx, runID, stepID, a.Tool, ev); err != nil {
 			return nil, err
 		}
 	}

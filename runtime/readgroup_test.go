@@ -59,14 +59,7 @@ func (g *groupRig) resume(t *testing.T) {
 // verifies.
 func (g *groupRig) verifiedAudit(t *testing.T) []audit.Record {
 	t.Helper()
-	recs, err := g.st.Audit(context.Background(), g.c.run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if probs := audit.Verify(recs, 0, ""); len(probs) > 0 {
-		t.Fatalf("the chain does not verify: %v", probs)
-	}
-	return recs
+	return verifiedAuditOf(t, g.st, g.c.run)
 }
 
 func (g *groupRig) read(i int) {

@@ -51,8 +51,12 @@ type Store interface {
 	// Queue hands fn to the store and returns at once; [Queued.Wait]
 	// returns what Tx would have. Tx, Queue and Flush share one FIFO
 	// order: a Tx or Flush called after Queue returned returns only after
-	// the queued function committed or failed. A queued change is durable
-	// only once acknowledged (its Wait, or a later Tx or Flush, returned).
+	// the queued function committed or failed, and the function of such
+	// a Tx runs after fn: after fn returned, in the same transaction (it
+	// sees fn's changes, which commit with its own unless fn failed), or
+	// once fn's outcome is known (fn's Done is closed); the runtime's step
+	// end relies on it. A queued change is durable only once acknowledged
+	// (its Wait, or a later Tx or Flush, returned).
 	Queue(ctx context.Context, fn func(Tx) error) Queued
 	// Flush returns once everything queued before it is durable or
 	// failed, with the first error of a queued function that failed since

@@ -44,6 +44,7 @@ func Run(t *testing.T, open Opener) {
 		{"AuditChain", testAuditChain},
 		{"LockRunIsExclusive", testLockRunIsExclusive},
 		{"QueueOrder", testQueueOrder},
+		{"TxRunsAfterQueue", testTxRunsAfterQueue},
 		{"AppendAll", testAppendAll},
 		{"ApprovalDefaults", testApprovalDefaults},
 		{"ConsumeApprovalOnce", testConsumeApprovalOnce},

@@ -400,6 +400,44 @@ func testQueueOrder(t *testing.T, openTest Opener) {
 	mustVerify(t, s, run, 252)
 }
 
+// testTxRunsAfterQueue: a Tx's function runs after every function queued
+// before the Tx was called: each has its outcome already, or ran (in the
+// same transaction) and its change is visible to the Tx.
+func testTxRunsAfterQueue(t *testing.T, openTest Opener) {
+	s := openTest(t)
+	run, _ := newRun(t, s)
+	const n = 50
+	var ran [n]atomic.Bool
+	qs := make([]store.Queued, n)
+	for i := range n {
+		qs[i] = s.Queue(bg, func(tx store.Tx) error {
+			err := appendRec(run, i)(tx)
+			ran[i].Store(true)
+			return err
+		})
+	}
+	mustTx(t, s, func(tx store.Tx) error {
+		for i, q := range qs {
+			select {
+			case <-q.Done():
+			default:
+				if !ran[i].Load() {
+					return fmt.Errorf("queued function %d has neither run nor an outcome", i)
+				}
+			}
+		}
+		recs, err := tx.Audit(run)
+		if err != nil {
+			return err
+		}
+		if len(recs) != n+1 {
+			return fmt.Errorf("the Tx sees %d records, want %d", len(recs), n+1)
+		}
+		return nil
+	})
+	mustVerify(t, s, run, n+1)
+}
+
 func appendRec(run string, i int) func(store.Tx) error {
 	return func(tx store.Tx) error {
 		_, err := tx.Append(audit.Record{Run: run, Kind: "note", Data: jsontext.Value(fmt.Sprintf(`{"i":%d}`, i))})
