@@ -59,7 +59,7 @@ type apiRoute struct {
 func apiTable() []apiRoute {
 	return []apiRoute{
 		{method: "GET", path: "/api/v1/openapi.json", public: true, serve: (*Server).apiDescription},
-		{method: "GET", path: "/api/v1/runs", query: []string{"status", "playbook", "decide", "limit", "cursor"}, serve: (*Server).apiListRuns},
+		{method: "GET", path: "/api/v1/runs", query: []string{"status", "playbook", "decide", "since", "until", "limit", "cursor"}, serve: (*Server).apiListRuns},
 		{method: "POST", path: "/api/v1/runs", serve: (*Server).apiCreateRun},
 		{method: "GET", path: "/api/v1/runs/{run}", serve: (*Server).apiGetRun},
 		{method: "POST", path: "/api/v1/runs/{run}/cancel", serve: (*Server).apiCancel},

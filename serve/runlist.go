@@ -96,7 +96,8 @@ func validRunID(id string) bool {
 
 // runFilterOf reads the list filters of a request: status (one of the
 // five statuses, or several comma-separated), playbook (a manifest.id),
-// decide (a boolean) and limit (1 to [store.MaxRunPage]).
+// decide (a boolean), since and until (RFC 3339 times: runs created at
+// or after since, and before until) and limit (1 to [store.MaxRunPage]).
 func runFilterOf(r *http.Request) (f store.RunFilter, limit int, err error) {
 	q := r.URL.Query()
 	for _, v := range q["status"] {
@@ -112,6 +113,22 @@ func runFilterOf(r *http.Request) (f store.RunFilter, limit int, err error) {
 		if f.Decide, err = strconv.ParseBool(q.Get("decide")); err != nil {
 			return f, 0, apiErrorf(http.StatusBadRequest, "query parameter decide is %q; it must be true or false", q.Get("decide"))
 		}
+	}
+	for _, b := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &f.CreatedFrom}, {"until", &f.CreatedBefore}} {
+		if !q.Has(b.name) {
+			continue
+		}
+		t, perr := time.Parse(time.RFC3339Nano, q.Get(b.name))
+		if perr != nil {
+			return f, 0, apiErrorf(http.StatusBadRequest, "query parameter %s is %q; it must be an RFC 3339 time, such as 2026-12-01T00:00:00Z", b.name, q.Get(b.name))
+		}
+		*b.dst = t.UTC()
+	}
+	if !f.CreatedFrom.IsZero() && !f.CreatedBefore.IsZero() && !f.CreatedFrom.Before(f.CreatedBefore) {
+		return f, 0, apiErrorf(http.StatusBadRequest, "query parameter since (%s) must be before until (%s)", q.Get("since"), q.Get("until"))
 	}
 	limit = DefaultRunsLimit
 	if q.Has("limit") {

@@ -146,6 +146,28 @@ func TestAPIRunsPages(t *testing.T) {
 			t.Errorf("%s lists %v, want %v", tc.query, got, tc.want)
 		}
 	}
+	// Time filters, at the created time of the store's 6th and 16th
+	// newest runs: since keeps the bound, until leaves it out.
+	all, _ := r.st.ListRuns(context.Background())
+	hi, lo := all[5].Created, all[15].Created
+	stamp := func(t time.Time) string { return url.QueryEscape(t.UTC().Format(time.RFC3339Nano)) }
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"since=" + stamp(lo) + "&limit=4", keep(func(_ int, run store.Run) bool { return !run.Created.Before(lo) })},
+		{"until=" + stamp(hi) + "&limit=4", keep(func(_ int, run store.Run) bool { return run.Created.Before(hi) })},
+		{"since=" + stamp(lo) + "&until=" + stamp(hi) + "&playbook=pb-odd",
+			keep(func(_ int, run store.Run) bool { return !run.Created.Before(lo) && run.Created.Before(hi) && run.PlaybookID == "pb-odd" })},
+	} {
+		got, _ := listAll(t, c, tc.query)
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") || len(tc.want) == 0 || len(tc.want) == len(ids) {
+			t.Errorf("%s lists %v, want %v (a part of the runs)", tc.query, got, tc.want)
+		}
+	}
+	want(t, "since not a time", c.do("GET", "/api/v1/runs?since=yesterday", nil), 400, "RFC 3339")
+	want(t, "until without a zone", c.do("GET", "/api/v1/runs?until=2026-12-01T00:00:00", nil), 400, "until")
+	want(t, "since after until", c.do("GET", "/api/v1/runs?since=2026-12-02T00:00:00Z&until=2026-12-01T00:00:00Z", nil), 400, "before until")
 
 	// Refusals.
 	want(t, "limit 0", c.do("GET", "/api/v1/runs?limit=0", nil), 400, "from 1 to 500")

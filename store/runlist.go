@@ -17,6 +17,10 @@ type RunFilter struct {
 	// Decide keeps the runs that wait for a person's decision: a gate
 	// waiting, or an approval pending and not expired.
 	Decide bool
+	// CreatedFrom keeps the runs created at or after it; zero: no bound.
+	CreatedFrom time.Time
+	// CreatedBefore keeps the runs created before it; zero: no bound.
+	CreatedBefore time.Time
 }
 
 // RunCursor is a position in the list of runs, newest first (created

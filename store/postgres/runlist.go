@@ -77,6 +77,12 @@ FROM runs r WHERE true`)
 	if f.Decide {
 		b.WriteString(` AND (EXISTS (` + waitingGates + `) OR EXISTS (` + pendingApprovals + `))`)
 	}
+	if !f.CreatedFrom.IsZero() {
+		b.WriteString(` AND r.created_at >= ` + arg(formatTime(f.CreatedFrom)))
+	}
+	if !f.CreatedBefore.IsZero() {
+		b.WriteString(` AND r.created_at < ` + arg(formatTime(f.CreatedBefore)))
+	}
 	// The limit is written into the statement, not passed: with a
 	// parameter, the generic plan PostgreSQL switches a prepared
 	// statement to after five runs does not know the page is small, and

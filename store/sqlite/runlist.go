@@ -79,6 +79,12 @@ FROM runs r INDEXED BY runs_list WHERE 1`)
 	if f.Decide {
 		b.WriteString(` AND (EXISTS (` + waitingGates + `) OR EXISTS (` + pendingApprovals + `))`)
 	}
+	if !f.CreatedFrom.IsZero() {
+		b.WriteString(` AND r.created_at >= ` + arg(formatTime(f.CreatedFrom)))
+	}
+	if !f.CreatedBefore.IsZero() {
+		b.WriteString(` AND r.created_at < ` + arg(formatTime(f.CreatedBefore)))
+	}
 	b.WriteString(` ORDER BY r.created_at DESC, r.id LIMIT ` + arg(limit))
 	return b.String(), args
 }

@@ -15,7 +15,8 @@ import (
 // rows; a run's list entry is its row without the document.
 func testRunPages(t *testing.T, open Opener) {
 	s := open(t)
-	clock := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clock := start
 	setClock(t, s, func() time.Time { return clock })
 	mk := func(playbook string, doc []byte) string {
 		var id string
@@ -155,6 +156,14 @@ func testRunPages(t *testing.T, open Opener) {
 				return r.PlaybookID == "alpha" && r.Status == store.RunRunning && r.Waits()
 			}},
 		{"no such playbook", store.RunFilter{Playbook: "alpha%"}, func(store.ListedRun) bool { return false }},
+		{"created from", store.RunFilter{CreatedFrom: start.Add(2 * time.Second)}, func(r store.ListedRun) bool { return !r.Created.Before(start.Add(2 * time.Second)) }},
+		{"created before", store.RunFilter{CreatedBefore: start.Add(2 * time.Second)}, func(r store.ListedRun) bool { return r.Created.Before(start.Add(2 * time.Second)) }},
+		{"created in a second, beta", store.RunFilter{CreatedFrom: start.Add(time.Second), CreatedBefore: start.Add(6 * time.Second), Playbook: "beta"},
+			func(r store.ListedRun) bool {
+				return r.PlaybookID == "beta" && !r.Created.Before(start.Add(time.Second)) && r.Created.Before(start.Add(6*time.Second))
+			}},
+		{"created between the instants of two runs", store.RunFilter{CreatedFrom: start.Add(1500 * time.Millisecond), CreatedBefore: start.Add(1900 * time.Millisecond)},
+			func(store.ListedRun) bool { return false }},
 	} {
 		var want []string
 		for _, r := range page {
