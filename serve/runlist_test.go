@@ -158,7 +158,9 @@ func TestAPIRunsPages(t *testing.T) {
 		{"since=" + stamp(lo) + "&limit=4", keep(func(_ int, run store.Run) bool { return !run.Created.Before(lo) })},
 		{"until=" + stamp(hi) + "&limit=4", keep(func(_ int, run store.Run) bool { return run.Created.Before(hi) })},
 		{"since=" + stamp(lo) + "&until=" + stamp(hi) + "&playbook=pb-odd",
-			keep(func(_ int, run store.Run) bool { return !run.Created.Before(lo) && run.Created.Before(hi) && run.PlaybookID == "pb-odd" })},
+			keep(func(_ int, run store.Run) bool {
+				return !run.Created.Before(lo) && run.Created.Before(hi) && run.PlaybookID == "pb-odd"
+			})},
 	} {
 		got, _ := listAll(t, c, tc.query)
 		if strings.Join(got, " ") != strings.Join(tc.want, " ") || len(tc.want) == 0 || len(tc.want) == len(ids) {
