@@ -269,6 +269,25 @@ func (s *Server) tools(ctx context.Context) ([]Tool, error) {
 	return tools, nil
 }
 
+// connected is the listing Connect made, shared with the cache (it must
+// not be modified), as long as no notifications/tools/list_changed came
+// since it began; otherwise it is [Server.tools]. ConnectAll asks for it
+// right after Connect, so a server that does not announce changes is not
+// listed twice in a row.
+func (s *Server) connected(ctx context.Context) ([]Tool, error) {
+	if e := s.unhealthy("tools/list"); e != nil {
+		return nil, e
+	}
+	s.listMu.Lock()
+	ok := s.hasCache && s.cachedAt == s.Epoch()
+	cached := s.cached
+	s.listMu.Unlock()
+	if ok {
+		return cached, nil
+	}
+	return s.tools(ctx)
+}
+
 // notifies reports whether the server declared that it sends
 // notifications/tools/list_changed.
 func (s *Server) notifies() bool {
