@@ -12,8 +12,11 @@ import (
 // Tool is one tool a server lists, with its definition in this project's
 // terms.
 type Tool struct {
-	// Upstream is the tool as go-sdk decoded it. It is shared: do not
-	// modify it.
+	// Upstream is the tool as go-sdk decoded it, except that, where the
+	// raw listing was read, its InputSchema and OutputSchema are the
+	// server's JSON text (a [json.RawMessage], the same bytes as the
+	// Definition's) instead of go-sdk's decoded map[string]any trees,
+	// which are not kept. It is shared: do not modify it.
 	Upstream *mcp.Tool
 	// Name is the composed tool name, mcp.<server>.<upstream name>, with the
 	// upstream name as is. When Problem is set it is not a valid tool name
@@ -107,8 +110,10 @@ func definition(name string, up *mcp.Tool, w *wireTool) playbook.Definition {
 	}
 	var h hints
 	if w != nil {
-		d.InputSchema = cloneValue(w.InputSchema)
-		d.OutputSchema = cloneValue(w.OutputSchema)
+		// w is this listing's own decoding (nothing else holds its
+		// bytes): the definition and [rawSchemas] share them.
+		d.InputSchema = nonNull(w.InputSchema)
+		d.OutputSchema = nonNull(w.OutputSchema)
 		h = hintsFromWire(w.Annotations)
 	} else {
 		d.InputSchema = marshalSchema(up.InputSchema)
@@ -130,11 +135,32 @@ func definition(name string, up *mcp.Tool, w *wireTool) playbook.Definition {
 
 func isTrue(b *bool) bool { return b != nil && *b }
 
-func cloneValue(v jsontext.Value) jsontext.Value {
+// nonNull is v, or nil when v is absent or null.
+func nonNull(v jsontext.Value) jsontext.Value {
 	if len(v) == 0 || string(v) == "null" {
 		return nil
 	}
-	return append(jsontext.Value(nil), v...)
+	return v
+}
+
+// rawSchemas returns a copy of up whose InputSchema and OutputSchema are
+// w's raw text, where w has them, instead of go-sdk's decoded trees: a
+// listing of thousands of tools then keeps each schema once, as bytes (a
+// decoded tree costs about ten times its text). A schema w lacks (absent,
+// or null) is left as go-sdk decoded it. The bytes are shared with the
+// definition ([definition]); neither is ever modified.
+func rawSchemas(up *mcp.Tool, w *wireTool) *mcp.Tool {
+	if w == nil {
+		return up
+	}
+	c := *up
+	if v := nonNull(w.InputSchema); v != nil {
+		c.InputSchema = json.RawMessage(v)
+	}
+	if v := nonNull(w.OutputSchema); v != nil {
+		c.OutputSchema = json.RawMessage(v)
+	}
+	return &c
 }
 
 func marshalSchema(s any) jsontext.Value {

@@ -341,7 +341,9 @@ func (s *Server) list(ctx context.Context) ([]Tool, error) {
 			// results with a ttlMs): use what was captured for that result.
 			raw = s.rawPages[res]
 		}
-		if raw != nil {
+		if raw != nil && res.TTLMs > 0 {
+			// Kept only for a result go-sdk may answer from its cache
+			// again: one with a positive ttlMs.
 			rawPages[res] = raw
 		}
 		for _, t := range s.pageTools(res, raw) {
@@ -458,7 +460,7 @@ func (s *Server) tool(up *mcp.Tool, w *wireTool, problem string) Tool {
 	if p := nameProblem(s.name, up.Name); p != "" {
 		problem = p
 	}
-	return Tool{Upstream: up, Name: name, Definition: definition(name, up, w), Problem: problem}
+	return Tool{Upstream: rawSchemas(up, w), Name: name, Definition: definition(name, up, w), Problem: problem}
 }
 
 // Call calls the upstream tool tool (the server's name for it, not the
