@@ -38,18 +38,31 @@ import (
 // that the definition does not show (a title, an annotation hint that maps
 // to nothing) still stops the call until the document is reviewed again.
 func (s *Server) RegistryTool(t Tool) registry.Live {
-	return &liveTool{s: s, name: t.Name, upstream: t.Upstream.Name, print: fingerprint(t.Upstream)}
+	lt := &liveTool{s: s, name: t.Name, upstream: t.Upstream.Name, imported: t.Upstream}
+	lt.same.Store(t.Upstream)
+	return lt
 }
 
 type liveTool struct {
 	s        *Server
 	name     string // mcp.<server>.<upstream>
 	upstream string
-	print    [sha256.Size]byte // fingerprint of the tool as listed when imported
-	// same is the last listed tool whose fingerprint was print: a listing
-	// is never modified (see [Server.Tools]), so the same one again needs
-	// no new fingerprint.
+	// imported is the tool as listed when imported; its fingerprint is
+	// taken the first time a listing holds another *mcp.Tool for it (a
+	// listing is never modified, see [Server.Tools]), so importing
+	// thousands of tools fingerprints none of them.
+	imported  *mcp.Tool
+	printOnce sync.Once
+	print     [sha256.Size]byte
+	// same is the last listed tool found equal to imported (imported
+	// itself at first): the same one again needs no new fingerprint.
 	same atomic.Pointer[mcp.Tool]
+}
+
+// importedPrint is the fingerprint of the tool as imported.
+func (t *liveTool) importedPrint() [sha256.Size]byte {
+	t.printOnce.Do(func() { t.print = fingerprint(t.imported) })
+	return t.print
 }
 
 // fingerprint is the SHA-256 of the deterministic JSON of a listed tool
@@ -146,7 +159,7 @@ func (t *liveTool) Current(ctx context.Context) (playbook.Definition, error) {
 			return playbook.Definition{}, fmt.Errorf("MCP server %q lists %s but it cannot be used: %s", t.s.name, quoteName(t.name), lt.Problem)
 		}
 		if lt.Upstream == nil || lt.Upstream != t.same.Load() {
-			if fingerprint(lt.Upstream) != t.print {
+			if fingerprint(lt.Upstream) != t.importedPrint() {
 				return playbook.Definition{}, fmt.Errorf("MCP server %q lists %s differently than when the run imported it (its title, annotations, schemas or other members changed)", t.s.name, quoteName(t.name))
 			}
 			t.same.Store(lt.Upstream)
