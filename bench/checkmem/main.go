@@ -17,6 +17,9 @@
 //	go build -o /tmp/opb-after ./cmd/openplaybook
 //	go run ./bench/checkmem -bin before=/tmp/opb-before,after=/tmp/opb-after -rounds 3
 //
+// -nodoc checks the harness alone (`check --harness H`), which lists
+// every server it binds: the registry without the document.
+//
 // -protocol is the MCP protocol version the server offers (default
 // 2025-11-25; from 2026-07-28 on, go-sdk's client keeps the decoded
 // tools/list results in a cache of its own).
@@ -66,6 +69,7 @@ var (
 	inproc      = flag.Bool("inproc", false, "run check's steps in this process at -tools tools and write -heapprofile")
 	heapprofile = flag.String("heapprofile", "heap.out", "with -inproc: the heap profile to write")
 	keep        = flag.String("keep", "", "write the cases' documents and harnesses under this directory and keep them")
+	nodoc       = flag.Bool("nodoc", false, "check the harness alone (`check --harness H`, no document): the server's listing without the document's drift")
 	protocol    = flag.String("protocol", "2025-11-25", "the MCP protocol version the server speaks (go-sdk caches tools/list results itself from 2026-07-28 on)")
 )
 
@@ -121,8 +125,8 @@ func run() error {
 		defer c.stop()
 		cases = append(cases, c)
 	}
-	fmt.Printf("# %s; %s; %d CPUs; %d -> %d tools; MCP protocol %s; %d rounds\n# before: %s\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.Version(), runtime.NumCPU(), *small, *tools, *protocol, *rounds, benchutil.LoadAvg())
+	fmt.Printf("# %s; %s; %d CPUs; %d -> %d tools; MCP protocol %s; document: %v; %d rounds\n# before: %s\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.Version(), runtime.NumCPU(), *small, *tools, *protocol, !*nodoc, *rounds, benchutil.LoadAvg())
 	per := map[string][]float64{}
 	fmt.Printf("%-10s %5s %14s %14s %14s\n", "", "round", "RSS small KiB", "RSS large KiB", "KiB per tool")
 	for r := range *rounds {
@@ -149,7 +153,11 @@ func run() error {
 // KiB; check must find the document clean.
 func measure(bin string, c *tcase) (int, error) {
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command("/usr/bin/time", "-f", "%M", bin, "check", "--harness", c.harness, c.doc)
+	args := []string{"-f", "%M", bin, "check", "--harness", c.harness}
+	if !*nodoc {
+		args = append(args, c.doc)
+	}
+	cmd := exec.Command("/usr/bin/time", args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
