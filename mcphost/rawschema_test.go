@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -73,6 +74,45 @@ func TestListedSchemasStayText(t *testing.T) {
 		}
 		if n := rec.count("tools/list"); n != want {
 			t.Errorf("ttl %d: %d tools/list requests, want %d", ttl, n, want)
+		}
+	}
+}
+
+// A live tool's Current compares the tool as listed now with its import:
+// listed again the same, or with its schema's members in another order,
+// it is the same tool; with another title (a member its definition does
+// not show) or another schema, the call is stopped.
+func TestLiveToolComparesListing(t *testing.T) {
+	t.Parallel()
+	server := newSDKServer(nil)
+	add := func(title, schema string) {
+		server.AddTool(&mcp.Tool{Name: "lookup", Title: title, InputSchema: json.RawMessage(schema)}, noop)
+	}
+	add("Lookup", spacedSchema)
+	url, rec := serve(t, server, "")
+	s := connect(t, mcphost.ServerConfig{Name: "live", URL: url})
+	list, err := s.Tools(context.Background())
+	if err != nil || len(list) != 1 {
+		t.Fatalf("%v, %d tools", err, len(list))
+	}
+	live := s.RegistryTool(list[0])
+	for _, c := range []struct {
+		title, schema, err string
+	}{
+		{"Lookup", spacedSchema, ""},
+		{"Lookup", `{"properties": {"id": {"maxLength": 64, "type": "string"}}, "required": ["id"], "type": "object"}`, ""},
+		{"Look up", spacedSchema, "differently than when the run imported it"},
+		{"Lookup", `{"type": "object", "required": ["id"], "properties": {"id": {"type": "string", "maxLength": 65}}}`, "differently than when the run imported it"},
+		{"Lookup", spacedSchema, ""},
+	} {
+		add(c.title, c.schema)
+		before := rec.count("tools/list")
+		_, err := live.Current(context.Background())
+		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("title %q, schema %s: Current: %v, want %q", c.title, c.schema, err, c.err)
+		}
+		if rec.count("tools/list") == before {
+			t.Errorf("title %q, schema %s: Current did not list the tools", c.title, c.schema)
 		}
 	}
 }
