@@ -1,6 +1,7 @@
 package mcphost
 
 import (
+	"bytes"
 	"encoding/json"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -143,24 +144,67 @@ func nonNull(v jsontext.Value) jsontext.Value {
 	return v
 }
 
-// rawSchemas returns a copy of up whose InputSchema and OutputSchema are
-// w's raw text, where w has them, instead of go-sdk's decoded trees: a
-// listing of thousands of tools then keeps each schema once, as bytes (a
-// decoded tree costs about ten times its text). A schema w lacks (absent,
-// or null) is left as go-sdk decoded it. The bytes are shared with the
-// definition ([definition]); neither is ever modified.
+// rawSchemas returns up with its InputSchema and OutputSchema as w's raw
+// text, where w has them, instead of go-sdk's decoded trees: a listing of
+// thousands of tools then keeps each schema once, as bytes (a decoded
+// tree costs about ten times its text). up itself is returned when its
+// schemas already are that text ([keepRawSchemas]), and w then shares
+// their bytes, so that the definition ([definition]) holds the same
+// copy; otherwise a copy of up. A schema w lacks (absent, or null) is
+// left as go-sdk decoded it. Neither the bytes nor up are ever modified.
 func rawSchemas(up *mcp.Tool, w *wireTool) *mcp.Tool {
 	if w == nil {
 		return up
 	}
+	in, newIn := rawSchema(up.InputSchema, &w.InputSchema)
+	out, newOut := rawSchema(up.OutputSchema, &w.OutputSchema)
+	if !newIn && !newOut {
+		return up
+	}
 	c := *up
-	if v := nonNull(w.InputSchema); v != nil {
-		c.InputSchema = json.RawMessage(v)
-	}
-	if v := nonNull(w.OutputSchema); v != nil {
-		c.OutputSchema = json.RawMessage(v)
-	}
+	c.InputSchema, c.OutputSchema = in, out
 	return &c
+}
+
+// rawSchema is schema s as the raw text *v, and whether that is new: s
+// itself when it already is that text (then *v becomes s's bytes), or s
+// when *v is absent or null.
+func rawSchema(s any, v *jsontext.Value) (any, bool) {
+	raw := nonNull(*v)
+	if raw == nil {
+		return s, false
+	}
+	if r, ok := s.(json.RawMessage); ok && bytes.Equal(r, raw) {
+		*v = jsontext.Value(r)
+		return s, false
+	}
+	return json.RawMessage(raw), true
+}
+
+// keepRawSchemas replaces, in a tools/list result go-sdk has just decoded
+// (nothing else holds it yet), each tool's decoded schemas with their raw
+// text from raw, the result as the server sent it, where its tools match
+// the decoded ones one for one, by exact name. Where they do not (a tool
+// go-sdk left out, a raw entry that does not read), it changes nothing
+// there: [Server.pageTools] reports what does not match.
+func keepRawSchemas(r *mcp.ListToolsResult, raw []byte) {
+	var page wirePage
+	if raw == nil || jsonv2.Unmarshal(raw, &page) != nil || len(page.Tools) != len(r.Tools) {
+		return
+	}
+	for i, rt := range page.Tools {
+		up := r.Tools[i]
+		var w wireTool
+		if up == nil || jsonv2.Unmarshal(rt, &w) != nil || w.Name != up.Name {
+			continue
+		}
+		if v := nonNull(w.InputSchema); v != nil {
+			up.InputSchema = json.RawMessage(v)
+		}
+		if v := nonNull(w.OutputSchema); v != nil {
+			up.OutputSchema = json.RawMessage(v)
+		}
+	}
 }
 
 func marshalSchema(s any) jsontext.Value {

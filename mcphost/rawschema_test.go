@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -114,5 +117,68 @@ func TestLiveToolComparesListing(t *testing.T) {
 		if rec.count("tools/list") == before {
 			t.Errorf("title %q, schema %s: Current did not list the tools", c.title, c.schema)
 		}
+	}
+}
+
+// What a listing keeps per tool is about its schemas' text, on either
+// protocol: not go-sdk's decoded trees, neither in the listing nor in
+// go-sdk's own cache of results (protocol 2026-07-28). And go-sdk still
+// reads a cached tool's x-mcp-header annotations from that text: the
+// call carries the parameter's header.
+func TestListingKeepsSchemaText(t *testing.T) {
+	// Not parallel: it measures the live heap.
+	const n = 2000
+	const schema = `{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},` +
+		`"p%d":{"type":"string","description":"a property of this tool's input, described at some length","enum":["one","two","three"]}}}`
+	for _, proto := range []string{"2025-11-25", "2026-07-28"} {
+		server := newSDKServer(&mcp.ServerOptions{SupportedProtocolVersions: []string{proto}})
+		var text int
+		for i := range n {
+			s := strings.ReplaceAll(schema, "%d", fmt.Sprint(i))
+			text += len(s)
+			server.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%d", i), InputSchema: json.RawMessage(s), OutputSchema: json.RawMessage(s)}, noop)
+		}
+		var (
+			mu     sync.Mutex
+			region []string
+		)
+		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true})
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if v := r.Header.Get("Mcp-Param-Region"); v != "" {
+				mu.Lock()
+				region = append(region, v)
+				mu.Unlock()
+			}
+			h.ServeHTTP(w, r)
+		}))
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := connect(t, mcphost.ServerConfig{Name: "big", URL: ts.URL})
+		list, err := s.Tools(context.Background())
+		if err != nil || len(list) != n {
+			t.Fatalf("%s: %v, %d tools", proto, err, len(list))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perTool := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+		// Both schemas' text is 2*text/n bytes a tool; decoded, go-sdk's
+		// trees of them took about 4 KB more.
+		if limit := int64(2*text/n) + 2500; perTool > limit {
+			t.Errorf("%s: the listing keeps %d bytes a tool, want at most %d (the schemas' text is %d)", proto, perTool, limit, 2*text/n)
+		}
+		t.Logf("%s: %d bytes a tool (schemas' text %d)", proto, perTool, 2*text/n)
+		if _, err := s.Call(context.Background(), "tool_7", map[string]any{"region": "eu-west"}); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		got := strings.Join(region, ",")
+		mu.Unlock()
+		if proto >= "2026-07-28" && got != "eu-west" {
+			t.Errorf("%s: Mcp-Param-Region headers %q, want the argument's eu-west once", proto, got)
+		}
+		runtime.KeepAlive(list)
+		s.Close()
+		ts.Close()
 	}
 }
