@@ -182,3 +182,59 @@ func TestListingKeepsSchemaText(t *testing.T) {
 		ts.Close()
 	}
 }
+
+// Hostile listings: a name listed twice, a schema that is not an object,
+// a null one, one go-sdk refuses (so its decoding and the raw listing no
+// longer match one for one) are each reported or kept as sent, and a
+// 4 MB schema is kept as its text; nothing panics.
+func TestHostileListingSchemas(t *testing.T) {
+	t.Parallel()
+	s := connect(t, rawServer(t, "hostile", `[
+ {"name":"twice","inputSchema":{"type":"object"}},
+ {"name":"twice","inputSchema":{"type":"object","title":"again"}},
+ {"name":"str","inputSchema":"not a schema"},
+ {"name":"null","inputSchema":null},
+ {"name":"header","inputSchema":{"type":"object","properties":{"o":{"type":"object","x-mcp-header":"X-O"}}}},
+ {"name":"after","inputSchema":{"type":"object", "title": "spaced"}}]`))
+	got := tools(t, s)
+	if !strings.Contains(got["twice"].Problem, "more than once") {
+		t.Errorf("twice: problem %q", got["twice"].Problem)
+	}
+	// Kept as sent, as before (drift and the document's own checks
+	// judge a schema).
+	if d := got["str"].Definition; string(d.InputSchema) != `"not a schema"` {
+		t.Errorf("str: schema %s", d.InputSchema)
+	}
+	if d := got["null"].Definition; d.InputSchema != nil {
+		t.Errorf("null: schema %s, want none", d.InputSchema)
+	}
+	if !strings.Contains(got["header"].Problem, "refused") {
+		t.Errorf("header: problem %q", got["header"].Problem)
+	}
+	if d := got["after"].Definition; string(d.InputSchema) != `{"type":"object", "title": "spaced"}` || got["after"].Problem != "" {
+		t.Errorf("after: schema %s, problem %q", d.InputSchema, got["after"].Problem)
+	}
+
+	var props strings.Builder
+	for i := range 80000 {
+		if i > 0 {
+			props.WriteString(",")
+		}
+		fmt.Fprintf(&props, `"p%d":{"type":"string","description":"property %d"}`, i, i)
+	}
+	huge := `{"type":"object","properties":{` + props.String() + `}}`
+	server := newSDKServer(nil)
+	server.AddTool(&mcp.Tool{Name: "huge", InputSchema: json.RawMessage(huge)}, noop)
+	url, _ := serve(t, server, "")
+	hs := connect(t, mcphost.ServerConfig{Name: "huge", URL: url})
+	list, err := hs.Tools(context.Background())
+	if err != nil || len(list) != 1 {
+		t.Fatalf("%v, %d tools", err, len(list))
+	}
+	if d := list[0].Definition; len(huge) < 4<<20 || string(d.InputSchema) != huge {
+		t.Errorf("the %d-byte schema came back as %d bytes", len(huge), len(d.InputSchema))
+	}
+	if _, ok := list[0].Upstream.InputSchema.(json.RawMessage); !ok {
+		t.Errorf("Upstream's schema is %T, want json.RawMessage", list[0].Upstream.InputSchema)
+	}
+}
