@@ -90,6 +90,13 @@ func (c *listCapture) take() []byte {
 	return l
 }
 
+// peek is what take returns, without taking it.
+func (c *listCapture) peek() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
 // forget stops waiting for slot's response.
 func (c *listCapture) forget(slot *rawSlot) {
 	c.mu.Lock()

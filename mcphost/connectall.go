@@ -11,7 +11,10 @@ type Result struct {
 	// Server is the live session, nil when Err is set. The caller closes
 	// it.
 	Server *Server
-	// Tools is the server's tools (see [Server.Tools]).
+	// Tools is the server's tools as Connect listed them (listed again
+	// only when the server announced a change since; see [Server.Tools]
+	// for problems). The slice is shared with the server's cache: do not
+	// modify it or its Tools.
 	Tools []Tool
 	// Err says why the server could not be used.
 	Err error
@@ -45,7 +48,7 @@ func ConnectAll(ctx context.Context, cfgs []ServerConfig) map[string]Result {
 			var r Result
 			r.Server, r.Err = Connect(ctx, c)
 			if r.Err == nil {
-				r.Tools, r.Err = r.Server.Tools(ctx)
+				r.Tools, r.Err = r.Server.connected(ctx)
 				if r.Err != nil {
 					r.Server.Close()
 					r.Server = nil

@@ -2,9 +2,12 @@ package mcphost_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openplaybook/openplaybook/mcphost"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
@@ -74,5 +77,36 @@ func TestConnectAll(t *testing.T) {
 	}
 	if r := res["dup"]; r.Err == nil || !strings.Contains(r.Err.Error(), "configured 2 times") {
 		t.Errorf("dup: %v", r.Err)
+	}
+}
+
+// A server that does not announce changes to its tools is listed once by
+// ConnectAll (the listing Connect made), not once by Connect and again
+// for the result; asking for its tools afterwards still lists it afresh.
+func TestConnectAllListsOnce(t *testing.T) {
+	t.Parallel()
+	server := newSDKServer(&mcp.ServerOptions{PageSize: 3, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
+	for i := range 10 {
+		server.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%02d", i), InputSchema: objectSchema}, noop)
+	}
+	url, rec := serve(t, server, "")
+	res := mcphost.ConnectAll(context.Background(), []mcphost.ServerConfig{{Name: "quiet", URL: url}})
+	r := res["quiet"]
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	defer r.Server.Close()
+	if len(r.Tools) != 10 {
+		t.Errorf("%d tools, want 10", len(r.Tools))
+	}
+	// 10 tools in pages of 3: four tools/list requests for one listing.
+	if n := rec.count("tools/list"); n != 4 {
+		t.Errorf("ConnectAll sent %d tools/list requests, want 4 (one listing)", n)
+	}
+	if _, err := r.Server.Tools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := rec.count("tools/list"); n != 8 {
+		t.Errorf("after Tools, %d tools/list requests, want 8: a server that does not announce changes is listed again", n)
 	}
 }

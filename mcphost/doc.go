@@ -43,7 +43,12 @@
 // (DestructiveHint and OpenWorldHint are *bool). This package therefore
 // reads the raw tools/list result, as it came off the wire, next to
 // go-sdk's decoding; the raw result also gives the schemas byte for byte
-// (go-sdk decodes them into map[string]any). A go-sdk (v1.7+) server, in
+// (go-sdk decodes them into map[string]any, which nothing keeps: a
+// client middleware replaces them with their raw text in each result
+// before go-sdk filters and caches it, and [Tool.Upstream] holds the
+// same text, so a listing of thousands of tools keeps each schema once,
+// as bytes; a result go-sdk may answer again from its cache, one with a
+// ttlMs, keeps its raw text for that). A go-sdk (v1.7+) server, in
 // turn, writes "readOnlyHint": false for every tool that has annotations
 // at all, even only a title: on the wire that is an explicit false, and
 // maps to SideEffecting true.

@@ -1,6 +1,7 @@
 package mcphost
 
 import (
+	"bytes"
 	"encoding/json"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -12,8 +13,11 @@ import (
 // Tool is one tool a server lists, with its definition in this project's
 // terms.
 type Tool struct {
-	// Upstream is the tool as go-sdk decoded it. It is shared: do not
-	// modify it.
+	// Upstream is the tool as go-sdk decoded it, except that, where the
+	// raw listing was read, its InputSchema and OutputSchema are the
+	// server's JSON text (a [json.RawMessage], the same bytes as the
+	// Definition's) instead of go-sdk's decoded map[string]any trees,
+	// which are not kept. It is shared: do not modify it.
 	Upstream *mcp.Tool
 	// Name is the composed tool name, mcp.<server>.<upstream name>, with the
 	// upstream name as is. When Problem is set it is not a valid tool name
@@ -107,8 +111,10 @@ func definition(name string, up *mcp.Tool, w *wireTool) playbook.Definition {
 	}
 	var h hints
 	if w != nil {
-		d.InputSchema = cloneValue(w.InputSchema)
-		d.OutputSchema = cloneValue(w.OutputSchema)
+		// w is this listing's own decoding (nothing else holds its
+		// bytes): the definition and [rawSchemas] share them.
+		d.InputSchema = nonNull(w.InputSchema)
+		d.OutputSchema = nonNull(w.OutputSchema)
 		h = hintsFromWire(w.Annotations)
 	} else {
 		d.InputSchema = marshalSchema(up.InputSchema)
@@ -130,11 +136,75 @@ func definition(name string, up *mcp.Tool, w *wireTool) playbook.Definition {
 
 func isTrue(b *bool) bool { return b != nil && *b }
 
-func cloneValue(v jsontext.Value) jsontext.Value {
+// nonNull is v, or nil when v is absent or null.
+func nonNull(v jsontext.Value) jsontext.Value {
 	if len(v) == 0 || string(v) == "null" {
 		return nil
 	}
-	return append(jsontext.Value(nil), v...)
+	return v
+}
+
+// rawSchemas returns up with its InputSchema and OutputSchema as w's raw
+// text, where w has them, instead of go-sdk's decoded trees: a listing of
+// thousands of tools then keeps each schema once, as bytes (a decoded
+// tree costs about ten times its text). up itself is returned when its
+// schemas already are that text ([keepRawSchemas]), and w then shares
+// their bytes, so that the definition ([definition]) holds the same
+// copy; otherwise a copy of up. A schema w lacks (absent, or null) is
+// left as go-sdk decoded it. Neither the bytes nor up are ever modified.
+func rawSchemas(up *mcp.Tool, w *wireTool) *mcp.Tool {
+	if w == nil {
+		return up
+	}
+	in, newIn := rawSchema(up.InputSchema, &w.InputSchema)
+	out, newOut := rawSchema(up.OutputSchema, &w.OutputSchema)
+	if !newIn && !newOut {
+		return up
+	}
+	c := *up
+	c.InputSchema, c.OutputSchema = in, out
+	return &c
+}
+
+// rawSchema is schema s as the raw text *v, and whether that is new: s
+// itself when it already is that text (then *v becomes s's bytes), or s
+// when *v is absent or null.
+func rawSchema(s any, v *jsontext.Value) (any, bool) {
+	raw := nonNull(*v)
+	if raw == nil {
+		return s, false
+	}
+	if r, ok := s.(json.RawMessage); ok && bytes.Equal(r, raw) {
+		*v = jsontext.Value(r)
+		return s, false
+	}
+	return json.RawMessage(raw), true
+}
+
+// keepRawSchemas replaces, in a tools/list result go-sdk has just decoded
+// (nothing else holds it yet), each tool's decoded schemas with their raw
+// text from raw, the result as the server sent it, where its tools match
+// the decoded ones one for one, by exact name. Where they do not (a tool
+// go-sdk left out, a raw entry that does not read), it changes nothing
+// there: [Server.pageTools] reports what does not match.
+func keepRawSchemas(r *mcp.ListToolsResult, raw []byte) {
+	var page wirePage
+	if raw == nil || jsonv2.Unmarshal(raw, &page) != nil || len(page.Tools) != len(r.Tools) {
+		return
+	}
+	for i, rt := range page.Tools {
+		up := r.Tools[i]
+		var w wireTool
+		if up == nil || jsonv2.Unmarshal(rt, &w) != nil || w.Name != up.Name {
+			continue
+		}
+		if v := nonNull(w.InputSchema); v != nil {
+			up.InputSchema = json.RawMessage(v)
+		}
+		if v := nonNull(w.OutputSchema); v != nil {
+			up.OutputSchema = json.RawMessage(v)
+		}
+	}
 }
 
 func marshalSchema(s any) jsontext.Value {

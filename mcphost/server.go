@@ -125,6 +125,7 @@ func Connect(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		Capabilities:           &mcp.ClientCapabilities{},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.noteChanged() },
 	})
+	client.AddSendingMiddleware(s.rawListSchemas)
 	cs, err := client.Connect(ctx, transport, nil)
 	if err != nil {
 		e := s.failure(ctx, "initialize", err)
@@ -269,6 +270,40 @@ func (s *Server) tools(ctx context.Context) ([]Tool, error) {
 	return tools, nil
 }
 
+// rawListSchemas is the client's sending middleware: a tools/list
+// result's schemas become the server's text ([keepRawSchemas]) before
+// go-sdk filters the tools and caches the result (protocol 2026-07-28
+// and later: it keeps the last listing's tools for lookups), so neither
+// go-sdk nor this package keeps a decoded tree per schema.
+func (s *Server) rawListSchemas(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*mcp.ListToolsResult); ok && err == nil && method == methodListTools {
+			keepRawSchemas(r, s.cap.peek())
+		}
+		return res, err
+	}
+}
+
+// connected is the listing Connect made, shared with the cache (it must
+// not be modified), as long as no notifications/tools/list_changed came
+// since it began; otherwise it is [Server.tools]. ConnectAll asks for it
+// right after Connect, so a server that does not announce changes is not
+// listed twice in a row.
+func (s *Server) connected(ctx context.Context) ([]Tool, error) {
+	if e := s.unhealthy("tools/list"); e != nil {
+		return nil, e
+	}
+	s.listMu.Lock()
+	ok := s.hasCache && s.cachedAt == s.Epoch()
+	cached := s.cached
+	s.listMu.Unlock()
+	if ok {
+		return cached, nil
+	}
+	return s.tools(ctx)
+}
+
 // notifies reports whether the server declared that it sends
 // notifications/tools/list_changed.
 func (s *Server) notifies() bool {
@@ -322,7 +357,9 @@ func (s *Server) list(ctx context.Context) ([]Tool, error) {
 			// results with a ttlMs): use what was captured for that result.
 			raw = s.rawPages[res]
 		}
-		if raw != nil {
+		if raw != nil && res.TTLMs > 0 {
+			// Kept only for a result go-sdk may answer from its cache
+			// again: one with a positive ttlMs.
 			rawPages[res] = raw
 		}
 		for _, t := range s.pageTools(res, raw) {
@@ -439,7 +476,8 @@ func (s *Server) tool(up *mcp.Tool, w *wireTool, problem string) Tool {
 	if p := nameProblem(s.name, up.Name); p != "" {
 		problem = p
 	}
-	return Tool{Upstream: up, Name: name, Definition: definition(name, up, w), Problem: problem}
+	kept := rawSchemas(up, w) // before definition: it may share w's bytes with up
+	return Tool{Upstream: kept, Name: name, Definition: definition(name, up, w), Problem: problem}
 }
 
 // Call calls the upstream tool tool (the server's name for it, not the

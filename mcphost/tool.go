@@ -3,6 +3,7 @@ package mcphost
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	stdjson "encoding/json"
 	"errors"
 	"fmt"
@@ -37,30 +38,78 @@ import (
 // that the definition does not show (a title, an annotation hint that maps
 // to nothing) still stops the call until the document is reviewed again.
 func (s *Server) RegistryTool(t Tool) registry.Live {
-	return &liveTool{s: s, name: t.Name, upstream: t.Upstream.Name, print: fingerprint(t.Upstream)}
+	lt := &liveTool{s: s, name: t.Name, upstream: t.Upstream.Name, imported: t.Upstream}
+	lt.same.Store(t.Upstream)
+	return lt
 }
 
 type liveTool struct {
 	s        *Server
 	name     string // mcp.<server>.<upstream>
 	upstream string
-	print    string // fingerprint of the tool as listed when imported
-	// same is the last listed tool whose fingerprint was print: a listing
-	// is never modified (see [Server.Tools]), so the same one again needs
-	// no new fingerprint.
+	// imported is the tool as listed when imported; its fingerprint is
+	// taken the first time a listing holds another *mcp.Tool for it (a
+	// listing is never modified, see [Server.Tools]), so importing
+	// thousands of tools fingerprints none of them.
+	imported  *mcp.Tool
+	printOnce sync.Once
+	print     [sha256.Size]byte
+	// same is the last listed tool found equal to imported (imported
+	// itself at first): the same one again needs no new fingerprint.
 	same atomic.Pointer[mcp.Tool]
 }
 
-// fingerprint is the deterministic JSON of a listed tool.
-func fingerprint(t *mcp.Tool) string {
+// importedPrint is the fingerprint of the tool as imported.
+func (t *liveTool) importedPrint() [sha256.Size]byte {
+	t.printOnce.Do(func() { t.print = fingerprint(t.imported) })
+	return t.print
+}
+
+// fingerprint is the SHA-256 of the deterministic JSON of a listed tool
+// (every member go-sdk decodes), its schemas in RFC 8785 canonical form:
+// a schema kept as the server's text ([rawSchemas]) and the same schema
+// decoded by go-sdk have one fingerprint, and members in another order
+// are not a change, as they were not when the schemas were decoded maps.
+// A tool that cannot be encoded has the fingerprint of its error.
+func fingerprint(t *mcp.Tool) [sha256.Size]byte {
 	if t == nil {
-		return ""
+		return [sha256.Size]byte{}
 	}
-	b, err := json.Marshal(t, json.Deterministic(true))
+	c := *t
+	var err error
+	if c.InputSchema, err = canonicalSchema(t.InputSchema); err == nil {
+		c.OutputSchema, err = canonicalSchema(t.OutputSchema)
+	}
+	var b []byte
+	if err == nil {
+		b, err = json.Marshal(&c, json.Deterministic(true))
+	}
 	if err != nil {
-		return "unencodable: " + err.Error()
+		b = []byte("unencodable: " + err.Error())
 	}
-	return string(b)
+	return sha256.Sum256(b)
+}
+
+// canonicalSchema is a schema (raw text or decoded) as RFC 8785 canonical
+// JSON text; nil stays nil.
+func canonicalSchema(s any) (any, error) {
+	if s == nil {
+		return nil, nil
+	}
+	var v jsontext.Value
+	if raw, ok := s.(stdjson.RawMessage); ok {
+		v = jsontext.Value(bytes.Clone(raw))
+	} else {
+		b, err := json.Marshal(s, json.Deterministic(true))
+		if err != nil {
+			return nil, err
+		}
+		v = b
+	}
+	if err := v.Canonicalize(); err != nil {
+		return nil, err
+	}
+	return stdjson.RawMessage(v), nil
 }
 
 func (t *liveTool) Call(ctx context.Context, args jsontext.Value) (registry.Result, error) {
@@ -110,7 +159,7 @@ func (t *liveTool) Current(ctx context.Context) (playbook.Definition, error) {
 			return playbook.Definition{}, fmt.Errorf("MCP server %q lists %s but it cannot be used: %s", t.s.name, quoteName(t.name), lt.Problem)
 		}
 		if lt.Upstream == nil || lt.Upstream != t.same.Load() {
-			if fingerprint(lt.Upstream) != t.print {
+			if fingerprint(lt.Upstream) != t.importedPrint() {
 				return playbook.Definition{}, fmt.Errorf("MCP server %q lists %s differently than when the run imported it (its title, annotations, schemas or other members changed)", t.s.name, quoteName(t.name))
 			}
 			t.same.Store(lt.Upstream)

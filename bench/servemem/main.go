@@ -40,7 +40,6 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -100,19 +99,12 @@ func main() {
 	}
 }
 
-type target struct{ name, path string }
-
 func run() error {
-	var ts []target
-	if *inproc {
-		ts = []target{{"inproc", ""}}
-	} else {
-		for _, f := range strings.Split(*bins, ",") {
-			name, path, ok := strings.Cut(strings.TrimSpace(f), "=")
-			if !ok || name == "" || path == "" {
-				return fmt.Errorf("-bin %q: want NAME=PATH, comma-separated", *bins)
-			}
-			ts = append(ts, target{name, path})
+	ts := []benchutil.Target{{Name: "inproc"}}
+	if !*inproc {
+		var err error
+		if ts, err = benchutil.ParseBins(*bins); err != nil {
+			return err
 		}
 	}
 	if *small < 1 || *large <= *small {
@@ -126,27 +118,14 @@ func run() error {
 		for _, t := range ts {
 			a, b, err := measure(t)
 			if err != nil {
-				return fmt.Errorf("%s: %w", t.name, err)
+				return fmt.Errorf("%s: %w", t.Name, err)
 			}
 			p := (b - a) / float64(*large-*small)
-			per[t.name] = append(per[t.name], p)
-			fmt.Printf("%-10s %5d %12.1f %12.1f %12.3f\n", t.name, r+1, a, b, p)
+			per[t.Name] = append(per[t.Name], p)
+			fmt.Printf("%-10s %5d %12.1f %12.1f %12.3f\n", t.Name, r+1, a, b, p)
 		}
 	}
-	for _, t := range ts {
-		v := slices.Clone(per[t.name])
-		slices.Sort(v)
-		fmt.Printf("# %s: MB per attached run, median %.3f (min %.3f, max %.3f; target <= 0.5)\n", t.name, v[len(v)/2], v[0], v[len(v)-1])
-	}
-	if len(ts) == 2 {
-		a, b := per[ts[0].name], per[ts[1].name]
-		var ratio []float64
-		for i := range a {
-			ratio = append(ratio, b[i]/a[i])
-		}
-		slices.Sort(ratio)
-		fmt.Printf("# %s / %s per run: median %.2f\n", ts[1].name, ts[0].name, ratio[len(ratio)/2])
-	}
+	benchutil.Summary(ts, per, "MB per attached run", "%.3f", "target <= 0.5")
 	fmt.Printf("# after: %s\n", benchutil.LoadAvg())
 	return nil
 }
@@ -161,7 +140,7 @@ type server struct {
 
 // measure starts a serve, attaches -small runs, reads RSS, attaches up to
 // -large, reads RSS again.
-func measure(t target) (float64, float64, error) {
+func measure(t benchutil.Target) (float64, float64, error) {
 	dir, err := os.MkdirTemp("", "bench-servemem-")
 	if err != nil {
 		return 0, 0, err
@@ -172,10 +151,10 @@ func measure(t target) (float64, float64, error) {
 		return 0, 0, err
 	}
 	var s *server
-	if t.path == "" {
+	if t.Path == "" {
 		s, err = inprocServer(hp)
 	} else {
-		s, err = procServer(t.path, hp)
+		s, err = procServer(t.Path, hp)
 	}
 	if err != nil {
 		return 0, 0, err

@@ -1,13 +1,16 @@
 // Package benchutil holds the small helpers the benchmark programs under
 // bench/ share: an HTTP transport that sends a bearer token, random tokens,
-// and the machine's load average for a report's header.
+// the machine's load average for a report's header, the -bin flag's
+// binaries and the summary of figures per round.
 package benchutil
 
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -42,4 +45,45 @@ func LoadAvg() string {
 		return "load average " + strings.Join(f[:3], " ")
 	}
 	return "load average unknown"
+}
+
+// Target is one binary under measurement: its name in the report and its
+// path ("" for a measurement in the benchmark's own process).
+type Target struct{ Name, Path string }
+
+// ParseBins reads a -bin flag's value, NAME=PATH pairs separated by
+// commas; the error names the flag's value.
+func ParseBins(s string) ([]Target, error) {
+	var ts []Target
+	for _, f := range strings.Split(s, ",") {
+		name, path, ok := strings.Cut(strings.TrimSpace(f), "=")
+		if !ok || name == "" || path == "" {
+			return nil, fmt.Errorf("-bin %q: want NAME=PATH, comma-separated", s)
+		}
+		ts = append(ts, Target{name, path})
+	}
+	return ts, nil
+}
+
+// Summary prints, for each target, the median, minimum and maximum of its
+// figures per round (per[name], in the unit what names, e.g. "MB per
+// attached run", printed with format verb), with target after them, and,
+// for two targets, the median of the second's figure over the first's per
+// round.
+func Summary(ts []Target, per map[string][]float64, what, verb, target string) {
+	for _, t := range ts {
+		v := slices.Clone(per[t.Name])
+		slices.Sort(v)
+		f := "# %s: " + what + ", median " + verb + " (min " + verb + ", max " + verb + "; " + target + ")\n"
+		fmt.Printf(f, t.Name, v[len(v)/2], v[0], v[len(v)-1])
+	}
+	if len(ts) == 2 {
+		a, b := per[ts[0].Name], per[ts[1].Name]
+		var ratio []float64
+		for i := range a {
+			ratio = append(ratio, b[i]/a[i])
+		}
+		slices.Sort(ratio)
+		fmt.Printf("# %s / %s, %s: median %.2f\n", ts[1].Name, ts[0].Name, what, ratio[len(ratio)/2])
+	}
 }
