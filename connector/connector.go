@@ -93,9 +93,10 @@ type Config struct {
 }
 
 // RateLimit is one of a provider's published rate limits in machine
-// form: a client-side token bucket (golang.org/x/time/rate in the declarative connectors) that every
-// request of a connection takes a token from before it is sent, so a
-// run keeps under the provider's limit instead of collecting 429s.
+// form: a client-side token bucket (package connector/ratelimit, on
+// golang.org/x/time/rate) that every request of a connection takes a
+// token from before it is sent, so a run keeps under the provider's
+// limit instead of collecting 429s.
 //
 // The bucket holds Burst tokens (Requests when Burst is 0) and refills
 // at Requests per Per. A request waits for its token for at most what
