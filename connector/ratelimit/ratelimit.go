@@ -171,9 +171,16 @@ func (b *Buckets) Take(ctx context.Context, provider string, t Tool) error {
 	}
 	now := time.Now()
 	var held []*rate.Reservation
+	// A request refused at once gives back every token it reserved:
+	// cancelled at the instant they were reserved, so that even a token
+	// that was due at once returns to its bucket
+	// (rate.Reservation.CancelAt restores nothing due before the time it
+	// is given). One whose context ends while it waits is cancelled at
+	// that later time: a token due meanwhile stays taken (never more
+	// requests than the limit, at worst fewer).
 	release := func() {
 		for _, r := range held {
-			r.Cancel()
+			r.CancelAt(now)
 		}
 	}
 	var wait time.Duration
@@ -206,7 +213,9 @@ func (b *Buckets) Take(ctx context.Context, provider string, t Tool) error {
 	case <-timer.C:
 		return nil
 	case <-ctx.Done():
-		release()
+		for _, r := range held {
+			r.Cancel()
+		}
 		return fmt.Errorf("%w: waiting for the %s connection's limit of %s: %v", ErrLimited, provider, slowest, ctx.Err())
 	}
 }
