@@ -49,6 +49,14 @@ var (
 	binErr  error
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if testBin != "" {
+		os.RemoveAll(filepath.Dir(testBin))
+	}
+	os.Exit(code)
+}
+
 // testBinary builds ./cmd/openplaybook once for the build machine's
 // platform, as the release does (goBuild).
 func testBinary(t *testing.T) string {
@@ -311,6 +319,22 @@ func TestStaticImage(t *testing.T) {
 	out, err := exec.Command(bin, "--version").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "openplaybook "+testVersion+"\n") || !strings.Contains(string(out), testRevision) {
 		t.Errorf("openplaybook --version: %v\n%s", err, out)
+	}
+
+	// skopeo, a second reader of image layouts, finds the same config by
+	// the ref name and copies the image out (checking every blob's digest).
+	if skopeo, err := exec.LookPath("skopeo"); err == nil {
+		out, err := exec.Command(skopeo, "inspect", "--config", "oci:"+dir+":"+testVersion).Output()
+		var sc v1.ConfigFile
+		if err != nil || json.Unmarshal(out, &sc) != nil {
+			t.Fatalf("skopeo inspect --config: %v\n%s", err, out)
+		}
+		if cf := must(img.ConfigFile()); sc.Config.User != cf.Config.User || !slices.Equal(sc.Config.Entrypoint, cf.Config.Entrypoint) || !maps.Equal(sc.Config.Labels, cf.Config.Labels) {
+			t.Errorf("skopeo reads config %+v, want %+v", sc.Config, cf.Config)
+		}
+		if out, err := exec.Command(skopeo, "copy", "-q", "oci:"+dir+":"+testVersion, "dir:"+t.TempDir()).CombinedOutput(); err != nil {
+			t.Errorf("skopeo copy: %v\n%s", err, out)
+		}
 	}
 
 	// The same inputs give the same digest.
