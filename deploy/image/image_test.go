@@ -479,6 +479,21 @@ func TestNodeImage(t *testing.T) {
 		run(pkg.Version+"\n", "/usr/local/bin/npx", "--version")
 		// npm writes its cache where the image says (a volume in the chart).
 		run("/tmp/.npm", "/usr/local/bin/npm", "config", "get", "cache")
+		// npx installs a package and runs its bin as it does an MCP
+		// server's (npx -y PACKAGE): through sh, "#!/usr/bin/env node",
+		// as uid 65532 with the cache in /tmp. The package is a local
+		// directory, so that no registry is needed.
+		pkgDir := filepath.Join(root, "work", "hello")
+		os.MkdirAll(pkgDir, 0o755)
+		os.WriteFile(filepath.Join(pkgDir, "package.json"), []byte(`{"name": "hello", "version": "1.0.0", "bin": {"hello": "hello.js"}}`), 0o644)
+		os.WriteFile(filepath.Join(pkgDir, "hello.js"), []byte("#!/usr/bin/env node\nconsole.log('hello from ' + process.version + ' as ' + process.getuid())\n"), 0o755)
+		for _, f := range []string{"", "package.json", "hello.js"} {
+			// The user's own, as a package npm unpacks from the registry.
+			if err := os.Lchown(filepath.Join(pkgDir, f), 65532, 65532); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run("hello from "+strings.TrimSpace(string(v))+" as 65532\n", "/usr/local/bin/npx", "--yes", "--offline", "--package=file:/work/hello", "hello")
 	}
 }
 
@@ -515,4 +530,37 @@ func modeBits(m int64) os.FileMode {
 		return os.ModeSticky
 	}
 	return 0
+}
+
+// TestCommand: the command's flags reach the image, it prints the
+// layout's digest, and bad usage is exit status 2.
+func TestCommand(t *testing.T) {
+	bin := testBinary(t)
+	dir := filepath.Join(t.TempDir(), "image")
+	plat := "linux/" + runtime.GOARCH
+	var stdout, stderr bytes.Buffer
+	t.Setenv("SOURCE_DATE_EPOCH", "1796385600") // 2026-12-04T12:00:00Z
+	code := run([]string{"-o", dir, "-platform", plat, "-binary", plat + "=" + bin, "-version", testVersion, "-revision", testRevision, "-gzip-level", "1"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	idx, img := readBack(t, dir, testVersion)
+	checkConfig(t, img, Options{})
+	if want := dir + ": " + testVersion + " " + must(idx.Digest()).String() + " (" + plat + ")\n"; stdout.String() != want {
+		t.Errorf("stdout %q, want %q", stdout.String(), want)
+	}
+	for _, args := range [][]string{
+		{},
+		{"-o", t.TempDir(), "-variant", "alpine"},
+		{"-o", t.TempDir(), "extra"},
+		{"-o", t.TempDir(), "-binary", "linux/amd64"},
+	} {
+		stderr.Reset()
+		if code := run(args, io.Discard, &stderr); code != 2 || stderr.Len() == 0 {
+			t.Errorf("%q: exit %d, %q; want 2 and a message", args, code, stderr.String())
+		}
+	}
+	if code := run([]string{"-o", t.TempDir(), "-platform", plat, "-binary", plat + "=/bin/sh", "-version", "v1"}, io.Discard, &stderr); code != 1 {
+		t.Errorf("a dynamic binary: exit %d, want 1", code)
+	}
 }

@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -99,7 +100,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case *platforms != "":
 		o.Platforms = strings.Split(*platforms, ",")
 	case *variant == "node":
-		o.Platforms = []string{"linux/" + hostArch()}
+		o.Platforms = []string{"linux/" + runtime.GOARCH}
 	default:
 		o.Platforms = []string{"linux/amd64", "linux/arm64"}
 	}
@@ -154,15 +155,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: %s %s (%s)\n", *out, o.refName(), d, strings.Join(o.Platforms, ", "))
 	return 0
-}
-
-// hostArch is the build machine's architecture, as GOARCH names it.
-func hostArch() string {
-	out, err := exec.Command("go", "env", "GOHOSTARCH").Output()
-	if err != nil {
-		return "amd64"
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // metadata fills in the version, revision and created time from git
