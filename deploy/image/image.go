@@ -296,8 +296,12 @@ func (n *NodeOptions) layer(platform string, a arch) (tree, string, error) {
 	}
 	comment := "node"
 	if n.NPM != "" {
-		if _, err := os.Stat(filepath.Join(n.NPM, "bin", "npm-cli.js")); err != nil {
-			return nil, "", fmt.Errorf("npm: want an npm package directory: %w", err)
+		for _, f := range []string{"bin/npm-cli.js", "node_modules"} {
+			// npm's own package bundles its dependencies in node_modules;
+			// Debian's npm package spreads them over /usr/share/nodejs.
+			if _, err := os.Stat(filepath.Join(n.NPM, f)); err != nil {
+				return nil, "", fmt.Errorf("npm: want a self-contained npm package directory (npm's package, with its dependencies in node_modules): %w", err)
+			}
 		}
 		const npmDir = "/usr/local/lib/node_modules/npm"
 		if err := t.copyDir(npmDir, n.NPM); err != nil {

@@ -381,6 +381,23 @@ func TestBuildRefuses(t *testing.T) {
 	if _, err := build(t.TempDir(), wrong); err == nil || !strings.Contains(err.Error(), "want a static ELF file") {
 		t.Errorf("a binary of another architecture: %v", err)
 	}
+	if _, err := exec.LookPath("dpkg-query"); err == nil {
+		// An npm directory without its bundled dependencies (as Debian's
+		// npm package is). Any dynamic executable stands in for node.
+		npm := t.TempDir()
+		os.MkdirAll(filepath.Join(npm, "bin"), 0o755)
+		os.WriteFile(filepath.Join(npm, "bin", "npm-cli.js"), nil, 0o644)
+		split := o
+		split.Node = &NodeOptions{Binaries: map[string]string{o.Platforms[0]: "/usr/bin/env"}, NPM: npm, Shell: "/bin/sh", Env: "/usr/bin/env"}
+		if _, err := build(t.TempDir(), split); err == nil || !strings.Contains(err.Error(), "self-contained npm package directory") {
+			t.Errorf("npm without node_modules: %v", err)
+		}
+		missing := split
+		missing.Node = &NodeOptions{Binaries: split.Node.Binaries, Shell: "/bin/sh", Env: "/usr/bin/env", LibDirs: map[string][]string{runtime.GOARCH: {t.TempDir()}}}
+		if _, err := build(t.TempDir(), missing); err == nil || !strings.Contains(err.Error(), "shared library libc.so.6: not in") {
+			t.Errorf("a library not in the directories: %v", err)
+		}
+	}
 }
 
 // TestNodeImage: the Node variant carries node (the one package-lock.json
