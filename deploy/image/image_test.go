@@ -581,3 +581,50 @@ func TestCommand(t *testing.T) {
 		t.Errorf("a dynamic binary: exit %d, want 1", code)
 	}
 }
+
+// TestTwoPlatforms: the index has an image per platform, in order, each
+// descriptor's platform that of its config (validate.Index checks it),
+// and the base layer is the same blob in both. The second platform's
+// binary is a minimal static program: the index, not the binary, is
+// under test.
+func TestTwoPlatforms(t *testing.T) {
+	o := testOptions(t)
+	other := map[string]string{"amd64": "arm64", "arm64": "amd64"}[runtime.GOARCH]
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
+	os.WriteFile(filepath.Join(src, "go.mod"), []byte("module tiny\n\ngo 1.26\n"), 0o644)
+	tiny := filepath.Join(src, "tiny")
+	cmd := exec.Command("go", "build", "-o", tiny, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+other, "GOFLAGS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build for %s: %v\n%s", other, err, out)
+	}
+	o.Platforms = []string{"linux/amd64", "linux/arm64"}
+	o.Binaries["linux/"+other] = tiny
+	dir := t.TempDir()
+	if _, err := build(dir, o); err != nil {
+		t.Fatal(err)
+	}
+	idx, _ := readBack(t, dir, testVersion)
+	im := must(idx.IndexManifest())
+	if len(im.Manifests) != 2 {
+		t.Fatalf("%d manifests, want 2", len(im.Manifests))
+	}
+	want := []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64", Variant: "v8"}}
+	var bases []v1.Hash
+	for i, d := range im.Manifests {
+		if d.Platform == nil || !d.Platform.Equals(want[i]) {
+			t.Errorf("manifest %d: platform %+v, want %+v", i, d.Platform, want[i])
+		}
+		img := must(idx.Image(d.Digest))
+		cf := must(img.ConfigFile())
+		if cf.Architecture != want[i].Architecture || cf.Variant != want[i].Variant || cf.Config.User != "65532:65532" {
+			t.Errorf("manifest %d: config %s/%s user %q", i, cf.Architecture, cf.Variant, cf.Config.User)
+		}
+		bases = append(bases, must(must(img.Layers())[0].Digest()))
+	}
+	if bases[0] != bases[1] {
+		t.Errorf("base layers %s and %s: want one blob", bases[0], bases[1])
+	}
+}
