@@ -142,9 +142,17 @@ func shown(s string) string {
 
 func reconcileOnce(ctx context.Context, st store.Store, runID string) ([]Disagreement, error) {
 	if p, ok := store.As[store.CallPager](st); ok {
-		out, ok, err := reconcilePaged(ctx, st, p, runID)
-		if err != nil || ok {
-			return out, err
+		n, err := p.CallCount(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		// A run of a few pages of calls is read whole: one read instead
+		// of one (or more) per step attempt, in bounded memory anyway.
+		if n > wholeCalls {
+			out, ok, err := reconcilePaged(ctx, st, p, runID, n)
+			if err != nil || ok {
+				return out, err
+			}
 		}
 	}
 	return reconcileWhole(ctx, st, runID)

@@ -65,7 +65,8 @@ func (m memPager) CallCount(context.Context, string) (int, error) { return len(m
 // merges (does not give up) on every log as a run leaves it whose rows
 // agree.
 func TestMergedCallsAsWhole(t *testing.T) {
-	defer func(w, p int) { mergeWindow, callPageSize = w, p }(mergeWindow, callPageSize)
+	defer func(w, p, c int) { mergeWindow, callPageSize, wholeCalls = w, p, c }(mergeWindow, callPageSize, wholeCalls)
+	wholeCalls = 0
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(7, 20))
 	kinds := []EventKind{KindCallStarted, KindCallStarted, KindCallSucceeded, KindCallSucceeded, KindCallFailed, KindCallRefused,
@@ -157,7 +158,7 @@ func TestMergedCallsAsWhole(t *testing.T) {
 		if !reflect.DeepEqual(got, whole) {
 			t.Fatalf("round %d (window %d): merged\n%v\nwhole\n%v\nlog %v\nrows %+v", round, mergeWindow, got, whole, m.recs, m.calls)
 		}
-		_, ok, err := reconcilePaged(ctx, m, memPager{m}, "run_x")
+		_, ok, err := reconcilePaged(ctx, m, memPager{m}, "run_x", len(m.calls))
 		if err != nil {
 			t.Fatal(err)
 		}

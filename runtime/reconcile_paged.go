@@ -31,8 +31,13 @@ import (
 // (a variable for the tests).
 var mergeWindow = 256
 
-// callPageSize is the calls read at a time (a variable for the tests).
-var callPageSize = store.CallPageSize
+// callPageSize is the calls read at a time, and wholeCalls the most
+// calls a run may have to be compared whole at once (variables for the
+// tests).
+var (
+	callPageSize = store.CallPageSize
+	wholeCalls   = 2 * store.CallPageSize
+)
 
 // errIrregular stops a merge that gives up.
 var errIrregular = errors.New("the calls do not merge with the chain")
@@ -42,6 +47,7 @@ type callMerge struct {
 	ctx   context.Context
 	p     store.CallPager
 	run   string
+	count int // the run's calls
 	ch    *chain
 	rows  map[attemptKey]*attemptRows
 	ended []endedCall // calls waiting for their comparison, oldest first
@@ -69,12 +75,12 @@ type attemptRows struct {
 
 // reconcilePaged is reconcileOnce with the calls merged ([callMerge]);
 // ok is false when the merge gave up (nothing is concluded: compare the
-// run whole).
-func reconcilePaged(ctx context.Context, st store.Store, p store.CallPager, runID string) (out []Disagreement, ok bool, err error) {
+// run whole). count is the run's number of calls (CallCount).
+func reconcilePaged(ctx context.Context, st store.Store, p store.CallPager, runID string, count int) (out []Disagreement, ok bool, err error) {
 	ch := newChain()
 	ch.unordered = true
 	ch.keep, ch.kept = map[callKey]bool{}, map[callKey]*chainCall{}
-	m := &callMerge{ctx: ctx, p: p, run: runID, ch: ch, rows: map[attemptKey]*attemptRows{}}
+	m := &callMerge{ctx: ctx, p: p, run: runID, count: count, ch: ch, rows: map[attemptKey]*attemptRows{}}
 	err = store.EachAudit(ctx, st, runID, func(r audit.Record) error {
 		ch.add(&r)
 		return m.walked()
@@ -137,11 +143,7 @@ func (m *callMerge) finish() error {
 			return errIrregular // rows the chain does not name
 		}
 	}
-	n, err := m.p.CallCount(m.ctx, m.run)
-	if err != nil {
-		return err
-	}
-	if n != m.matched {
+	if m.count != m.matched {
 		return errIrregular // rows of steps the chain does not name
 	}
 	return nil

@@ -39,9 +39,9 @@ func (p *pageCounter) CallCount(ctx context.Context, run string) (int, error) {
 // reconciliation reads every call at once, as it did before pages.
 type wholeOnly struct{ store.Store }
 
-// TestReconcileCallsAcrossPages: a run of more calls than three pages
-// (store.CallPageSize) is compared with its chain a page at a time
-// (no read of every call), and a call row changed, missing or extra on
+// TestReconcileCallsAcrossPages: a run whose calls fill three pages
+// (store.CallPageSize; more than a run compared whole may have) is
+// compared with its chain a page at a time (no read of every call), and a call row changed, missing or extra on
 // either side of a page boundary is caught with the same disagreements,
 // in the same order, as when every call is read at once; on both
 // engines.
