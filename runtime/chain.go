@@ -35,6 +35,18 @@ type chain struct {
 	gateOrder     []attemptKey
 	stepOrder     []attemptKey
 	n             int64 // the records walked
+
+	// For a walk whose calls are compared as they end ([callMerge]):
+	// unordered keeps no callOrder; lastKey and lastCall are the call
+	// the last record named (lastCall nil when it named none); keep
+	// names the calls an
+	// outcome-unknown approval was asked for, whose state kept holds
+	// once it leaves calls.
+	unordered bool
+	lastKey   callKey
+	lastCall  *chainCall
+	keep      map[callKey]bool
+	kept      map[callKey]*chainCall
 }
 
 type callKey struct {
@@ -152,6 +164,7 @@ func newChain() *chain {
 
 // add walks the log's next record; what c keeps of it is copied.
 func (c *chain) add(r *audit.Record) {
+	c.lastCall = nil
 	k := EventKind(r.Kind)
 	d := dataOf(*r)
 	here := at{r.Seq, k}
@@ -249,8 +262,11 @@ func (c *chain) callRecord(r *audit.Record, d recordData, here at) {
 	if first {
 		cc = &chainCall{first: here, tool: r.Tool, firstD: firstCallData{d.DefDigest, d.ArgsDigest, d.StoredArgsDigest, d.SideEffecting}}
 		c.calls[key] = cc
-		c.callOrder = append(c.callOrder, key)
+		if !c.unordered {
+			c.callOrder = append(c.callOrder, key)
+		}
 	}
+	c.lastKey, c.lastCall = key, cc
 	cc.last = here
 	if d.ArgsDigest != "" {
 		cc.args, cc.argsAt = d.ArgsDigest, here
@@ -284,6 +300,9 @@ func (c *chain) approvalRecord(r *audit.Record, d recordData, here at) {
 			a = &chainApproval{asked: *r, askedD: d}
 			c.approvals[d.Approval] = a
 			c.approvalOrder = append(c.approvalOrder, d.Approval)
+			if c.keep != nil && here.kind == KindCallOutcomeUnknown && d.Attempt != nil && d.Index != nil {
+				c.keep[callKey{r.Step, *d.Attempt, *d.Index}] = true
+			}
 		}
 		a.status, a.statusAt = store.ApprovalPending, here
 		a.reason, a.reasonAt, a.reasonKnown = d.Reason, here, here.kind == KindApprovalRequested
@@ -306,6 +325,15 @@ func (c *chain) approvalRecord(r *audit.Record, d recordData, here at) {
 		a.status, a.statusAt = store.ApprovalUsed, here
 		a.uses++
 	}
+}
+
+// call is the state of the call k, also once a [callMerge] compared it
+// when an approval needs it (keep); nil when the chain has none.
+func (c *chain) call(k callKey) *chainCall {
+	if cc := c.calls[k]; cc != nil {
+		return cc
+	}
+	return c.kept[k]
 }
 
 // recordTool is the tool name an audit record gives for a call row's

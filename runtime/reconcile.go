@@ -51,7 +51,11 @@ func Reconcile(ctx context.Context, st store.Store, runID string) ([]string, err
 // store.VerifyAudit's: check it first, since a record that does not
 // verify proves nothing. `openplaybook audit --verify` and
 // [Session.Resume] use both. The log is read and walked once; each row
-// is then compared in constant time.
+// is then compared in constant time. On an engine that reads calls in
+// pages ([store.CallPager]) a call is compared as the walk passes its
+// end, so memory does not grow with the number of calls; when anything
+// about the calls disagrees the run is compared again whole, for the
+// messages.
 //
 // docs/runtime.md ("What the audit chain covers") lists what each
 // column is compared with.
@@ -137,6 +141,26 @@ func shown(s string) string {
 }
 
 func reconcileOnce(ctx context.Context, st store.Store, runID string) ([]Disagreement, error) {
+	if p, ok := store.As[store.CallPager](st); ok {
+		n, err := p.CallCount(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		// A run of a few pages of calls is read whole: one read instead
+		// of one (or more) per step attempt, in bounded memory anyway.
+		if n > wholeCalls {
+			out, ok, err := reconcilePaged(ctx, st, p, runID, n)
+			if err != nil || ok {
+				return out, err
+			}
+		}
+	}
+	return reconcileWhole(ctx, st, runID)
+}
+
+// reconcileWhole is reconcileOnce with every call of the run read at
+// once and compared once the chain is walked.
+func reconcileWhole(ctx context.Context, st store.Store, runID string) ([]Disagreement, error) {
 	var out []Disagreement
 	// The log is walked as it is read, a page at a time: what is kept is
 	// what each row must hold, not the records.
@@ -157,22 +181,27 @@ func reconcileOnce(ctx context.Context, st store.Store, runID string) ([]Disagre
 		return nil, err
 	}
 	reconcileCalls(&out, ch, calls, true)
+	return out, reconcileRest(ctx, st, &out, ch, runID)
+}
+
+// reconcileRest compares the run's approvals, gates and steps with ch.
+func reconcileRest(ctx context.Context, st store.Store, out *[]Disagreement, ch *chain, runID string) error {
 	apr, err := st.Approvals(ctx, runID)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	reconcileApprovals(&out, ch, apr, true)
+	reconcileApprovals(out, ch, apr, true)
 	gates, err := st.Gates(ctx, runID)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	reconcileGates(&out, ch, gates)
+	reconcileGates(out, ch, gates)
 	steps, err := st.Steps(ctx, runID)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	reconcileSteps(&out, ch, steps)
-	return out, nil
+	reconcileSteps(out, ch, steps)
+	return nil
 }
 
 func reconcileRun(out *[]Disagreement, ch *chain, run store.Run) {
@@ -231,48 +260,53 @@ func reconcileCalls(out *[]Disagreement, ch *chain, calls []store.Call, complete
 			continue
 		}
 		seen[k] = true
-		d := cc.firstD
-		c.eq("tool", cc.first, recordTool(row.Tool), cc.tool)
-		c.eq("def_digest", cc.first, row.DefDigest, d.DefDigest)
-		if cc.args != "" {
-			c.eq("args_digest", cc.argsAt, row.ArgsDigest, cc.args)
-		}
-		// What is stored of the arguments (what a person is shown) hashes
-		// to the recorded arguments digest, or to the recorded digest of
-		// their redacted form.
-		wantArgs := d.StoredArgsDigest
-		if wantArgs == "" {
-			wantArgs = d.ArgsDigest
-		}
-		c.eqDigest("args", cc.first, digest(row.Args), wantArgs)
-		if row.SideEffecting != d.SideEffecting {
-			c.col("side_effecting", cc.first, fmt.Sprint(row.SideEffecting), fmt.Sprint(d.SideEffecting))
-		}
-		c.eq("decision", cc.decided, string(row.Decision), string(decisionOf(cc.decided.kind)))
-		c.eq("code", cc.decided, row.Code, cc.code)
-		if !cc.unknown {
-			c.eq("reason", cc.reasonAt, row.Reason, cc.reason)
-		}
-		if want := stateOf(cc.last.kind, row.State); want != row.State {
-			c.col("state", cc.last, string(row.State), string(want))
-		}
-		switch {
-		case row.State == store.CallSucceeded && cc.resultAt.seq > 0:
-			c.eqDigest("result", cc.resultAt, digest(row.Result), cc.result)
-		case row.State != store.CallSucceeded && row.Result != nil:
-			c.col("result", cc.last, "a result", "no result (the call is "+string(row.State)+")")
-		}
-		wantErr, src := "", cc.last
-		if row.State == store.CallFailed && cc.failureAt.seq > 0 {
-			wantErr, src = cc.failure, cc.failureAt
-		}
-		c.eq("error", src, row.Error, wantErr)
+		reconcileCall(c, row, cc)
 	}
 	for _, k := range ch.callOrder {
 		if complete && !seen[k] {
 			lacks(out, "calls", fmt.Sprintf("call %d of step %q attempt %d", k.index, k.step, k.attempt), ch.calls[k].first)
 		}
 	}
+}
+
+// reconcileCall compares one call row with what the chain says of it.
+func reconcileCall(c rowCheck, row *store.Call, cc *chainCall) {
+	d := cc.firstD
+	c.eq("tool", cc.first, recordTool(row.Tool), cc.tool)
+	c.eq("def_digest", cc.first, row.DefDigest, d.DefDigest)
+	if cc.args != "" {
+		c.eq("args_digest", cc.argsAt, row.ArgsDigest, cc.args)
+	}
+	// What is stored of the arguments (what a person is shown) hashes
+	// to the recorded arguments digest, or to the recorded digest of
+	// their redacted form.
+	wantArgs := d.StoredArgsDigest
+	if wantArgs == "" {
+		wantArgs = d.ArgsDigest
+	}
+	c.eqDigest("args", cc.first, digest(row.Args), wantArgs)
+	if row.SideEffecting != d.SideEffecting {
+		c.col("side_effecting", cc.first, fmt.Sprint(row.SideEffecting), fmt.Sprint(d.SideEffecting))
+	}
+	c.eq("decision", cc.decided, string(row.Decision), string(decisionOf(cc.decided.kind)))
+	c.eq("code", cc.decided, row.Code, cc.code)
+	if !cc.unknown {
+		c.eq("reason", cc.reasonAt, row.Reason, cc.reason)
+	}
+	if want := stateOf(cc.last.kind, row.State); want != row.State {
+		c.col("state", cc.last, string(row.State), string(want))
+	}
+	switch {
+	case row.State == store.CallSucceeded && cc.resultAt.seq > 0:
+		c.eqDigest("result", cc.resultAt, digest(row.Result), cc.result)
+	case row.State != store.CallSucceeded && row.Result != nil:
+		c.col("result", cc.last, "a result", "no result (the call is "+string(row.State)+")")
+	}
+	wantErr, src := "", cc.last
+	if row.State == store.CallFailed && cc.failureAt.seq > 0 {
+		wantErr, src = cc.failure, cc.failureAt
+	}
+	c.eq("error", src, row.Error, wantErr)
 }
 
 // reconcileApprovals compares approval rows with the chain, as
@@ -295,7 +329,7 @@ func reconcileApprovals(out *[]Disagreement, ch *chain, apr []store.Approval, co
 			// definition and arguments.
 			kind, def, args = store.KindOutcomeUnknown, "", ""
 			if d.Attempt != nil && d.Index != nil {
-				if cc := ch.calls[callKey{ca.asked.Step, *d.Attempt, *d.Index}]; cc != nil {
+				if cc := ch.call(callKey{ca.asked.Step, *d.Attempt, *d.Index}); cc != nil {
 					def, args = cc.firstD.DefDigest, cc.args
 				}
 			}

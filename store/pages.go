@@ -71,3 +71,23 @@ func EachAuditAfter(ctx context.Context, st Store, run string, after int64, fn f
 		}
 	}
 }
+
+// CallPager is what an engine implements beside [Store] to read a run's
+// call rows in bounded pages, as [AuditPager] its log: reconciliation
+// (`openplaybook audit --verify`) then compares the rows with the chain
+// a page at a time, in the order the chain names them (one step attempt
+// at a time, by index), instead of holding every call of the run. It is
+// optional: an engine without it is compared with [Store.Calls], whole.
+type CallPager interface {
+	// CallPage returns at most limit (at least 1) of the calls of run's
+	// attempt attempt at step step whose index is above after (-1: from
+	// index 0), in index order; fewer than limit (none) at the end.
+	CallPage(ctx context.Context, run, step string, attempt, after, limit int) ([]Call, error)
+	// CallCount returns the number of run's calls, of every step: 0 for
+	// a run with none (or no such run).
+	CallCount(ctx context.Context, run string) (int, error)
+}
+
+// CallPageSize is the number of calls a reader of [CallPager] pages
+// asks for at a time.
+const CallPageSize = 512

@@ -368,6 +368,31 @@ func callsQuery(run string, f store.CallFilter) (string, []any) {
 	return query + ` ORDER BY rowid`, args
 }
 
+// CallPage returns at most limit of the calls of one step attempt of a
+// run whose index is above after, in index order ([store.CallPager]):
+// none past the end. A limit below 1 is an error.
+func (s *Store) CallPage(ctx context.Context, run, step string, attempt, after, limit int) ([]store.Call, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("store: reading calls: a page of %d calls (at least 1)", limit)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT run, step, attempt, idx, tool, def_digest, args, args_digest, decision, code, reason, state, side_effecting,
+		result, error, started_at, finished_at FROM calls WHERE run = $1 AND step = $2 AND attempt = $3 AND idx > $4 ORDER BY idx LIMIT $5`,
+		run, step, attempt, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading calls: %w", err)
+	}
+	return scanCalls(rows)
+}
+
+// CallCount returns the number of a run's calls ([store.CallPager]).
+func (s *Store) CallCount(ctx context.Context, run string) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM calls WHERE run = $1`, run).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: counting calls: %w", err)
+	}
+	return n, nil
+}
+
 func scanCalls(rows pgx.Rows) ([]store.Call, error) {
 	defer rows.Close()
 	var out []store.Call

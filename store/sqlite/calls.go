@@ -311,6 +311,31 @@ func (t *Tx) Calls(run string, f store.CallFilter) ([]store.Call, error) {
 	return listCalls(context.Background(), t, run, f)
 }
 
+// CallPage returns at most limit of the calls of one step attempt of a
+// run whose index is above after, in index order ([store.CallPager]):
+// none past the end. A limit below 1 is an error.
+func (s *Store) CallPage(ctx context.Context, run, step string, attempt, after, limit int) ([]store.Call, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("store: reading calls: a page of %d calls (at least 1)", limit)
+	}
+	rows, err := s.pool().query(ctx, `SELECT run, step, attempt, idx, tool, def_digest, args, args_digest, decision, code, reason, state, side_effecting,
+		result, error, started_at, finished_at FROM calls WHERE run = ? AND step = ? AND attempt = ? AND idx > ? ORDER BY idx LIMIT ?`,
+		run, step, attempt, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading calls: %w", err)
+	}
+	return scanCalls(rows)
+}
+
+// CallCount returns the number of a run's calls ([store.CallPager]).
+func (s *Store) CallCount(ctx context.Context, run string) (int, error) {
+	var n int
+	if err := s.pool().queryRow(ctx, `SELECT count(*) FROM calls WHERE run = ?`, run).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: counting calls: %w", err)
+	}
+	return n, nil
+}
+
 func listCalls(ctx context.Context, q querier, run string, f store.CallFilter) ([]store.Call, error) {
 	query := `SELECT run, step, attempt, idx, tool, def_digest, args, args_digest, decision, code, reason, state, side_effecting,
 		result, error, started_at, finished_at FROM calls WHERE run = ?`
@@ -338,6 +363,11 @@ func listCalls(ctx context.Context, q querier, run string, f store.CallFilter) (
 	if err != nil {
 		return nil, fmt.Errorf("store: reading calls: %w", err)
 	}
+	return scanCalls(rows)
+}
+
+// scanCalls reads call rows (the columns of listCalls) and closes rows.
+func scanCalls(rows *sql.Rows) ([]store.Call, error) {
 	defer rows.Close()
 	var out []store.Call
 	for rows.Next() {

@@ -61,6 +61,7 @@ func Run(t *testing.T, open Opener) {
 		{"ToolNamesRoundTrip", testToolNamesRoundTrip},
 		{"AuditToolNames", testAuditToolNames},
 		{"AuditPages", testAuditPages},
+		{"CallPages", testCallPages},
 		{"Outbox", testOutbox},
 		{"Vault", testVault},
 		{"ConsoleLogins", testConsoleLogins},

@@ -1293,3 +1293,92 @@ func testAuditPages(t *testing.T, openTest Opener) {
 		t.Fatal("AuditPage with limit 0 did not fail")
 	}
 }
+
+// testCallPages: an engine that reads a run's calls in pages
+// ([store.CallPager], optional) gives, for one step attempt, exactly the
+// calls [store.Store.Calls] gives for it, in index order, page by page
+// across page boundaries, and counts the run's calls of every step; other
+// runs' and other steps' calls are not in its pages.
+func testCallPages(t *testing.T, openTest Opener) {
+	s := openTest(t)
+	p, ok := store.As[store.CallPager](s)
+	if !ok {
+		t.Skipf("the engine (%T) does not read its calls in pages", s)
+	}
+	run, attempt := newRun(t, s)
+	other, otherAttempt := newRun(t, s)
+	n := store.CallPageSize + 3 // more than one page
+	mustTx(t, s, func(tx store.Tx) error {
+		for i := range n {
+			if _, err := auditedCall(tx, run, "work", attempt, "records.read", fmt.Sprintf(`{"i":%d}`, i)); err != nil {
+				return err
+			}
+			if i%100 == 0 {
+				if _, err := auditedCall(tx, other, "work", otherAttempt, "records.read", fmt.Sprintf(`{"o":%d}`, i)); err != nil {
+					return err
+				}
+			}
+		}
+		if err := tx.FinishStep(run, "work", attempt, store.StepDone, jsontext.Value(`{}`), ""); err != nil {
+			return err
+		}
+		next, err := tx.StartStep(run, "review")
+		if err != nil {
+			return err
+		}
+		for i := range 4 {
+			if _, err := auditedCall(tx, run, "review", next, "records.read", fmt.Sprintf(`{"r":%d}`, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	want, err := s.Calls(bg, run, store.CallFilter{Step: "work", Attempt: attempt})
+	if err != nil || len(want) != n {
+		t.Fatalf("Calls = %d calls, %v; want %d", len(want), err, n)
+	}
+	for _, limit := range []int{1, 7, n, n + 1} {
+		var got []store.Call
+		after := -1
+		for pages := 0; ; pages++ {
+			if pages > n+1 {
+				t.Fatalf("pages of %d: the read does not end", limit)
+			}
+			page, err := p.CallPage(bg, run, "work", attempt, after, limit)
+			if err != nil {
+				t.Fatalf("CallPage(after %d, limit %d): %v", after, limit, err)
+			}
+			if len(page) > limit {
+				t.Fatalf("CallPage(after %d, limit %d) = %d calls", after, limit, len(page))
+			}
+			got = append(got, page...)
+			if len(page) < limit {
+				break
+			}
+			after = page[len(page)-1].Index
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("pages of %d: %d calls, Calls %d, or they differ", limit, len(got), len(want))
+		}
+	}
+	if page, err := p.CallPage(bg, run, "work", attempt, n-1, 10); err != nil || len(page) != 0 {
+		t.Fatalf("CallPage past the end = %d calls, %v; want none", len(page), err)
+	}
+	if page, err := p.CallPage(bg, run, "work", attempt+1, -1, 10); err != nil || len(page) != 0 {
+		t.Fatalf("CallPage of an attempt with no calls = %d calls, %v; want none", len(page), err)
+	}
+	if page, err := p.CallPage(bg, run, "review", 1, -1, 10); err != nil || len(page) != 4 || page[0].Step != "review" {
+		t.Fatalf("CallPage of the second step = %d calls, %v; want its 4", len(page), err)
+	}
+	if page, err := p.CallPage(bg, "run_none", "work", 1, -1, 10); err != nil || len(page) != 0 {
+		t.Fatalf("CallPage of a run with no calls = %d calls, %v; want none", len(page), err)
+	}
+	if _, err := p.CallPage(bg, run, "work", attempt, -1, 0); err == nil {
+		t.Fatal("CallPage with limit 0 did not fail")
+	}
+	for r, want := range map[string]int{run: n + 4, other: (n + 99) / 100, "run_none": 0} {
+		if got, err := p.CallCount(bg, r); err != nil || got != want {
+			t.Errorf("CallCount(%s) = %d, %v; want %d", r, got, err, want)
+		}
+	}
+}
