@@ -18,8 +18,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/openplaybook/openplaybook/audit"
-	"github.com/openplaybook/openplaybook/host"
-	"github.com/openplaybook/openplaybook/launch"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 	"github.com/openplaybook/openplaybook/obs"
 	"github.com/openplaybook/openplaybook/runtime"
@@ -101,21 +99,7 @@ store:
 serve:
   approvalWait: 2s
 ` + opt.extra
-	hp := filepath.Join(dir, "harness.yaml")
-	if err := os.WriteFile(hp, []byte(harnessYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	lh, err := launch.Load(hp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bad := lh.Unusable(); bad != nil {
-		t.Fatalf("harness: %v", bad)
-	}
-	st, err := host.OpenStore(context.Background(), lh.H)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lh, st := loadHarness(t, dir, harnessYAML)
 	logs := &syncBuf{}
 	o, err := obs.New(context.Background(), obs.Config{LogFormat: "json", LogLevel: opt.level, Stderr: logs, Version: "test",
 		Getenv: func(k string) string { return env[k] }})
