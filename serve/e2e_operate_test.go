@@ -54,6 +54,8 @@ type opsRig struct {
 	*rig
 	o    *obs.Obs
 	logs *syncBuf
+	// callMeta is the _meta the scenario's agent sends with each call.
+	callMeta map[string]any
 }
 
 // newOpsRig starts a server whose handler is Operated(o, proxies), at
@@ -150,6 +152,7 @@ func (r *opsRig) scenario(t *testing.T) string {
 		t.Fatal(err)
 	}
 	a := r.connect(tok.MCPURL, tok.Token)
+	a.meta = r.callMeta
 	a.tools(t, "customer__get", "note__add", serve.FinishTool)
 	if _, isErr := a.call(t, "mcp__memory__create_entities", map[string]any{"entities": []any{map[string]any{"name": "Mallory", "entityType": "person", "observations": []string{"x"}}}}); !isErr {
 		t.Fatal("a call outside allowedTools ran")

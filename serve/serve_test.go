@@ -179,6 +179,7 @@ type agent struct {
 	cs      *mcp.ClientSession
 	mu      sync.Mutex
 	changed chan struct{}
+	meta    mcp.Meta // the _meta of every call it makes (nil: none)
 }
 
 func (r *rig) connect(url, tok string) *agent {
@@ -231,7 +232,7 @@ func (a *agent) tools(t *testing.T, want ...string) {
 
 func (a *agent) call(t *testing.T, name string, args any) (string, bool) {
 	t.Helper()
-	res, err := a.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	res, err := a.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args, Meta: a.meta})
 	if err != nil {
 		t.Fatalf("calling %s: %v", name, err)
 	}
