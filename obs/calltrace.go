@@ -38,9 +38,13 @@ func (o *Obs) TraceCall(ctx context.Context, call registry.CallInfo, tool, argsD
 	if !o.Tracing() {
 		return ctx
 	}
-	o.awaitStep(call.Run, call.Step, call.Attempt)
 	rs := &o.runs
 	rs.mu.Lock()
+	if !rs.hasStepLocked(call.Run, call.Step, call.Attempt) {
+		rs.mu.Unlock()
+		o.awaitStep(call.Run, call.Step, call.Attempt)
+		rs.mu.Lock()
+	}
 	defer rs.mu.Unlock()
 	t := time.Now()
 	links := linksOf(ctx)
@@ -65,24 +69,26 @@ func (s *obsStore) TraceCall(ctx context.Context, call registry.CallInfo, tool, 
 	return s.o.TraceCall(ctx, call, tool, argsDigest)
 }
 
-// hasStep reports whether the span of attempt of step of run is open.
+// hasStep reports whether the span of attempt of step of run is open
+// (a step span begun by a record that names no attempt counts).
 func (rs *runSpans) hasStep(run, step string, attempt int) bool {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	return rs.hasStepLocked(run, step, attempt)
+}
+
+func (rs *runSpans) hasStepLocked(run, step string, attempt int) bool {
 	rt := rs.runs[run]
 	if rt == nil {
 		return false
 	}
 	st := rt.steps[step]
-	return st != nil && st.attempt == attempt
+	return st != nil && (st.attempt == attempt || st.attempt == 0)
 }
 
 // awaitStep waits, at most callSpanWait, until the span of the step's
 // attempt is open or every record handed to the store has been reported.
 func (o *Obs) awaitStep(run, step string, attempt int) {
-	if o.runs.hasStep(run, step, attempt) {
-		return
-	}
 	deadline := time.Now().Add(callSpanWait)
 	wake := time.AfterFunc(callSpanWait, func() {
 		o.dmu.Lock()
@@ -126,6 +132,9 @@ func (o *Obs) stepLocked(rt *runTrace, run, step string, attempt int, t time.Tim
 			attribute.String("openplaybook.run.id", run), attribute.String("openplaybook.step.id", step), attribute.Int("openplaybook.step.attempt", attempt)))
 		st = &stepTrace{span: sp, ctx: sctx, attempt: attempt, last: t}
 		rt.steps[step] = st
+	} else if st.attempt == 0 && attempt > 0 {
+		st.attempt = attempt
+		st.span.SetAttributes(attribute.Int("openplaybook.step.attempt", attempt))
 	}
 	return st
 }
