@@ -17,6 +17,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openplaybook/openplaybook/internal/tracectx"
 )
 
 // Server is a live session with one MCP server. Its methods are safe for
@@ -515,7 +517,13 @@ func (s *Server) Call(ctx context.Context, tool string, args any) (*mcp.CallTool
 	// The result's raw form, as the server sent it, for structuredContent
 	// (go-sdk decodes it into float64 numbers).
 	slot := &rawSlot{}
-	res, err := s.cs.CallTool(withRawSlot(ctx, slot), &mcp.CallToolParams{Name: tool, Arguments: args})
+	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	// The W3C trace context of the call's span, when tracing is on (the
+	// runtime's execute_tool span): _meta.traceparent and tracestate.
+	if m := tracectx.InjectMeta(ctx, nil); m != nil {
+		params.Meta = m
+	}
+	res, err := s.cs.CallTool(withRawSlot(ctx, slot), params)
 	s.cap.forget(slot)
 	if err != nil {
 		return nil, s.failure(ctx, op, err)

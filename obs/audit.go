@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +59,7 @@ type recordData struct {
 	Playbook     string `json:"playbook"`
 	Version      string `json:"version"`
 	Agent        any    `json:"agent"`
+	ArgsDigest   string `json:"argsDigest"`
 }
 
 // observe reports committed audit records: ctx is the committing
@@ -192,12 +194,17 @@ type runTrace struct {
 	ctx   context.Context // carries the run span
 	steps map[string]*stepTrace
 	other map[string]trace.Span // calls, approvals, gates
+	// live are the execute_tool spans of read calls begun when they
+	// were sent ([Obs.TraceCall]) and not recorded yet, by readKey, in
+	// the order they were begun.
+	live map[string][]trace.Span
 }
 
 type stepTrace struct {
-	span trace.Span
-	ctx  context.Context
-	last time.Time // the step's last record (a model turn starts there)
+	span    trace.Span
+	ctx     context.Context
+	attempt int
+	last    time.Time // the step's last record (a model turn starts there)
 }
 
 func (rs *runSpans) init() {
@@ -231,6 +238,13 @@ func (rs *runSpans) endAll() {
 }
 
 func (rt *runTrace) endAll(t time.Time, why string) {
+	for k, sps := range rt.live {
+		for _, sp := range sps {
+			sp.SetAttributes(attribute.String("openplaybook.ended", why))
+			sp.End(trace.WithTimestamp(t))
+		}
+		delete(rt.live, k)
+	}
 	for k, sp := range rt.other {
 		sp.SetAttributes(attribute.String("openplaybook.ended", why))
 		sp.End(trace.WithTimestamp(t))
@@ -259,42 +273,30 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 	rs := &o.runs
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	var links []trace.Link
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		links = append(links, trace.Link{SpanContext: sc})
-	}
+	links := linksOf(ctx)
 	rt := rs.runs[r.Run]
-	if rt == nil {
-		if r.Kind == "agent.token-issued" || r.Kind == "agent.token-revoked" || r.Kind == "agent.rejected" {
-			return // not an execution of the run
-		}
-		attrs := []attribute.KeyValue{attribute.String("openplaybook.run.id", r.Run)}
-		if d.Playbook != "" {
-			attrs = append(attrs, attribute.String("openplaybook.playbook.id", d.Playbook), attribute.String("openplaybook.playbook.version", d.Version))
-		}
-		rctx, sp := o.tracer.Start(context.Background(), "run "+r.Run, trace.WithTimestamp(t), trace.WithAttributes(attrs...),
-			trace.WithLinks(links...), trace.WithSpanKind(trace.SpanKindInternal))
-		rt = &runTrace{run: sp, ctx: rctx, steps: map[string]*stepTrace{}, other: map[string]trace.Span{}}
-		rs.runs[r.Run] = rt
+	if rt == nil && (r.Kind == "agent.token-issued" || r.Kind == "agent.token-revoked" || r.Kind == "agent.rejected") {
+		return // not an execution of the run
 	}
+	rt = o.runTraceLocked(r.Run, d, t, links)
 	rt.run.AddEvent(r.Kind, trace.WithTimestamp(t), trace.WithAttributes(attribute.Int64("openplaybook.audit.seq", r.Seq)))
 
-	step := func() *stepTrace {
-		st := rt.steps[r.Step]
-		if st == nil {
-			sctx, sp := o.tracer.Start(rt.ctx, "step "+r.Step, trace.WithTimestamp(t), trace.WithLinks(links...), trace.WithAttributes(
-				attribute.String("openplaybook.run.id", r.Run), attribute.String("openplaybook.step.id", r.Step), attribute.Int("openplaybook.step.attempt", d.Attempt)))
-			st = &stepTrace{span: sp, ctx: sctx, last: t}
-			rt.steps[r.Step] = st
-		}
-		return st
-	}
+	step := func() *stepTrace { return o.stepLocked(rt, r.Run, r.Step, d.Attempt, t, links) }
 	endStep := func(status codes.Code, desc string) {
 		if st := rt.steps[r.Step]; st != nil {
+			prefix := r.Step + "\x00"
 			for k, sp := range rt.other {
-				if len(k) > len(r.Step)+1 && k[:len(r.Step)+1] == r.Step+"\x00" {
+				if strings.HasPrefix(k, prefix) {
 					sp.End(trace.WithTimestamp(t))
 					delete(rt.other, k)
+				}
+			}
+			for k, sps := range rt.live {
+				if strings.HasPrefix(k, prefix) {
+					for _, sp := range sps {
+						sp.End(trace.WithTimestamp(t))
+					}
+					delete(rt.live, k)
 				}
 			}
 			st.span.SetStatus(status, desc)
@@ -302,16 +304,27 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 			delete(rt.steps, r.Step)
 		}
 	}
-	callKey := r.Step + "\x00call\x00" + strconv.Itoa(d.Attempt) + "\x00" + strconv.Itoa(d.Index)
+	ck := callKey(r.Step, d.Attempt, d.Index)
 	callSpan := func(st *stepTrace) trace.Span {
-		sp := rt.other[callKey]
+		sp := rt.other[ck]
+		if sp == nil && r.Kind == "call.started" {
+			// A read call begun when it was sent: the first of its
+			// kind (same tool, same arguments) not recorded yet.
+			k := readKey(r.Step, d.Attempt, r.Tool, d.ArgsDigest)
+			if sps := rt.live[k]; len(sps) > 0 {
+				sp = sps[0]
+				if len(sps) == 1 {
+					delete(rt.live, k)
+				} else {
+					rt.live[k] = sps[1:]
+				}
+				sp.SetAttributes(attribute.Int("openplaybook.call.index", d.Index))
+				rt.other[ck] = sp
+			}
+		}
 		if sp == nil {
-			_, sp = o.tracer.Start(st.ctx, "execute_tool "+r.Tool, trace.WithTimestamp(t), trace.WithLinks(links...), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
-				attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", r.Tool),
-				attribute.String("mcp.method.name", "tools/call"),
-				attribute.String("openplaybook.run.id", r.Run), attribute.String("openplaybook.step.id", r.Step),
-				attribute.Int("openplaybook.call.index", d.Index)))
-			rt.other[callKey] = sp
+			sp = o.startCallSpan(st, r.Run, r.Step, r.Tool, d.Index, t, links)
+			rt.other[ck] = sp
 		}
 		return sp
 	}
@@ -344,7 +357,7 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 			sp.SetStatus(codes.Error, out)
 		}
 		sp.End(trace.WithTimestamp(t))
-		delete(rt.other, callKey)
+		delete(rt.other, ck)
 		st.last = t
 	case "model.usage":
 		st := step()

@@ -143,7 +143,8 @@ func (p Proxies) Client(r *http.Request) (addr, scheme string) {
 // Middleware wraps h: it removes the forwarding headers of a request
 // whose peer is not a trusted proxy (so nothing behind it can be misled
 // by them), begins a server span for the request (continuing a W3C
-// traceparent the client sent), counts it, and logs one access line:
+// traceparent the client sent, to which the spans begun for what the
+// request does also link), counts it, and logs one access line:
 // method, path (without the query), status, bytes, duration, client.
 // route names the request's kind for the metrics (a function of the
 // path with no identifiers in it); nil uses the first path segment.
@@ -170,10 +171,14 @@ func (o *Obs) Middleware(h http.Handler, proxies Proxies, route func(*http.Reque
 		var span trace.Span
 		if o.tracing {
 			ctx = o.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+			remote := trace.SpanContextFromContext(ctx) // the client's traceparent, when valid
 			ctx, span = o.tracer.Start(ctx, r.Method+" "+rt, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
 				attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
 				attribute.String("url.scheme", scheme), attribute.String("client.address", client), attribute.String("http.route", rt)))
 			o.prop.Inject(ctx, propagation.HeaderCarrier(w.Header()))
+			// What the request does links to the client's span too (a
+			// tool call's execute_tool span, in the run's own trace).
+			ctx = withLink(ctx, remote, "http.traceparent")
 			r = r.WithContext(ctx)
 		}
 		sw := &statusWriter{ResponseWriter: w}

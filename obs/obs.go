@@ -2,10 +2,12 @@
 // OpenTelemetry traces and metrics, and the health endpoints of
 // `openplaybook serve`.
 //
-// Everything it reports comes from two places: the run's audit records as
-// they are committed (a [store.Store] wrapped by [Obs.Store] sees each
-// one), and the HTTP requests the server answers ([Obs.Middleware]). So a
-// log line, a span and a counter say exactly what the audit log says, no
+// Everything it reports comes from three places: the run's audit records
+// as they are committed (a [store.Store] wrapped by [Obs.Store] sees each
+// one), the HTTP requests the server answers ([Obs.Middleware]), and the
+// tool calls as the runtime sends them ([Obs.TraceCall], which begins a
+// call's span so that its W3C traceparent goes with the call). So a log
+// line, a span and a counter say exactly what the audit log says, no
 // more: the runtime has already removed secret values from the records,
 // and every log line is passed through the redactor again.
 //
@@ -94,6 +96,7 @@ type Obs struct {
 	dcond      *sync.Cond
 	pending    []*entry
 	delivering bool
+	waiters    int // TraceCall calls waiting for a record to be reported
 }
 
 // ErrConfig is wrapped by the errors [New] returns for a bad setting.

@@ -135,6 +135,9 @@ func (o *Obs) deliver() {
 		}
 		o.dmu.Lock()
 		o.pending = o.pending[1:]
+		if o.waiters > 0 {
+			o.dcond.Broadcast()
+		}
 		o.dmu.Unlock()
 	}
 }

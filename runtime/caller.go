@@ -1216,10 +1216,14 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 	if started != nil {
 		key = *started
 	}
-	cctx = registry.WithCallInfo(cctx, registry.CallInfo{Run: c.run, Step: c.step, Attempt: c.attempt, Index: key.Index, Agent: c.agent, Redact: c.s.opt.Redact})
+	info := registry.CallInfo{Run: c.run, Step: c.step, Attempt: c.attempt, Index: key.Index, Agent: c.agent, Redact: c.s.opt.Redact}
+	cctx = registry.WithCallInfo(cctx, info)
 	// The tool executes without the Caller's lock: concurrent calls
 	// execute concurrently.
 	c.mu.Unlock()
+	if tr := c.s.opt.Tracer; tr != nil {
+		cctx = tr.TraceCall(cctx, info, c.storedName(name), d.ArgsDigest)
+	}
 	res, err := ti.entry.Tool.Call(cctx, d.Args)
 	c.mu.Lock()
 	if err != nil && started != nil && ti.sideEff && !registry.IsDefinite(err) {

@@ -126,6 +126,28 @@ type SessionOptions struct {
 	// loosen what the document says. A rule that fails to evaluate
 	// refuses the call. Nil: the document alone decides.
 	Policy *policy.Policy
+	// Tracer, when set, gives each tool call's execution the trace
+	// context of its span ([CallTracer]), which MCP servers and
+	// connectors receive as a W3C traceparent. Nil means the Store's
+	// (or that of a store it wraps, [store.As]) when it is a CallTracer,
+	// as obs's store wrapper is; else none.
+	Tracer CallTracer
+}
+
+// CallTracer gives a tool call the trace context it executes under.
+//
+// TraceCall is called once per call that executes (after the decision,
+// after a side-effecting call's call.started record has committed,
+// before the tool runs), without the Caller's lock. call names the call:
+// its run, step, attempt and index (-1 for a read call, which is
+// recorded, and given its index, only once it ran); tool is its name as
+// the audit records store it (secret values redacted) and argsDigest the
+// digest of its arguments, as the call.started record carries them. It
+// returns the context the tool runs under: ctx carrying the span of the
+// call (go.opentelemetry.io/otel/trace.ContextWithSpanContext), or ctx
+// itself. It must not fail the call and must return promptly.
+type CallTracer interface {
+	TraceCall(ctx context.Context, call registry.CallInfo, tool, argsDigest string) context.Context
 }
 
 // ErrNotRunnable is returned by [Open] when the document has an
@@ -197,6 +219,9 @@ func newSession(im *Imported, opt SessionOptions) *Session {
 	}
 	if opt.Redact == nil {
 		opt.Redact = func(s string) string { return s }
+	}
+	if opt.Tracer == nil {
+		opt.Tracer, _ = store.As[CallTracer](opt.Store)
 	}
 	if opt.Driver == nil {
 		opt.Driver = func(agent string) (driver.Driver, error) {

@@ -46,16 +46,7 @@ func refunds(rec *stripemock.Recorder) int {
 // customer.get.
 func startApprovalRun(t *testing.T, r *rig) (string, *agent) {
 	t.Helper()
-	ctx := context.Background()
-	run, ds, err := r.srv.CreateRun(ctx, "approval.json", readTestdata(t, "approval.json"), nil)
-	if err != nil {
-		t.Fatalf("create: %v %v", err, ds)
-	}
-	r.waitStatus(run, "waiting", "agent")
-	tok, err := r.srv.IssueAgentToken(ctx, run, "", "tester")
-	if err != nil {
-		t.Fatal(err)
-	}
+	run, tok := r.startAgentRun(t, "approval.json", readTestdata(t, "approval.json"), nil)
 	a := r.connect(tok.MCPURL, tok.Token)
 	a.tools(t, "charge__refund", "charge__get", "customer__get", serve.FinishTool)
 	return run, a

@@ -196,7 +196,8 @@ func jaegerTraces(t *testing.T, query, service string) ([]jaegerSpan, string) {
 // as the agent, the memory MCP server, built-ins, a gate) exports its
 // spans over OTLP to a real Jaeger; read back through Jaeger's query
 // API they form the tree run > step > execute_tool / gate, refusals
-// carry their code, an HTTP request's W3C traceparent is continued, and
+// carry their code, each tool call links to the trace context the agent
+// sent in its _meta, an HTTP request's W3C traceparent is continued, and
 // no attribute holds the planted secret or an argument value.
 func TestOperateTracesReachJaeger(t *testing.T) {
 	otlp, query := startJaeger(t)
@@ -206,6 +207,9 @@ func TestOperateTracesReachJaeger(t *testing.T) {
 	if !r.o.Tracing() {
 		t.Fatal("tracing is off")
 	}
+	// The agent sends its own trace context with each call.
+	const agentTrace, agentSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+	r.callMeta = map[string]any{"traceparent": "00-" + agentTrace + "-" + agentSpan + "-01"}
 	run := r.scenario(t)
 
 	// A request that carries a traceparent: its server span continues it.
@@ -266,6 +270,17 @@ func TestOperateTracesReachJaeger(t *testing.T) {
 			}
 			key := s.OperationName + " in " + step.OperationName + ": " + s.tag("openplaybook.decision.outcome") + " " + s.tag("openplaybook.refusal.code")
 			count[key]++
+			if s.TraceID != byID[step.parent()].TraceID {
+				t.Errorf("span %q is not in its run's trace", s.OperationName)
+			}
+			// The agent's _meta.traceparent is a link (Jaeger: FOLLOWS_FROM).
+			linked := false
+			for _, ref := range s.References {
+				linked = linked || (ref.RefType == "FOLLOWS_FROM" && ref.TraceID == agentTrace && ref.SpanID == agentSpan)
+			}
+			if !linked {
+				t.Errorf("span %q does not link to the agent's trace context %s-%s: %+v", s.OperationName, agentTrace, agentSpan, s.References)
+			}
 		case strings.HasPrefix(s.OperationName, "gate "):
 			count[s.OperationName+" in "+parentName(s)+": "+s.tag("openplaybook.gate.outcome")]++
 		case strings.HasPrefix(s.OperationName, "step "):

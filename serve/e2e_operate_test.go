@@ -18,8 +18,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/openplaybook/openplaybook/audit"
-	"github.com/openplaybook/openplaybook/host"
-	"github.com/openplaybook/openplaybook/launch"
 	"github.com/openplaybook/openplaybook/mcphost/mcptest"
 	"github.com/openplaybook/openplaybook/obs"
 	"github.com/openplaybook/openplaybook/runtime"
@@ -56,6 +54,8 @@ type opsRig struct {
 	*rig
 	o    *obs.Obs
 	logs *syncBuf
+	// callMeta is the _meta the scenario's agent sends with each call.
+	callMeta map[string]any
 }
 
 // newOpsRig starts a server whose handler is Operated(o, proxies), at
@@ -101,21 +101,7 @@ store:
 serve:
   approvalWait: 2s
 ` + opt.extra
-	hp := filepath.Join(dir, "harness.yaml")
-	if err := os.WriteFile(hp, []byte(harnessYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	lh, err := launch.Load(hp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bad := lh.Unusable(); bad != nil {
-		t.Fatalf("harness: %v", bad)
-	}
-	st, err := host.OpenStore(context.Background(), lh.H)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lh, st := loadHarness(t, dir, harnessYAML)
 	logs := &syncBuf{}
 	o, err := obs.New(context.Background(), obs.Config{LogFormat: "json", LogLevel: opt.level, Stderr: logs, Version: "test",
 		Getenv: func(k string) string { return env[k] }})
@@ -166,6 +152,7 @@ func (r *opsRig) scenario(t *testing.T) string {
 		t.Fatal(err)
 	}
 	a := r.connect(tok.MCPURL, tok.Token)
+	a.meta = r.callMeta
 	a.tools(t, "customer__get", "note__add", serve.FinishTool)
 	if _, isErr := a.call(t, "mcp__memory__create_entities", map[string]any{"entities": []any{map[string]any{"name": "Mallory", "entityType": "person", "observations": []string{"x"}}}}); !isErr {
 		t.Fatal("a call outside allowedTools ran")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openplaybook/openplaybook/driver"
 	"github.com/openplaybook/openplaybook/driver/external"
+	"github.com/openplaybook/openplaybook/obs"
 	"github.com/openplaybook/openplaybook/store"
 )
 
@@ -514,6 +515,9 @@ func (g *gateway) dispatch(ctx context.Context, run string, as *agentServer, req
 		args = jsontext.Value("{}")
 	}
 	c := driver.Call{Name: driver.SpecName(req.Params.Name), Arguments: args}
+	// The agent's W3C trace context (_meta.traceparent): the call's
+	// execute_tool span links to it (docs/operate.md, "Traces").
+	ctx = obs.LinkTraceContext(ctx, req.Params.Meta)
 	deadline := time.Now().Add(g.s.opt.Harness.H.Serve.ApprovalWait)
 	var progress float64
 	for {

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/openplaybook/openplaybook/harness"
-	"github.com/openplaybook/openplaybook/host"
 	"github.com/openplaybook/openplaybook/internal/teststore"
 	"github.com/openplaybook/openplaybook/launch"
 	"github.com/openplaybook/openplaybook/notify"
@@ -191,23 +189,9 @@ func TestWebhookSecretsAtStart(t *testing.T) {
 				t.Setenv(tc.env, tc.val)
 			}
 			t.Setenv("OPENPLAYBOOK_OPERATOR_TOKEN", operatorToken)
-			hp := filepath.Join(t.TempDir(), "harness.yaml")
-			if err := os.WriteFile(hp, []byte(teststore.YAML(t, "store.db", "")+"serve:\n  webhooks:\n"+tc.yaml), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			lh, err := launch.Load(hp)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if bad := lh.Unusable(); bad != nil {
-				t.Fatalf("harness: %v", bad)
-			}
-			st, err := host.OpenStore(context.Background(), lh.H)
-			if err != nil {
-				t.Fatal(err)
-			}
+			lh, st := loadHarness(t, t.TempDir(), teststore.YAML(t, "store.db", "")+"serve:\n  webhooks:\n"+tc.yaml)
 			defer st.Close()
-			_, err = serve.New(serve.Options{Harness: lh, Store: st, BaseURL: "http://127.0.0.1:1", Version: "test"})
+			_, err := serve.New(serve.Options{Harness: lh, Store: st, BaseURL: "http://127.0.0.1:1", Version: "test"})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.val != "" && strings.Contains(err.Error(), tc.val)) {
 				t.Errorf("serve.New: %v; want an error with %q and without the value", err, tc.want)
 			}

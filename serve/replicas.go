@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/openplaybook/openplaybook/builtin"
+	"github.com/openplaybook/openplaybook/registry"
+	"github.com/openplaybook/openplaybook/runtime"
 	"github.com/openplaybook/openplaybook/store"
 	"github.com/openplaybook/openplaybook/store/replica"
 )
@@ -227,6 +229,16 @@ func (h *heldLock) LockRun(run string) (func(), error) {
 		}
 	}
 	return h.Store.LockRun(run)
+}
+
+// TraceCall is the wrapped store's [runtime.CallTracer] (obs's, with
+// tracing on), or returns ctx: the execution a held lock is handed to
+// sends its tool calls' trace context as any other.
+func (h *heldLock) TraceCall(ctx context.Context, call registry.CallInfo, tool, argsDigest string) context.Context {
+	if t, ok := store.As[runtime.CallTracer](h.Store); ok {
+		return t.TraceCall(ctx, call, tool, argsDigest)
+	}
+	return ctx
 }
 
 // release unlocks the run when the lock was not handed over.

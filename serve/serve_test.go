@@ -69,8 +69,30 @@ agents:
 ` + agents + teststore.YAML(t, "store.db", filepath.Join(root, "examples/data/customers.json")) + `serve:
   approvalWait: 2s
 ` + extra
+	lh, st := loadHarness(t, dir, harnessYAML)
+	r := &rig{t: t, dir: dir, st: st, h: lh.H, memory: mem}
+	r.ts = httptest.NewUnstartedServer(nil)
+	r.ts.Start()
+	var err error
+	r.srv, err = serve.New(serve.Options{Harness: lh, Store: st, BaseURL: r.ts.URL, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ts.Config.Handler = r.srv
+	t.Cleanup(func() {
+		r.ts.Close()
+		r.srv.Close()
+		st.Close()
+	})
+	return r
+}
+
+// loadHarness writes yaml as dir/harness.yaml, loads it (failing the test
+// on a problem) and opens its store (the caller closes it).
+func loadHarness(t *testing.T, dir, yaml string) (*launch.Harness, store.Store) {
+	t.Helper()
 	hp := filepath.Join(dir, "harness.yaml")
-	if err := os.WriteFile(hp, []byte(harnessYAML), 0o600); err != nil {
+	if err := os.WriteFile(hp, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	lh, err := launch.Load(hp)
@@ -84,20 +106,24 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, dir: dir, st: st, h: lh.H, memory: mem}
-	r.ts = httptest.NewUnstartedServer(nil)
-	r.ts.Start()
-	r.srv, err = serve.New(serve.Options{Harness: lh, Store: st, BaseURL: r.ts.URL, Version: "test"})
+	return lh, st
+}
+
+// startAgentRun creates a run of doc (named name) with input, waits until
+// it waits for its external agent, and issues an agent token for it.
+func (r *rig) startAgentRun(t *testing.T, name string, doc, input []byte) (string, serve.IssuedToken) {
+	t.Helper()
+	ctx := context.Background()
+	run, ds, err := r.srv.CreateRun(ctx, name, doc, input)
+	if err != nil {
+		t.Fatalf("create: %v %v", err, ds)
+	}
+	r.waitStatus(run, "waiting", "agent")
+	tok, err := r.srv.IssueAgentToken(ctx, run, "", "tester")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.ts.Config.Handler = r.srv
-	t.Cleanup(func() {
-		r.ts.Close()
-		r.srv.Close()
-		st.Close()
-	})
-	return r
+	return run, tok
 }
 
 func readTestdata(t *testing.T, name string) []byte {
@@ -153,6 +179,7 @@ type agent struct {
 	cs      *mcp.ClientSession
 	mu      sync.Mutex
 	changed chan struct{}
+	meta    mcp.Meta // the _meta of every call it makes (nil: none)
 }
 
 func (r *rig) connect(url, tok string) *agent {
@@ -205,7 +232,7 @@ func (a *agent) tools(t *testing.T, want ...string) {
 
 func (a *agent) call(t *testing.T, name string, args any) (string, bool) {
 	t.Helper()
-	res, err := a.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	res, err := a.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args, Meta: a.meta})
 	if err != nil {
 		t.Fatalf("calling %s: %v", name, err)
 	}

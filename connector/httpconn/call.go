@@ -18,6 +18,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/openplaybook/openplaybook/connector/ratelimit"
+	"github.com/openplaybook/openplaybook/internal/tracectx"
 	"github.com/openplaybook/openplaybook/registry"
 )
 
@@ -560,6 +561,11 @@ func (c *Connection) authorizedRequest(ctx context.Context, b *built) (*http.Req
 		return nil, "", err
 	}
 	req.Header = b.header.Clone()
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	// The W3C trace context of the call's span, when tracing is on.
+	tracectx.InjectHeader(ctx, req.Header)
 	sent, err := c.authorize(ctx, req)
 	if err != nil {
 		return nil, "", &notSent{err}

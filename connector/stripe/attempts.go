@@ -11,6 +11,9 @@ import (
 	"time"
 
 	stripeapi "github.com/stripe/stripe-go/v82"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/openplaybook/openplaybook/internal/tracectx"
 )
 
 // ErrOutcomeUnknown is wrapped (errors.Is finds it) by the error
@@ -63,6 +66,15 @@ type tracking struct{ base http.RoundTripper }
 const maxConflictBody = 64 << 10
 
 func (t tracking) RoundTrip(req *http.Request) (*http.Response, error) {
+	if trace.SpanContextFromContext(req.Context()).IsValid() {
+		// The W3C trace context of the call's span, when tracing is on
+		// (a RoundTripper must not change the request it is given).
+		req = req.Clone(req.Context())
+		if req.Header == nil {
+			req.Header = http.Header{}
+		}
+		tracectx.InjectHeader(req.Context(), req.Header)
+	}
 	resp, err := t.base.RoundTrip(req)
 	l, _ := req.Context().Value(attemptLogKey{}).(*attemptLog)
 	if l == nil || req.Method != http.MethodPost {
