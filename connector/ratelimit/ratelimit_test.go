@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -77,12 +78,8 @@ func TestCompileRefuses(t *testing.T) {
 		{connector.RateLimit{Requests: 1, Per: "1s", Calls: "Reads"}, `not "Reads"`},
 		{connector.RateLimit{Requests: 1, Per: "1s", Tools: []string{"x.Get"}}, `tools names "x.Get"`},
 	} {
-		if _, err := Compile([]connector.RateLimit{c.l}, known, "p"); err == nil || !contains(err.Error(), c.want) {
+		if _, err := Compile([]connector.RateLimit{c.l}, known, "p"); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v; want %q", c.l, err, c.want)
 		}
 	}
-}
-
-func contains(s, sub string) bool {
-	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
 }

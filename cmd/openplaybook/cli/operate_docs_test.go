@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +65,18 @@ func TestOperateDocRuns(t *testing.T) {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("docs/operate.md uses %s, which is not installed: %v", tool, err)
 		}
+	}
+	// The page's commands use the default ports: serve's, its metrics
+	// listener's and Jaeger's (OTLP, UI, its own metrics).
+	for _, port := range []string{"7420", "9464", "4317", "4318", "16686", "8888"} {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+		if err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("docs/operate.md's commands need port %s, which another process holds: %v", port, err)
+			}
+			t.Skipf("port %s is in use (another run of this test?): %v", port, err)
+		}
+		ln.Close()
 	}
 	blocks, lines := operateBlocks(t)
 	if len(blocks) < 6 {
