@@ -268,3 +268,33 @@ func TestChartRefusesBadValues(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainManifests: deploy/manifests holds the chart rendered for each
+// shape (release name openplaybook, the ci/ values), for those who apply
+// manifests without Helm; they are exactly what the chart renders now.
+// OPENPLAYBOOK_UPDATE_MANIFESTS=1 writes them again.
+func TestPlainManifests(t *testing.T) {
+	for _, shape := range []string{"sqlite", "postgres"} {
+		out, err := helm(t, "template", "openplaybook", chart, "-f", filepath.Join(chart, "ci", shape+"-values.yaml"))
+		if err != nil {
+			t.Fatalf("helm template: %v\n%s", err, out)
+		}
+		want := "# Rendered from deploy/helm/openplaybook with ci/" + shape + "-values.yaml\n" +
+			"# (OPENPLAYBOOK_UPDATE_MANIFESTS=1 go test ./deploy/helm/); edit the values\n" +
+			"# (publicURL, the harness, the Secrets' names) before applying.\n" + out
+		p := filepath.Join("..", "manifests", shape+".yaml")
+		if os.Getenv("OPENPLAYBOOK_UPDATE_MANIFESTS") == "1" {
+			if err := os.WriteFile(p, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("%v (OPENPLAYBOOK_UPDATE_MANIFESTS=1 go test ./deploy/helm/ writes it)", err)
+		}
+		if string(got) != want {
+			t.Errorf("%s is not what the chart renders now: OPENPLAYBOOK_UPDATE_MANIFESTS=1 go test ./deploy/helm/ -run TestPlainManifests", p)
+		}
+	}
+}
