@@ -155,7 +155,17 @@ type agent struct {
 	changed chan struct{}
 }
 
-func (r *rig) connect(url, tok string) *agent {
+// sessionRevision is the revision the suite's go-sdk clients ask for
+// (go-sdk's newest, 2026-07-28, is sessionless): the tests of sessions
+// use it; stateless_test.go tests the sessionless revision.
+var sessionRevision = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+
+// connect connects an agent at revision 2025-11-25, with a session.
+func (r *rig) connect(url, tok string) *agent { return r.connectAt(url, tok, sessionRevision) }
+
+// connectAt connects an agent with opts (nil: go-sdk's newest revision,
+// 2026-07-28, sessionless).
+func (r *rig) connectAt(url, tok string, opts *mcp.ClientSessionOptions) *agent {
 	r.t.Helper()
 	a := &agent{changed: make(chan struct{}, 16)}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, &mcp.ClientOptions{
@@ -166,7 +176,7 @@ func (r *rig) connect(url, tok string) *agent {
 			}
 		},
 	})
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{tok, http.DefaultTransport}}}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{tok, http.DefaultTransport}}}, opts)
 	if err != nil {
 		r.t.Fatalf("connecting the agent: %v", err)
 	}
