@@ -251,3 +251,31 @@ func TestAttackStatelessShapes(t *testing.T) {
 		t.Errorf("the good stateless call's answer: %s (%v)", body, err)
 	}
 }
+
+// TestStatelessRevoked: revoking a sessionless agent's token ends its
+// attachment (its lease and its subscriptions/listen stream) at once,
+// and its next request is answered 401 and reaches nothing.
+func TestStatelessRevoked(t *testing.T) {
+	r, rec := approvalRig(t)
+	ctx := context.Background()
+	run, tok := approvalRunToken(t, r)
+	a := r.connectAt(tok.MCPURL, tok.Token, nil)
+	a.tools(t, "charge__refund", "charge__get", "customer__get", serve.FinishTool)
+	if n := r.srv.Exchange().Attached(run); n < 1 {
+		t.Fatalf("%d agents attached after the stateless client listed its tools", n)
+	}
+	if _, err := r.srv.RevokeAgentTokens(ctx, run, "", "tester"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); r.srv.Exchange().Attached(run) != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d agents still attached after the token was revoked", r.srv.Exchange().Attached(run))
+		}
+	}
+	if _, err := a.cs.CallTool(ctx, &mcp.CallToolParams{Name: "charge__get", Arguments: map[string]any{"chargeId": "ch_revoked"}}); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+		t.Errorf("a call with the revoked token: %v, want 401", err)
+	}
+	if n := chargeReads(rec, "ch_revoked"); n != 0 {
+		t.Fatalf("the revoked token's call reached Stripe %d times", n)
+	}
+}
