@@ -46,10 +46,17 @@ func refunds(rec *stripemock.Recorder) int {
 // customer.get.
 func startApprovalRun(t *testing.T, r *rig) (string, *agent) {
 	t.Helper()
-	run, tok := r.startAgentRun(t, "approval.json", readTestdata(t, "approval.json"), nil)
+	run, tok := approvalRunToken(t, r)
 	a := r.connect(tok.MCPURL, tok.Token)
 	a.tools(t, "charge__refund", "charge__get", "customer__get", serve.FinishTool)
 	return run, a
+}
+
+// approvalRunToken starts a run of testdata/approval.json, waits until
+// it waits for its agent, and issues an agent token of it.
+func approvalRunToken(t *testing.T, r *rig) (string, serve.IssuedToken) {
+	t.Helper()
+	return r.startAgentRun(t, "approval.json", readTestdata(t, "approval.json"), nil)
 }
 
 // chargeReads counts the GET /v1/charges/ID requests Stripe received.

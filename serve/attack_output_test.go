@@ -153,7 +153,9 @@ func TestAttackHostileAgentText(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "evil" + forged + markup + hidden + consoleSecret, Version: forged + "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: tok.MCPURL, HTTPClient: &http.Client{Transport: bearer{tok.Token, http.DefaultTransport}}}, nil)
+	// At 2025-11-25: at 2026-07-28 go-sdk's client puts the tool name in
+	// an Mcp-Name header, and net/http sends no header with a newline.
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: tok.MCPURL, HTTPClient: &http.Client{Transport: bearer{tok.Token, http.DefaultTransport}}}, sessionRevision)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -458,12 +458,12 @@ func TestServeKilledExternalAgent(t *testing.T) {
 }
 
 // connectAgent connects an MCP client to the run's gateway with the
-// agent token and waits until the step's tools are offered.
+// agent token, at revision 2025-11-25 (with a session).
 func connectAgent(t *testing.T, base, run, token string) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "crash-agent", Version: "1"}, nil)
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp/runs/" + run,
-		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
+		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, sessionRevision)
 	if err != nil {
 		t.Fatalf("connecting the agent: %v", err)
 	}

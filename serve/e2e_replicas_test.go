@@ -705,6 +705,93 @@ func TestReplicasShareConsoleLogins(t *testing.T) {
 	}
 }
 
+// mcpReplicas is two replicas, A and B, of the crash harness with its
+// agent bound to driver mcp (its first slow call released), on a fresh
+// PostgreSQL schema.
+type mcpReplicas struct {
+	k0           *killable
+	a, b         *killable
+	baseA, baseB string
+	idA, idB     string // their replica ids
+	src          []byte // the crash playbook
+	count        string // the crash server's count file
+	db           *pgx.Conn
+}
+
+// replicaAt is the id of the replica at base.
+func (m *mcpReplicas) replicaAt(base string) string {
+	m.a.t.Helper()
+	var id string
+	if err := m.db.QueryRow(context.Background(), `SELECT id FROM replicas WHERE address = $1`, base).Scan(&id); err != nil {
+		m.a.t.Fatal(err)
+	}
+	return id
+}
+
+// waitRecorded waits until run's audit log, asked of base, has a record
+// of kind.
+func waitRecorded(t *testing.T, base, run, kind string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		var au struct {
+			Records []struct {
+				Kind string `json:"kind"`
+			} `json:"records"`
+		}
+		api(t, base, "GET", "/api/v1/runs/"+run+"/audit", "", 200, &au)
+		for _, r := range au.Records {
+			if r.Kind == kind {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s has no %s record", run, kind)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startRun starts a run of the crash playbook through the replica at
+// base, waits until it waits for its agent and returns it with an agent
+// token of it.
+func (m *mcpReplicas) startRun(base string) (run, token string) {
+	t := m.a.t
+	t.Helper()
+	var created struct {
+		Run string `json:"run"`
+	}
+	api(t, base, "POST", "/api/v1/runs", fmt.Sprintf(`{"document": %s}`, m.src), 201, &created)
+	run = created.Run
+	waitPending(t, base, run, "agent", run)
+	var tok struct {
+		Token string `json:"token"`
+	}
+	api(t, base, "POST", "/api/v1/runs/"+run+"/agent-token", `{}`, 201, &tok)
+	return run, tok.Token
+}
+
+// newMCPReplicas starts an [mcpReplicas]; the caller skips with -short.
+func newMCPReplicas(t *testing.T) *mcpReplicas {
+	t.Helper()
+	k0, src, count := newCrashServe(t, "{driver: mcp}")
+	url := pgtest.Schema(t)
+	usePostgres(t, k0.p.harness, url)
+	if err := os.WriteFile(count+".slow1.release", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := &mcpReplicas{k0: k0, src: src, count: count,
+		a: &killable{t: t, p: k0.p, pids: k0.pids}, b: &killable{t: t, p: k0.p, pids: k0.pids}}
+	m.baseA, m.baseB = m.a.start(), m.b.start()
+	db, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	m.db = db
+	m.idA, m.idB = m.replicaAt(m.baseA), m.replicaAt(m.baseB)
+	return m
+}
+
 // TestReplicasStaleMCPSession: an agent's MCP session opened through
 // replica B carries B's id; after B is killed and A takes the run, a
 // request of that session is answered 404 at once, and the agent that
@@ -716,40 +803,12 @@ func TestReplicasStaleMCPSession(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two programs; skipped with -short")
 	}
-	k0, src, count := newCrashServe(t, "{driver: mcp}")
-	url := pgtest.Schema(t)
-	usePostgres(t, k0.p.harness, url)
-	if err := os.WriteFile(count+".slow1.release", nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	a, b := &killable{t: t, p: k0.p, pids: k0.pids}, &killable{t: t, p: k0.p, pids: k0.pids}
-	baseA, baseB := a.start(), b.start()
-	db, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close(context.Background())
-	replicaAt := func(base string) string {
-		t.Helper()
-		var id string
-		if err := db.QueryRow(context.Background(), `SELECT id FROM replicas WHERE address = $1`, base).Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
-	idA, idB := replicaAt(baseA), replicaAt(baseB)
+	m := newMCPReplicas(t)
+	k0, count, db, replicaAt := m.k0, m.count, m.db, m.replicaAt
+	b, baseA, baseB, idA, idB := m.b, m.baseA, m.baseB, m.idA, m.idB
 
-	var created struct {
-		Run string `json:"run"`
-	}
-	api(t, baseB, "POST", "/api/v1/runs", fmt.Sprintf(`{"document": %s}`, src), 201, &created)
-	run := created.Run
-	waitPending(t, baseB, run, "agent", run)
-	var tok struct {
-		Token string `json:"token"`
-	}
-	api(t, baseB, "POST", "/api/v1/runs/"+run+"/agent-token", `{}`, 201, &tok)
-	cs := connectAgent(t, baseB, run, tok.Token)
+	run, tok := m.startRun(baseB)
+	cs := connectAgent(t, baseB, run, tok)
 	if !strings.HasPrefix(cs.ID(), idB+".") {
 		t.Fatalf("the MCP session id %q does not carry replica B's id %s", cs.ID(), idB)
 	}
@@ -759,25 +818,14 @@ func TestReplicasStaleMCPSession(t *testing.T) {
 	stale := cs.ID()
 	// a1's outcome is recorded (its answer may reach the agent before
 	// the commit; killed before it, a1 would wait for a person at A).
-	for recorded := false; !recorded; {
-		var au struct {
-			Records []struct {
-				Kind string `json:"kind"`
-			} `json:"records"`
-		}
-		api(t, baseB, "GET", "/api/v1/runs/"+run+"/audit", "", 200, &au)
-		for _, r := range au.Records {
-			recorded = recorded || r.Kind == "call.succeeded"
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitRecorded(t, baseB, run, "call.succeeded")
 	_ = b.cmd.Process.Kill()
 	<-b.done
 
 	post := func(base, sid string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", base+"/mcp/runs/"+run, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`))
-		req.Header.Set("Authorization", "Bearer "+tok.Token)
+		req.Header.Set("Authorization", "Bearer "+tok)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Session-Id", sid)
@@ -804,7 +852,7 @@ func TestReplicasStaleMCPSession(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	cs = connectAgent(t, baseA, run, tok.Token)
+	cs = connectAgent(t, baseA, run, tok)
 	defer cs.Close()
 	if !strings.HasPrefix(cs.ID(), idA+".") {
 		t.Errorf("the new session id %q does not carry replica A's id %s", cs.ID(), idA)

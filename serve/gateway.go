@@ -30,9 +30,11 @@ const FinishTool = "openplaybook_finish_step"
 // ControlPrefix begins the wire name of every control tool.
 const ControlPrefix = "openplaybook_"
 
-// MaxAgentSessions bounds the open MCP sessions of one run: a new one
+// MaxAgentSessions bounds the agents attached to one run (open MCP
+// sessions, stateless agents' attachments and subscriptions/listen
+// streams) with the requests that may open a session or attach: one
 // beyond it is refused (429) until others end (a client closes its
-// session, or it is idle for 30 minutes).
+// session, or it is idle for [AgentIdle]).
 const MaxAgentSessions = 256
 
 // MaxAgentMessageBytes bounds one JSON-RPC message an agent sends.
@@ -50,20 +52,24 @@ var agentMethods = []string{
 	"notifications/roots/list_changed",
 }
 
-// gateway serves MCP to external agents: /mcp/runs/{run}.
+// gateway serves MCP to external agents: /mcp/runs/{run}, with
+// sessions (revisions 2024-11-05 through 2025-11-25, on http) and without
+// (revision 2026-07-28 and later, on stateless; see [statelessRequest]).
 type gateway struct {
-	s    *Server
-	http *mcp.StreamableHTTPHandler
+	s         *Server
+	http      *mcp.StreamableHTTPHandler
+	stateless *mcp.StreamableHTTPHandler
 
 	mu       sync.Mutex
-	sessions map[*mcp.ServerSession]string // -> run
-	owners   map[string]sessionOwner       // by MCP session id
-	opening  map[string]int                // by run: requests that may open a session, in flight
-	budgets  map[string]*rejectBudget      // by run
-	attached map[string]*attachLog         // by token id
-	inflight map[string]int                // by MCP session id: POSTs being answered
-	ending   map[string]bool               // by MCP session id: closed once inflight is 0
-	stop     chan struct{}                 // closed by close
+	sessions map[*mcp.ServerSession]sessionOwner // attached sessions, and stateless subscriptions/listen streams
+	leases   map[leaseKey]*lease                 // stateless agents' attachments
+	owners   map[string]sessionOwner             // by MCP session id
+	opening  map[string]int                      // by run: requests that may open a session, in flight
+	budgets  map[string]*rejectBudget            // by run
+	attached map[string]*attachLog               // by token id
+	inflight map[string]int                      // by MCP session id: POSTs being answered
+	ending   map[string]bool                     // by MCP session id: closed once inflight is 0
+	stop     chan struct{}                       // closed by close
 }
 
 // sessionOwner is the run and agent token a session was opened with: a
@@ -75,22 +81,46 @@ type ctxKey int
 const (
 	runKey ctxKey = iota
 	tokenKey
+	serverKey
 )
 
+// serverSlot holds the MCP server built for one request.
+type serverSlot struct{ srv *mcp.Server }
+
 func newGateway(s *Server) *gateway {
-	g := &gateway{s: s, sessions: map[*mcp.ServerSession]string{}, owners: map[string]sessionOwner{}, opening: map[string]int{},
+	g := &gateway{s: s, sessions: map[*mcp.ServerSession]sessionOwner{}, leases: map[leaseKey]*lease{}, owners: map[string]sessionOwner{}, opening: map[string]int{},
 		budgets: map[string]*rejectBudget{}, attached: map[string]*attachLog{}, inflight: map[string]int{}, ending: map[string]bool{},
 		stop: make(chan struct{})}
-	g.http = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		run, _ := r.Context().Value(runKey).(string)
-		tok, _ := r.Context().Value(tokenKey).(store.AgentToken)
-		return g.newServer(run, tok.ID, tok.Agent)
-	}, &mcp.StreamableHTTPOptions{
-		SessionTimeout:      30 * time.Minute,
+	getServer := func(stateless bool) func(*http.Request) *mcp.Server {
+		return func(r *http.Request) *mcp.Server {
+			// go-sdk asks twice per request (for the revisions served,
+			// then to serve it): one server per request.
+			slot, _ := r.Context().Value(serverKey).(*serverSlot)
+			if slot == nil {
+				return nil
+			}
+			if slot.srv == nil {
+				run, _ := r.Context().Value(runKey).(string)
+				tok, _ := r.Context().Value(tokenKey).(store.AgentToken)
+				slot.srv = g.newServer(run, tok.ID, tok.Agent, stateless)
+			}
+			return slot.srv
+		}
+	}
+	g.http = mcp.NewStreamableHTTPHandler(getServer(false), &mcp.StreamableHTTPOptions{
+		SessionTimeout:      AgentIdle,
 		MaxRequestBodyBytes: MaxAgentMessageBytes,
 		// The server checks Host and Origin itself (Server.checkOrigin),
 		// against its own listen address and serve.allowedOrigins.
 		DisableLocalhostProtection: true,
+	})
+	g.stateless = mcp.NewStreamableHTTPHandler(getServer(true), &mcp.StreamableHTTPOptions{
+		Stateless:                  true,
+		MaxRequestBodyBytes:        MaxAgentMessageBytes,
+		DisableLocalhostProtection: true,
+		// A client that goes away ends its call: one waiting for a
+		// person stops waiting (and has not run).
+		PropagateRequestCancellation: true,
 	})
 	go g.watchEnds()
 	return g
@@ -107,9 +137,16 @@ func (g *gateway) close() {
 	for s := range g.sessions {
 		ss = append(ss, s)
 	}
+	ls := make([]leaseKey, 0, len(g.leases))
+	for k := range g.leases {
+		ls = append(ls, k)
+	}
 	g.mu.Unlock()
 	for _, s := range ss {
 		_ = s.Close()
+	}
+	for _, k := range ls {
+		g.unlease(k)
 	}
 }
 
@@ -117,12 +154,15 @@ func (g *gateway) close() {
 func (g *gateway) revoked(run string, tokens []string) {
 	g.mu.Lock()
 	var ss []*mcp.ServerSession
-	for s, r := range g.sessions {
-		if r == run && slices.Contains(tokens, g.owners[s.ID()].token) {
+	for s, o := range g.sessions {
+		if o.run == run && slices.Contains(tokens, o.token) {
 			ss = append(ss, s)
 		}
 	}
 	g.mu.Unlock()
+	for _, tok := range tokens {
+		g.unlease(leaseKey{run, tok})
+	}
 	for _, s := range ss {
 		go s.Close() // not waiting for its handlers: a call waiting for approval sees the revocation itself
 	}
@@ -151,6 +191,11 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("WWW-Authenticate", g.s.challenge(run, tok != ""))
 		http.Error(w, "unauthorized: "+ErrBadAgentToken.Error()+"; the operator issues one with POST /api/v1/runs/"+run+"/agent-token", http.StatusUnauthorized)
+		return
+	}
+	stateless, version, why := statelessRequest(r.Header)
+	if why != "" {
+		g.reject(w, run, rec.ID, nil, http.StatusBadRequest, -32600, why)
 		return
 	}
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
@@ -205,6 +250,10 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.reject(w, run, rec.ID, idOf(body), status, code, msg)
 			return
 		}
+		if code, msg := checkRevision(body, stateless, version); msg != "" {
+			g.reject(w, run, rec.ID, idOf(body), http.StatusBadRequest, code, msg)
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && r.Method == http.MethodPost {
@@ -218,6 +267,11 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx = context.WithValue(ctx, runKey, run)
 	ctx = context.WithValue(ctx, tokenKey, rec)
+	ctx = context.WithValue(ctx, serverKey, &serverSlot{})
+	if stateless {
+		g.stateless.ServeHTTP(w, r.WithContext(ctx))
+		return
+	}
 	g.http.ServeHTTP(w, r.WithContext(ctx))
 }
 
@@ -235,16 +289,22 @@ func (g *gateway) reject(w http.ResponseWriter, run, tokenID string, id jsontext
 }
 
 // newServer is the MCP server of one agent session on run, opened with
-// token tokenID for agent ("" for every agent bound to driver mcp).
-func (g *gateway) newServer(run, tokenID, agent string) *mcp.Server {
+// token tokenID for agent ("" for every agent bound to driver mcp); with
+// stateless, of one request of the sessionless revision.
+func (g *gateway) newServer(run, tokenID, agent string, stateless bool) *mcp.Server {
 	if run == "" {
 		return nil
 	}
-	as := &agentServer{agent: agent, token: tokenID}
+	as := &agentServer{agent: agent, token: tokenID, stateless: stateless}
 	var srv *mcp.Server
 	srv = mcp.NewServer(&mcp.Implementation{Name: "openplaybook", Title: "openplaybook run " + run, Version: g.s.opt.Version}, &mcp.ServerOptions{
 		Instructions: g.instructions(run, agent),
 		GetSessionID: g.sessionID,
+		// What a list shows depends on the run's step and the token:
+		// no intermediary may keep it, and the client asks again.
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+			c.TTLMs, c.CacheScope = 0, "private"
+		},
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
@@ -271,7 +331,21 @@ func (g *gateway) newServer(run, tokenID, agent string) *mcp.Server {
 			// server/discover is the client asking what the server speaks,
 			// in a session of its own, before it opens the real one.
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && method != "server/discover" {
-				as.once.Do(func() { g.attach(run, tokenID, as, ss, clientOf(req, ss)) })
+				if as.stateless {
+					// A request of the sessionless revision attaches its
+					// token for as long as it is answered and AgentIdle
+					// after.
+					release := g.lease(run, tokenID, clientOf(req, ss))
+					defer release()
+					if method == "subscriptions/listen" {
+						// Its stream is notified as the run's step
+						// changes, until the client ends it or the run
+						// ends.
+						g.follow(run, tokenID, as, ss)
+					}
+				} else {
+					as.once.Do(func() { g.attach(run, tokenID, as, ss, clientOf(req, ss)) })
+				}
 			}
 			if method == "tools/list" || method == "tools/call" {
 				// A session that has just attached resumed the run: let
@@ -293,14 +367,15 @@ func (g *gateway) newServer(run, tokenID, agent string) *mcp.Server {
 // agentServer is the MCP server of one agent session, with the names of
 // the tools it offers.
 type agentServer struct {
-	agent   string // the token's agent ("" any)
-	token   string // the token's id
-	srv     *mcp.Server
-	once    sync.Once // attaches the session
-	mu      sync.Mutex
-	synced  bool           // the tools offered are those of step
-	step    *external.Step // nil: the control tool only
-	offered []string
+	agent     string // the token's agent ("" any)
+	token     string // the token's id
+	stateless bool   // it serves one request of the sessionless revision
+	srv       *mcp.Server
+	once      sync.Once // attaches the session
+	mu        sync.Mutex
+	synced    bool           // the tools offered are those of step
+	step      *external.Step // nil: the control tool only
+	offered   []string
 }
 
 // current is the run's executing external step if it is agent's (any,
@@ -400,16 +475,25 @@ func stepURI(run string) string { return "openplaybook://runs/" + run + "/step" 
 // agent now, so a run waiting for it resumes, and the session's tools
 // follow the run's executing step until the session ends.
 func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSession, client string) {
+	g.follow(run, tokenID, srv, ss)
+	if g.noteAttached(run, tokenID, client) {
+		g.s.events.Publish(run, Event{Type: "progress", Text: "agent attached: " + showClient(g.s.redact(client))})
+	}
+	g.s.runner.Kick(run)
+}
+
+// follow attaches session ss to run until it ends, offering the run's
+// executing step's tools on srv as the step changes; ended runs' and
+// revoked tokens' sessions are closed ([gateway.closeEnded],
+// [gateway.revoked]).
+func (g *gateway) follow(run, tokenID string, srv *agentServer, ss *mcp.ServerSession) {
 	detach := g.s.x.Attach(run)
 	g.mu.Lock()
-	g.sessions[ss] = run
+	g.sessions[ss] = sessionOwner{run: run, token: tokenID}
 	if id := ss.ID(); id != "" {
 		g.owners[id] = sessionOwner{run: run, token: tokenID}
 	}
 	g.mu.Unlock()
-	if g.noteAttached(run, tokenID, client) {
-		g.s.events.Publish(run, Event{Type: "progress", Text: "agent attached: " + showClient(g.s.redact(client))})
-	}
 	go func() {
 		done := make(chan struct{})
 		go func() {
@@ -436,7 +520,6 @@ func (g *gateway) attach(run, tokenID string, srv *agentServer, ss *mcp.ServerSe
 			}
 		}
 	}()
-	g.s.runner.Kick(run)
 }
 
 // clientOf is the "name version" of the client of session ss, from req

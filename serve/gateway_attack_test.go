@@ -43,6 +43,22 @@ func startAgentRun(t *testing.T, r *rig) (run string, tok serve.IssuedToken, a *
 // of an initialized session (sid), and returns the status and body.
 func post(t *testing.T, url, tok, sid string, body []byte, hdr map[string]string) (int, string) {
 	t.Helper()
+	h := http.Header{}
+	if sid != "" {
+		h.Set("Mcp-Session-Id", sid)
+		h.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	for k, v := range hdr {
+		h.Set(k, v)
+	}
+	return rawPost(t, url, tok, body, h)
+}
+
+// rawPost sends one raw body to the run's MCP endpoint with token tok
+// ("" for none) and the headers hdr (a "Host" one is the request's host),
+// and returns the status and body.
+func rawPost(t *testing.T, url, tok string, body []byte, hdr http.Header) (int, string) {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -52,16 +68,14 @@ func post(t *testing.T, url, tok, sid string, body []byte, hdr map[string]string
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-	}
-	for k, v := range hdr {
+	for k, vs := range hdr {
 		if k == "Host" {
-			req.Host = v
+			req.Host = vs[0]
 			continue
 		}
-		req.Header.Set(k, v)
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -51,20 +51,31 @@ func (g *gateway) watchEnds() {
 	}
 }
 
-// closeEnded closes the sessions of every run that has ended. It reads
-// every run with sessions, not only the run of the event that woke it: a
-// subscriber that fell behind may have lost that run's event.
+// closeEnded closes the sessions of every run that has ended, and ends
+// its stateless agents' leases. It reads every run with sessions or
+// leases, not only the run of the event that woke it: a subscriber that
+// fell behind may have lost that run's event.
 func (g *gateway) closeEnded() {
 	g.mu.Lock()
 	runs := map[string][]*mcp.ServerSession{}
-	for ss, run := range g.sessions {
-		runs[run] = append(runs[run], ss)
+	for ss, o := range g.sessions {
+		runs[o.run] = append(runs[o.run], ss)
+	}
+	leases := map[string][]leaseKey{}
+	for k := range g.leases {
+		leases[k.run] = append(leases[k.run], k)
+		if _, ok := runs[k.run]; !ok {
+			runs[k.run] = nil
+		}
 	}
 	g.mu.Unlock()
 	for run, ss := range runs {
 		r, err := g.s.st.GetRun(context.Background(), run)
 		if err != nil || !r.Status.Ended() {
 			continue
+		}
+		for _, k := range leases[run] {
+			g.unlease(k)
 		}
 		var now []*mcp.ServerSession
 		g.mu.Lock()

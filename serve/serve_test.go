@@ -182,7 +182,17 @@ type agent struct {
 	meta    mcp.Meta // the _meta of every call it makes (nil: none)
 }
 
-func (r *rig) connect(url, tok string) *agent {
+// sessionRevision is the revision the suite's go-sdk clients ask for
+// (go-sdk's newest, 2026-07-28, is sessionless): the tests of sessions
+// use it; stateless_test.go tests the sessionless revision.
+var sessionRevision = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+
+// connect connects an agent at revision 2025-11-25, with a session.
+func (r *rig) connect(url, tok string) *agent { return r.connectAt(url, tok, sessionRevision) }
+
+// connectAt connects an agent with opts (nil: go-sdk's newest revision,
+// 2026-07-28, sessionless).
+func (r *rig) connectAt(url, tok string, opts *mcp.ClientSessionOptions) *agent {
 	r.t.Helper()
 	a := &agent{changed: make(chan struct{}, 16)}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, &mcp.ClientOptions{
@@ -193,7 +203,7 @@ func (r *rig) connect(url, tok string) *agent {
 			}
 		},
 	})
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{tok, http.DefaultTransport}}}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{tok, http.DefaultTransport}}}, opts)
 	if err != nil {
 		r.t.Fatalf("connecting the agent: %v", err)
 	}
@@ -249,7 +259,18 @@ func (a *agent) call(t *testing.T, name string, args any) (string, bool) {
 // bound to driver mcp; it is offered only each step's tools, a call
 // outside them is refused and never reaches the upstream, and what ran is
 // seen where it ran (the store's notes, the memory server's graph file).
+//
+// It holds at both kinds of revision: 2025-11-25 (a session) and
+// 2026-07-28 (sessionless: the token stays attached across the gate, and
+// the tool list's change reaches the client on its subscriptions/listen
+// stream).
 func TestExternalAgentRunsSteps(t *testing.T) {
+	for _, opts := range []*mcp.ClientSessionOptions{sessionRevision, {ProtocolVersion: "2026-07-28"}} {
+		t.Run(opts.ProtocolVersion, func(t *testing.T) { externalAgentRunsSteps(t, opts) })
+	}
+}
+
+func externalAgentRunsSteps(t *testing.T, opts *mcp.ClientSessionOptions) {
 	r := newRig(t, "")
 	ctx := context.Background()
 	run, ds, err := r.srv.CreateRun(ctx, "agent.json", readTestdata(t, "agent.json"), []byte(`{"customerId":"cus_ada"}`))
@@ -262,7 +283,10 @@ func TestExternalAgentRunsSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := r.connect(tok.MCPURL, tok.Token)
+	a := r.connectAt(tok.MCPURL, tok.Token, opts)
+	if v := a.cs.InitializeResult().ProtocolVersion; v != opts.ProtocolVersion {
+		t.Fatalf("negotiated %q, want %q", v, opts.ProtocolVersion)
+	}
 	a.tools(t, "customer__get", "note__add", serve.FinishTool)
 
 	// Not on the step's list (it is the next step's): refused, not run.
@@ -296,8 +320,16 @@ func TestExternalAgentRunsSteps(t *testing.T) {
 		t.Fatalf("a call while the run waits at a gate ran: %s", text)
 	}
 
+	for len(a.changed) > 0 {
+		<-a.changed
+	}
 	if _, err := r.srv.Decide(ctx, run, "review", runtime.Verdict{Approve: true, By: "tester"}); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case <-a.changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/tools/list_changed reached the client when the run moved to its next step")
 	}
 	a.tools(t, "mcp__memory__create_entities", "mcp__memory__search_nodes", serve.FinishTool)
 	if text, isErr := a.call(t, "mcp__memory__create_entities", map[string]any{"entities": []any{map[string]any{"name": "Ada Lovelace", "entityType": "customer", "observations": []string{"looked up"}}}}); isErr {

@@ -87,7 +87,7 @@ func (s *Server) ServeStdio(ctx context.Context, run, token string, in io.Reader
 		}
 		pw.Close()
 	}()
-	srv := s.gateway.newServer(run, rec.ID, rec.Agent)
+	srv := s.gateway.newServer(run, rec.ID, rec.Agent, false)
 	err = srv.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: nopCloser{w}, MaxLineLength: MaxAgentMessageBytes + 1})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil

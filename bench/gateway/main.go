@@ -12,6 +12,11 @@
 //     through the runtime's decision path, and audits every call in the
 //     harness's SQLite file (synchronous=FULL, on disk).
 //
+// The gateway's clients ask for each revision of -revisions: 2026-07-28
+// (sessionless: a server and a session per request at the gateway) and
+// 2025-11-25 (a session); the direct clients ask for go-sdk's newest and
+// fall back as the server answers.
+//
 // Each measurement keeps C sessions calling for -duration, each call
 // after the previous one's answer; direct and gateway measurements are
 // interleaved, -rounds times. At C > 1 the gateway is measured two ways:
@@ -75,6 +80,7 @@ var (
 	warmup      = flag.Int("warmup", 50, "calls each session makes before it is measured")
 	inproc      = flag.Bool("inproc", false, "serve the gateway in this process instead of `openplaybook serve`")
 	cpuprofile  = flag.String("cpuprofile", "", "with -inproc: write a CPU profile of the first gateway measurement to this file")
+	revisions   = flag.String("revisions", "2026-07-28,2025-11-25", "the MCP revisions the gateway's clients ask for, comma-separated: 2026-07-28 (sessionless) and/or 2025-11-25 (a session); each is measured")
 	memprofile  = flag.String("memprofile", "", "with -inproc: write an allocation profile (go tool pprof -sample_index=alloc_space) to this file at the end")
 )
 
@@ -193,7 +199,7 @@ type gconf struct {
 func compare(ctx context.Context, direct string, gw *gateway, check string, cs []int, prof io.Writer) error {
 	hc := httpClient("")
 	for _, c := range cs {
-		ds, err := connect(ctx, hc, direct, c)
+		ds, err := connect(ctx, hc, direct, c, "")
 		if err != nil {
 			return fmt.Errorf("direct: %w", err)
 		}
@@ -202,19 +208,22 @@ func compare(ctx context.Context, direct string, gw *gateway, check string, cs [
 			return fmt.Errorf("direct over stdio: %w", err)
 		}
 		var gcs []gconf
-		one, err := gw.sessions(ctx, c, 1)
-		if err != nil {
-			return err
-		}
-		if c == 1 {
-			gcs = append(gcs, gconf{"gateway", one})
-		} else {
-			gcs = append(gcs, gconf{"gateway, 1 run", one})
-			many, err := gw.sessions(ctx, c, c)
+		for _, rev := range strings.Split(*revisions, ",") {
+			rev = strings.TrimSpace(rev)
+			one, err := gw.sessions(ctx, c, 1, rev)
 			if err != nil {
 				return err
 			}
-			gcs = append(gcs, gconf{fmt.Sprintf("gateway, %d runs", c), many})
+			if c == 1 {
+				gcs = append(gcs, gconf{"gateway " + rev, one})
+				continue
+			}
+			gcs = append(gcs, gconf{"gateway " + rev + ", 1 run", one})
+			many, err := gw.sessions(ctx, c, c, rev)
+			if err != nil {
+				return err
+			}
+			gcs = append(gcs, gconf{fmt.Sprintf("gateway %s, %d runs", rev, c), many})
 		}
 		every := append(slices.Clone(ds), stdio...)
 		for _, g := range gcs {
@@ -262,14 +271,14 @@ func compare(ctx context.Context, direct string, gw *gateway, check string, cs [
 			s.Close()
 		}
 		fmt.Printf("\n## toolsCheck: %s, concurrency %d\n", check, c)
-		fmt.Printf("%-18s %5s %10s %9s %9s %9s\n", "", "round", "calls/s", "p50 µs", "p90 µs", "p99 µs")
+		fmt.Printf("%-30s %5s %10s %9s %9s %9s\n", "", "round", "calls/s", "p50 µs", "p90 µs", "p99 µs")
 		names := []string{"direct", stdioName}
 		for _, g := range gcs {
 			names = append(names, g.name)
 		}
 		for _, n := range names {
 			for i, r := range results[n] {
-				fmt.Printf("%-18s %5d %10.0f %9.0f %9.0f %9.0f\n", n, i+1, r.rate(), us(r.pct(50)), us(r.pct(90)), us(r.pct(99)))
+				fmt.Printf("%-30s %5d %10.0f %9.0f %9.0f %9.0f\n", n, i+1, r.rate(), us(r.pct(50)), us(r.pct(90)), us(r.pct(99)))
 			}
 		}
 		for _, base := range names[:2] {
@@ -363,12 +372,13 @@ type gateway struct {
 
 type agentRun struct{ url, token string }
 
-// sessions connects c sessions spread over the first runs runs.
-func (g *gateway) sessions(ctx context.Context, c, runs int) ([]*mcp.ClientSession, error) {
+// sessions connects c clients at MCP revision rev spread over the first
+// runs runs.
+func (g *gateway) sessions(ctx context.Context, c, runs int, rev string) ([]*mcp.ClientSession, error) {
 	var out []*mcp.ClientSession
 	for i := range c {
 		r := g.runs[i%runs]
-		ss, err := connect(ctx, httpClient(r.token), r.url, 1)
+		ss, err := connect(ctx, httpClient(r.token), r.url, 1, rev)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
@@ -526,11 +536,17 @@ func httpClient(token string) *http.Client {
 	return &http.Client{Transport: benchutil.Bearer{Token: token, Base: transport}}
 }
 
-func connect(ctx context.Context, hc *http.Client, url string, n int) ([]*mcp.ClientSession, error) {
+// connect connects n clients to url at MCP revision rev ("" for go-sdk's
+// newest, falling back as the server answers).
+func connect(ctx context.Context, hc *http.Client, url string, n int, rev string) ([]*mcp.ClientSession, error) {
+	var opts *mcp.ClientSessionOptions
+	if rev != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: rev}
+	}
 	var out []*mcp.ClientSession
 	for range n {
 		c := mcp.NewClient(&mcp.Implementation{Name: "bench-gateway", Version: "1"}, nil)
-		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, opts)
 		if err != nil {
 			return nil, err
 		}
