@@ -39,6 +39,9 @@ type Tool struct {
 	Name string
 	// Writes is true for a side-effecting tool.
 	Writes bool
+	// Requests is how many requests one call of it sends, each taking
+	// a token (0 means 1).
+	Requests int
 }
 
 // Limit is a compiled [connector.RateLimit].
@@ -158,9 +161,16 @@ func (s *Set) For(limits []Limit, root string, secrets map[string]string) *Bucke
 type Buckets struct {
 	limits []Limit
 	rates  []*rate.Limiter
+	// mu makes a request's reservations, and their cancellation when it
+	// is refused at once, one step: a refusal gives its tokens back at
+	// the instant it reserved them, which must be no earlier than any
+	// other request's reservation (else x/time/rate counts the refill
+	// between the two instants twice).
+	mu sync.Mutex
 }
 
-// Take waits for a token of every bucket that applies to a request of t
+// Take waits for t.Requests tokens (at least one) of every bucket that
+// applies to a request of t
 // (provider names the connection in errors). It returns an error
 // wrapping [ErrLimited], and takes nothing, when a token would come
 // after ctx's deadline or ctx ends first; the request must then not be
@@ -169,6 +179,8 @@ func (b *Buckets) Take(ctx context.Context, provider string, t Tool) error {
 	if b == nil {
 		return nil
 	}
+	n := max(t.Requests, 1)
+	b.mu.Lock()
 	now := time.Now()
 	var held []*rate.Reservation
 	// A request refused at once gives back every token it reserved:
@@ -190,10 +202,11 @@ func (b *Buckets) Take(ctx context.Context, provider string, t Tool) error {
 		if !l.applies(t) {
 			continue
 		}
-		r := b.rates[i].ReserveN(now, 1)
+		r := b.rates[i].ReserveN(now, n)
 		if !r.OK() {
 			release()
-			return fmt.Errorf("%w: the %s connection allows %s", ErrLimited, provider, l.text)
+			b.mu.Unlock()
+			return fmt.Errorf("%w: the %s connection allows %s (a burst of %d), and this call sends %d requests", ErrLimited, provider, l.text, l.burst, n)
 		}
 		held = append(held, r)
 		if d := r.DelayFrom(now); d > wait {
@@ -201,21 +214,27 @@ func (b *Buckets) Take(ctx context.Context, provider string, t Tool) error {
 		}
 	}
 	if wait == 0 {
+		b.mu.Unlock()
 		return nil
 	}
 	if dl, ok := ctx.Deadline(); ok && now.Add(wait).After(dl) {
 		release()
+		b.mu.Unlock()
 		return fmt.Errorf("%w: the %s connection allows %s, and the next request may go in %s, after this call's deadline", ErrLimited, provider, slowest, wait.Round(time.Millisecond))
 	}
+	b.mu.Unlock()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case <-timer.C:
 		return nil
 	case <-ctx.Done():
+		b.mu.Lock()
+		at := time.Now()
 		for _, r := range held {
-			r.Cancel()
+			r.CancelAt(at)
 		}
+		b.mu.Unlock()
 		return fmt.Errorf("%w: waiting for the %s connection's limit of %s: %v", ErrLimited, provider, slowest, ctx.Err())
 	}
 }

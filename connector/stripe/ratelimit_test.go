@@ -3,7 +3,10 @@ package stripe
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,5 +56,34 @@ func TestPublishedLimits(t *testing.T) {
 		if len(ls) != 2 || ls[0].Requests != want || ls[1].Requests != want || ls[0].Calls != "reads" || ls[1].Calls != "writes" {
 			t.Errorf("Limits(%q) = %+v, want %d reads and %d writes a second", key, ls, want, want)
 		}
+	}
+}
+
+// TestChargeHistoryTakesTwoTokens: charge.history sends up to two
+// requests (charges, then invoices) and takes two tokens, so on a bucket
+// of 3 an hour the second call is refused before it sends anything.
+func TestChargeHistoryTakesTwoTokens(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object": "list", "data": [], "has_more": false, "url": "`+r.URL.Path+`"}`)
+	}))
+	defer srv.Close()
+	conn, err := NewProvider().Open(connector.Config{AuthKind: "api_token", Secrets: map[string]string{"apiKey": testKey}, BaseURL: srv.URL, Timeout: 2 * time.Second,
+		RateLimits: []connector.RateLimit{{Requests: 3, Per: "1h"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := conn.Tools()["charge.history"]
+	if _, err := history.Call(context.Background(), jsontext.Value(`{"customerId": "cus_1"}`)); err != nil {
+		t.Fatalf("first call: %v", err)
+	}
+	first := requests.Load()
+	if _, err := history.Call(context.Background(), jsontext.Value(`{"customerId": "cus_1"}`)); !errors.Is(err, ratelimit.ErrLimited) || !registry.IsDefinite(err) {
+		t.Fatalf("second call = %v; want a definite rate-limit refusal (one token left, two needed)", err)
+	}
+	if n := requests.Load(); n != first || n == 0 {
+		t.Errorf("Stripe got %d requests, %d of them from the first call; the refused call must send none", n, first)
 	}
 }

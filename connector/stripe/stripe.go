@@ -89,8 +89,9 @@ type Config struct {
 // Limits are Stripe's published rate limits for key as token buckets
 // (docs.stripe.com, "Rate limits"): 100 read and 100 write operations a
 // second in live mode, 25 each in test mode (a key starting "sk_test_"
-// or "rk_test_"). A call takes one token before its first request;
-// stripe-go's own retries of it take none.
+// or "rk_test_"). A call takes a token per request it sends
+// (charge.history two) before its first; stripe-go's own retries of them
+// take none.
 func Limits(key string) []connector.RateLimit {
 	n := 100
 	if strings.HasPrefix(key, "sk_test_") || strings.HasPrefix(key, "rk_test_") {
@@ -98,6 +99,11 @@ func Limits(key string) []connector.RateLimit {
 	}
 	return []connector.RateLimit{{Requests: n, Per: "1s", Calls: "reads"}, {Requests: n, Per: "1s", Calls: "writes"}}
 }
+
+// requestsPerCall is how many requests a call of a tool sends, when more
+// than one: charge.history reads a page of charges and a page of the
+// customer's invoices. Each takes a token.
+var requestsPerCall = map[string]int{"charge.history": 2}
 
 // buckets are the process's Stripe token buckets, by API root and key.
 var buckets ratelimit.Set
@@ -233,7 +239,7 @@ func (c *Connector) Call(ctx context.Context, tool string, args []byte) (result 
 	}
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
-	if err := c.limits.Take(ctx, Provider, ratelimit.Tool{Name: tool, Writes: writes[tool]}); err != nil {
+	if err := c.limits.Take(ctx, Provider, ratelimit.Tool{Name: tool, Writes: writes[tool], Requests: requestsPerCall[tool]}); err != nil {
 		return nil, fmt.Errorf("stripe: %w (nothing was sent)", err)
 	}
 	ctx, log := withAttemptLog(ctx)
