@@ -117,7 +117,12 @@ func (o *Obs) logRecord(ctx context.Context, r audit.Record, d recordData) {
 	if d.Approval != "" {
 		as = append(as, slog.String("approval", d.Approval))
 	}
-	if d.Reason != "" {
+	// A reason is logged only where a person wrote it (a decision on an
+	// approval or a gate): the runtime's reasons for a refusal or a
+	// failure quote the tool's error or the schema's, which may hold
+	// argument values and results; the line has the code, the audit
+	// record the whole reason.
+	if d.Reason != "" && (strings.HasPrefix(r.Kind, "approval.") || strings.HasPrefix(r.Kind, "gate.")) {
 		as = append(as, slog.String("reason", d.Reason))
 	}
 	if d.By != "" {
@@ -336,7 +341,8 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 	case "step.finished":
 		endStep(codes.Ok, "")
 	case "step.failed":
-		endStep(codes.Error, o.redactString(d.Reason))
+		// Not the reason: it may quote a tool's error (argument values).
+		endStep(codes.Error, "failed")
 	case "step.retried":
 		endStep(codes.Error, "retried")
 	case "call.started":

@@ -25,7 +25,7 @@ func TestRunDecisionLogs(t *testing.T) {
 	doc := rtExample(t, "refund-review.json")
 
 	type line struct {
-		Level, Msg, Run, Tool, Code string
+		Level, Msg, Run, Tool, Code, Reason string
 		Seq                         int64
 	}
 	var lines []line
@@ -89,6 +89,11 @@ func TestRunDecisionLogs(t *testing.T) {
 		got[k] = l.Msg + " " + l.Tool
 		if l.Msg == "call.refused" && (l.Level != "WARN" || l.Code == "") {
 			t.Errorf("a refusal's line: %+v; want level WARN and its code", l)
+		}
+		// A call's reason quotes the tool's or the schema's error, which
+		// may hold argument values: never on a line.
+		if strings.HasPrefix(l.Msg, "call.") && l.Reason != "" {
+			t.Errorf("a call's line carries its reason: %+v", l)
 		}
 	}
 	for seq, w := range want {
