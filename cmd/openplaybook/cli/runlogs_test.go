@@ -26,7 +26,7 @@ func TestRunDecisionLogs(t *testing.T) {
 
 	type line struct {
 		Level, Msg, Run, Tool, Code, Reason string
-		Seq                         int64
+		Seq                                 int64
 	}
 	var lines []line
 	logged := func(stderr string) {
