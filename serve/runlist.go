@@ -125,7 +125,12 @@ func runFilterOf(r *http.Request) (f store.RunFilter, limit int, err error) {
 		if perr != nil {
 			return f, 0, apiErrorf(http.StatusBadRequest, "query parameter %s is %q; it must be an RFC 3339 time, such as 2026-12-01T00:00:00Z", b.name, q.Get(b.name))
 		}
-		*b.dst = t.UTC()
+		// The store compares times as text of four-digit years; the
+		// zero time means no bound.
+		if t = t.UTC(); t.Year() > 9999 || !t.After(time.Time{}) {
+			return f, 0, apiErrorf(http.StatusBadRequest, "query parameter %s is %q; it must be after 0001-01-01T00:00:00Z and before the year 10000 (UTC)", b.name, q.Get(b.name))
+		}
+		*b.dst = t
 	}
 	if !f.CreatedFrom.IsZero() && !f.CreatedBefore.IsZero() && !f.CreatedFrom.Before(f.CreatedBefore) {
 		return f, 0, apiErrorf(http.StatusBadRequest, "query parameter since (%s) must be before until (%s)", q.Get("since"), q.Get("until"))

@@ -169,6 +169,8 @@ func TestAPIRunsPages(t *testing.T) {
 	}
 	want(t, "since not a time", c.do("GET", "/api/v1/runs?since=yesterday", nil), 400, "RFC 3339")
 	want(t, "until without a zone", c.do("GET", "/api/v1/runs?until=2026-12-01T00:00:00", nil), 400, "until")
+	want(t, "until past the year 9999 in UTC", c.do("GET", "/api/v1/runs?until="+url.QueryEscape("9999-12-31T23:00:00-05:00"), nil), 400, "year 10000")
+	want(t, "until at the zero time", c.do("GET", "/api/v1/runs?until=0001-01-01T00:00:00Z", nil), 400, "after 0001-01-01")
 	want(t, "since after until", c.do("GET", "/api/v1/runs?since=2026-12-02T00:00:00Z&until=2026-12-01T00:00:00Z", nil), 400, "before until")
 
 	// Refusals.
