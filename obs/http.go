@@ -144,7 +144,9 @@ func (p Proxies) Client(r *http.Request) (addr, scheme string) {
 // whose peer is not a trusted proxy (so nothing behind it can be misled
 // by them), begins a server span for the request (continuing a W3C
 // traceparent the client sent, to which the spans begun for what the
-// request does also link), counts it, and logs one access line:
+// request does also link; an agent's request to /mcp begins a trace of
+// its own, linked to the agent's span), counts it, and logs one access
+// line:
 // method, path (without the query), status, bytes, duration, client.
 // route names the request's kind for the metrics (a function of the
 // path with no identifiers in it); nil uses the first path segment.
@@ -172,9 +174,18 @@ func (o *Obs) Middleware(h http.Handler, proxies Proxies, route func(*http.Reque
 		if o.tracing {
 			ctx = o.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
 			remote := trace.SpanContextFromContext(ctx) // the client's traceparent, when valid
-			ctx, span = o.tracer.Start(ctx, r.Method+" "+rt, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+			opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+			if strings.HasPrefix(rt, "/mcp") && remote.IsValid() {
+				// An agent's request is not continued: its span begins a
+				// trace of the server's own, linked to the agent's span,
+				// so that no agent chooses the trace the server's spans
+				// and lines for a run's calls go in.
+				opts = append(opts, trace.WithNewRoot(), trace.WithLinks(trace.Link{SpanContext: remote,
+					Attributes: []attribute.KeyValue{attribute.String("openplaybook.link.source", "http.traceparent")}}))
+			}
+			ctx, span = o.tracer.Start(ctx, r.Method+" "+rt, append(opts, trace.WithAttributes(
 				attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
-				attribute.String("url.scheme", scheme), attribute.String("client.address", client), attribute.String("http.route", rt)))
+				attribute.String("url.scheme", scheme), attribute.String("client.address", client), attribute.String("http.route", rt)))...)
 			o.prop.Inject(ctx, propagation.HeaderCarrier(w.Header()))
 			// What the request does links to the client's span too (a
 			// tool call's execute_tool span, in the run's own trace).
