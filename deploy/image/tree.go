@@ -48,7 +48,10 @@ func (t tree) symlink(p, target string) {
 
 // copyDir adds the directory src of the build machine at p: its
 // directories 0755, its files 0755 when any execute bit is set, else
-// 0644, its symbolic links as they are; all owned by root.
+// 0644, its symbolic links as they are; all owned by root. npm
+// configuration files (".npmrc" anywhere, "npmrc" at src's top: npm's
+// builtin config), which may hold a registry token of the build machine,
+// are left out.
 func (t tree) copyDir(p, src string) error {
 	return filepath.WalkDir(src, func(f string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -57,6 +60,9 @@ func (t tree) copyDir(p, src string) error {
 		rel, err := filepath.Rel(src, f)
 		if err != nil {
 			return err
+		}
+		if !d.IsDir() && (d.Name() == ".npmrc" || rel == "npmrc") {
+			return nil
 		}
 		dst := path.Join(p, filepath.ToSlash(rel))
 		switch {
