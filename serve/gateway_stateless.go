@@ -179,8 +179,14 @@ func (g *gateway) expire(k leaseKey, l *lease) {
 		g.mu.Unlock()
 		return
 	}
-	if d := time.Until(l.until); l.inflight > 0 || d > 0 {
-		l.timer.Reset(max(d, time.Second))
+	if l.inflight > 0 {
+		// A request is being answered (a listen stream may last): the
+		// release of the last one arms the timer again.
+		g.mu.Unlock()
+		return
+	}
+	if d := time.Until(l.until); d > 0 {
+		l.timer.Reset(d)
 		g.mu.Unlock()
 		return
 	}
