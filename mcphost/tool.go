@@ -70,7 +70,9 @@ func (t *liveTool) importedPrint() [sha256.Size]byte {
 // a schema kept as the server's text ([rawSchemas]) and the same schema
 // decoded by go-sdk have one fingerprint, and members in another order
 // are not a change, as they were not when the schemas were decoded maps.
-// A tool that cannot be encoded has the fingerprint of its error.
+// A tool that cannot be encoded (and no tool) has the zero fingerprint,
+// which [liveTool.Current] takes as a change whatever it is compared
+// with: what cannot be compared fails closed.
 func fingerprint(t *mcp.Tool) [sha256.Size]byte {
 	if t == nil {
 		return [sha256.Size]byte{}
@@ -85,7 +87,7 @@ func fingerprint(t *mcp.Tool) [sha256.Size]byte {
 		b, err = json.Marshal(&c, json.Deterministic(true))
 	}
 	if err != nil {
-		b = []byte("unencodable: " + err.Error())
+		return [sha256.Size]byte{}
 	}
 	return sha256.Sum256(b)
 }
@@ -159,7 +161,7 @@ func (t *liveTool) Current(ctx context.Context) (playbook.Definition, error) {
 			return playbook.Definition{}, fmt.Errorf("MCP server %q lists %s but it cannot be used: %s", t.s.name, quoteName(t.name), lt.Problem)
 		}
 		if lt.Upstream == nil || lt.Upstream != t.same.Load() {
-			if fingerprint(lt.Upstream) != t.importedPrint() {
+			if p := fingerprint(lt.Upstream); p == ([sha256.Size]byte{}) || p != t.importedPrint() {
 				return playbook.Definition{}, fmt.Errorf("MCP server %q lists %s differently than when the run imported it (its title, annotations, schemas or other members changed)", t.s.name, quoteName(t.name))
 			}
 			t.same.Store(lt.Upstream)

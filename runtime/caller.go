@@ -1222,7 +1222,7 @@ func (c *Caller) execute(ctx context.Context, started *store.CallKey, name strin
 	// execute concurrently.
 	c.mu.Unlock()
 	if tr := c.s.opt.Tracer; tr != nil {
-		cctx = tr.TraceCall(cctx, info, c.storedName(name), d.ArgsDigest)
+		cctx = traceCall(tr, cctx, info, recordTool(c.storedName(name)), d.ArgsDigest)
 	}
 	res, err := ti.entry.Tool.Call(cctx, d.Args)
 	c.mu.Lock()
@@ -1545,4 +1545,17 @@ func (c *Caller) inStep(reason string) string {
 		return reason
 	}
 	return "in step " + quote(c.step) + ": " + reason
+}
+
+// traceCall asks tr for the call's context; a tracer that panics leaves
+// ctx as it is (tracing never stops a call, nor leaves the Caller's lock
+// unheld for its deferred unlock).
+func traceCall(tr CallTracer, ctx context.Context, info registry.CallInfo, tool, argsDigest string) (out context.Context) {
+	out = ctx
+	defer func() {
+		if p := recover(); p != nil {
+			out = ctx
+		}
+	}()
+	return tr.TraceCall(ctx, info, tool, argsDigest)
 }
