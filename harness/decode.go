@@ -1230,7 +1230,7 @@ func (d *decoder) policy(n *node) {
 			}
 		}
 		if av := rf["approvals"]; av != nil {
-			if n, err := strconv.Atoi(av.text); av.kind != kNumber || err != nil || n < 1 || n > policy.MaxApprovals {
+			if n, whole := wholeNumber(av, 1); !whole || n > policy.MaxApprovals {
 				d.errN(av, RuleValue, "%s: \"approvals\" is how many distinct people approve: a whole number from 1 to %d", where, policy.MaxApprovals)
 				ok = false
 			} else {

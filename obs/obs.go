@@ -229,6 +229,27 @@ func New(ctx context.Context, cfg Config) (*Obs, error) {
 	return o, nil
 }
 
+// Exporting reports whether the OTEL_* variables getenv reads ask [New]
+// for traces or metrics (an exporter named, or an OTLP endpoint given,
+// and OTEL_SDK_DISABLED not "true"): a command that writes no log lines
+// needs no [Obs] otherwise. A value New refuses counts as asking, so
+// that New says what is wrong with it.
+func Exporting(getenv func(string) string) bool {
+	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
+		return false
+	}
+	if v := strings.ToLower(getenv("OTEL_TRACES_EXPORTER")); v != "none" &&
+		(v != "" || wantOTLP(v, getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))) {
+		return true
+	}
+	for _, v := range strings.Split(getenv("OTEL_METRICS_EXPORTER"), ",") {
+		if v := strings.TrimSpace(strings.ToLower(v)); v != "" && v != "none" {
+			return true
+		}
+	}
+	return false
+}
+
 func wantOTLP(exporter, endpoint, tracesEndpoint string) bool {
 	switch strings.ToLower(exporter) {
 	case "otlp":

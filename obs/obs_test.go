@@ -147,3 +147,26 @@ func TestStoreKeepsBuiltinData(t *testing.T) {
 		t.Fatalf("records logged out of order:\n%s", out)
 	}
 }
+
+// TestExporting: which OTEL_* settings ask for an Obs.
+func TestExporting(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{nil, false},
+		{map[string]string{"OTEL_SERVICE_NAME": "x"}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, true},
+		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}, true},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, true},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, false},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, true}, // New refuses it, saying why
+		{map[string]string{"OTEL_METRICS_EXPORTER": "prometheus"}, true},
+		{map[string]string{"OTEL_METRICS_EXPORTER": "none"}, false},
+		{map[string]string{"OTEL_METRICS_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "TRUE"}, false},
+	} {
+		if got := obs.Exporting(func(k string) string { return c.env[k] }); got != c.want {
+			t.Errorf("%v: Exporting = %v, want %v", c.env, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package stripe
 import (
 	_ "embed"
 	"fmt"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -58,11 +59,12 @@ func parseDefinitions(src []byte) ([]playbook.Definition, error) {
 }
 
 // writes says which tools are side-effecting (a write operation in
-// Stripe's rate limits).
-var writes = func() map[string]bool {
+// Stripe's rate limits); built on first use, not at start-up (every
+// command links this package, validate too).
+var writes = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, d := range Definitions() {
 		m[d.Name] = d.SideEffecting != nil && *d.SideEffecting
 	}
 	return m
-}()
+})

@@ -239,7 +239,7 @@ func (c *Connector) Call(ctx context.Context, tool string, args []byte) (result 
 	}
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
-	if err := c.limits.Take(ctx, Provider, ratelimit.Tool{Name: tool, Writes: writes[tool], Requests: requestsPerCall[tool]}); err != nil {
+	if err := c.limits.Take(ctx, Provider, ratelimit.Tool{Name: tool, Writes: writes()[tool], Requests: requestsPerCall[tool]}); err != nil {
 		return nil, fmt.Errorf("stripe: %w (nothing was sent)", err)
 	}
 	ctx, log := withAttemptLog(ctx)

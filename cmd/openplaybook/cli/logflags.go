@@ -25,9 +25,6 @@ func addLogFlags(cmd *cobra.Command, lf *logFlags) {
 	cmd.Flags().StringVar(&lf.level, "log-level", "", "the decision lines' level: debug, info, warn or error (env OPENPLAYBOOK_LOG_LEVEL; default info when --log-format is given)")
 }
 
-// otelVars are the variables that turn traces or metrics on ([obs]).
-var otelVars = []string{"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"}
-
 // observer returns the [obs.Obs] the command's store is wrapped with, or
 // nil when neither logs nor traces nor metrics are asked for (the run
 // then pays nothing). Logs go to stderr only when a log flag (or its
@@ -42,14 +39,7 @@ func (c *CLI) observer(ctx context.Context, lf logFlags) (*obs.Obs, error) {
 		lf.level = c.getenv("OPENPLAYBOOK_LOG_LEVEL")
 	}
 	logs := lf.format != "" || lf.level != ""
-	otel := false
-	for _, v := range otelVars {
-		otel = otel || c.getenv(v) != ""
-	}
-	if c.getenv("OTEL_SDK_DISABLED") == "true" {
-		otel = false
-	}
-	if !logs && !otel {
+	if !logs && !obs.Exporting(c.getenv) {
 		return nil, nil
 	}
 	var stderr io.Writer = io.Discard
