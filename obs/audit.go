@@ -278,15 +278,19 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 	rs := &o.runs
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	links := linksOf(ctx)
 	rt := rs.runs[r.Run]
 	if rt == nil && (r.Kind == "agent.token-issued" || r.Kind == "agent.token-revoked" || r.Kind == "agent.rejected") {
 		return // not an execution of the run
 	}
-	rt = o.runTraceLocked(r.Run, d, t, links)
-	rt.run.AddEvent(r.Kind, trace.WithTimestamp(t), trace.WithAttributes(attribute.Int64("openplaybook.audit.seq", r.Seq)))
+	rt = o.runTraceLocked(ctx, r.Run, d, t)
+	// A record that begins or ends no span of its own is an event of the
+	// run's span (the others are their spans: an event each would cost
+	// every call two, past the SDK's limit of 128 events a span).
+	event := func() {
+		rt.run.AddEvent(r.Kind, trace.WithTimestamp(t), trace.WithAttributes(attribute.Int64("openplaybook.audit.seq", r.Seq)))
+	}
 
-	step := func() *stepTrace { return o.stepLocked(rt, r.Run, r.Step, d.Attempt, t, links) }
+	step := func() *stepTrace { return o.stepLocked(ctx, rt, r.Run, r.Step, d.Attempt, t) }
 	endStep := func(status codes.Code, desc string) {
 		if st := rt.steps[r.Step]; st != nil {
 			prefix := r.Step + "\x00"
@@ -328,7 +332,7 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 			}
 		}
 		if sp == nil {
-			sp = o.startCallSpan(st, r.Run, r.Step, r.Tool, d.Index, t, links)
+			sp = o.startCallSpan(ctx, st, r.Run, r.Step, r.Tool, d.Index, t)
 			rt.other[ck] = sp
 		}
 		return sp
@@ -398,6 +402,7 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 			delete(rt.other, r.Step+"\x00gate")
 		}
 	case "run.completed", "run.failed", "run.rejected", "run.cancelled", "run.waiting":
+		event()
 		st := runStatus[r.Kind]
 		rt.run.SetAttributes(attribute.String("openplaybook.run.status", st))
 		switch r.Kind {
@@ -416,6 +421,7 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 		}
 		delete(rs.runs, r.Run)
 	default:
+		event()
 		if r.Step != "" {
 			step().last = t
 		}

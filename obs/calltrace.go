@@ -47,18 +47,17 @@ func (o *Obs) TraceCall(ctx context.Context, call registry.CallInfo, tool, argsD
 	}
 	defer rs.mu.Unlock()
 	t := time.Now()
-	links := linksOf(ctx)
-	rt := o.runTraceLocked(call.Run, recordData{}, t, links)
-	st := o.stepLocked(rt, call.Run, call.Step, call.Attempt, t, links)
+	rt := o.runTraceLocked(ctx, call.Run, recordData{}, t)
+	st := o.stepLocked(ctx, rt, call.Run, call.Step, call.Attempt, t)
 	var sp trace.Span
 	if call.Index >= 0 {
 		k := callKey(call.Step, call.Attempt, call.Index)
 		if sp = rt.other[k]; sp == nil {
-			sp = o.startCallSpan(st, call.Run, call.Step, tool, call.Index, t, links)
+			sp = o.startCallSpan(ctx, st, call.Run, call.Step, tool, call.Index, t)
 			rt.other[k] = sp
 		}
 	} else {
-		sp = o.startCallSpan(st, call.Run, call.Step, tool, -1, t, links)
+		sp = o.startCallSpan(ctx, st, call.Run, call.Step, tool, -1, t)
 		k := readKey(call.Step, call.Attempt, tool, argsDigest)
 		rt.live[k] = append(rt.live[k], sp)
 	}
@@ -107,13 +106,13 @@ func (o *Obs) awaitStep(run, step string, attempt int) {
 
 // runTraceLocked returns run's open spans, beginning the run's span at t
 // when there is none (d: the record that begins it, for the playbook's
-// name). rs.mu is held.
-func (o *Obs) runTraceLocked(run string, d recordData, t time.Time, links []trace.Link) *runTrace {
+// name; its links are ctx's, [linksOf]). rs.mu is held.
+func (o *Obs) runTraceLocked(ctx context.Context, run string, d recordData, t time.Time) *runTrace {
 	rs := &o.runs
 	rt := rs.runs[run]
 	if rt == nil {
 		rctx, sp := o.tracer.Start(context.Background(), "run "+run, trace.WithTimestamp(t), trace.WithAttributes(attribute.String("openplaybook.run.id", run)),
-			trace.WithLinks(links...), trace.WithSpanKind(trace.SpanKindInternal))
+			trace.WithLinks(linksOf(ctx)...), trace.WithSpanKind(trace.SpanKindInternal))
 		rt = &runTrace{run: sp, ctx: rctx, steps: map[string]*stepTrace{}, other: map[string]trace.Span{}, live: map[string][]trace.Span{}}
 		rs.runs[run] = rt
 	}
@@ -123,12 +122,12 @@ func (o *Obs) runTraceLocked(run string, d recordData, t time.Time, links []trac
 	return rt
 }
 
-// stepLocked returns the open span of step, beginning it at t when there
-// is none. rs.mu is held.
-func (o *Obs) stepLocked(rt *runTrace, run, step string, attempt int, t time.Time, links []trace.Link) *stepTrace {
+// stepLocked returns the open span of step, beginning it at t (linked as
+// ctx says, [linksOf]) when there is none. rs.mu is held.
+func (o *Obs) stepLocked(ctx context.Context, rt *runTrace, run, step string, attempt int, t time.Time) *stepTrace {
 	st := rt.steps[step]
 	if st == nil {
-		sctx, sp := o.tracer.Start(rt.ctx, "step "+step, trace.WithTimestamp(t), trace.WithLinks(links...), trace.WithAttributes(
+		sctx, sp := o.tracer.Start(rt.ctx, "step "+step, trace.WithTimestamp(t), trace.WithLinks(linksOf(ctx)...), trace.WithAttributes(
 			attribute.String("openplaybook.run.id", run), attribute.String("openplaybook.step.id", step), attribute.Int("openplaybook.step.attempt", attempt)))
 		st = &stepTrace{span: sp, ctx: sctx, attempt: attempt, last: t}
 		rt.steps[step] = st
@@ -140,8 +139,8 @@ func (o *Obs) stepLocked(rt *runTrace, run, step string, attempt int, t time.Tim
 }
 
 // startCallSpan begins the execute_tool span of a call to tool under st
-// (index -1: not known yet).
-func (o *Obs) startCallSpan(st *stepTrace, run, step, tool string, index int, t time.Time, links []trace.Link) trace.Span {
+// (index -1: not known yet), linked as ctx says ([linksOf]).
+func (o *Obs) startCallSpan(ctx context.Context, st *stepTrace, run, step, tool string, index int, t time.Time) trace.Span {
 	attrs := []attribute.KeyValue{
 		attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", tool),
 		attribute.String("mcp.method.name", "tools/call"),
@@ -150,7 +149,7 @@ func (o *Obs) startCallSpan(st *stepTrace, run, step, tool string, index int, t 
 	if index >= 0 {
 		attrs = append(attrs, attribute.Int("openplaybook.call.index", index))
 	}
-	_, sp := o.tracer.Start(st.ctx, "execute_tool "+tool, trace.WithTimestamp(t), trace.WithLinks(links...),
+	_, sp := o.tracer.Start(st.ctx, "execute_tool "+tool, trace.WithTimestamp(t), trace.WithLinks(linksOf(ctx)...),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	return sp
 }
