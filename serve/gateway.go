@@ -418,8 +418,9 @@ func mine(cur *external.Step, agent string) *external.Step {
 const SettleWait = 5 * time.Second
 
 // settle returns the run's step for its agent. When there is none but
-// the run is executing here, it first waits until there is one or the
-// run stops executing (a gate, the end), or until ctx ends; a step that
+// the run is executing here (or is about to: [Server.executingSoon]), it
+// first waits until there is one or the run stops executing (a gate, the
+// end), or until ctx ends; a step that
 // has ended counts as none (the run is moving to its next step). Every
 // wake-up (a step published or ended, an event of the run) reads the
 // state again after subscribing, so none is missed. The wait is not bounded by time
@@ -428,7 +429,7 @@ const SettleWait = 5 * time.Second
 // run takes under load; otherwise it is bounded by [SettleWait].
 func (g *gateway) settle(ctx context.Context, run, agent string) *external.Step {
 	cur, changed := g.live(run)
-	if cur != nil || !g.s.runner.Executing(run) {
+	if cur != nil || !g.s.executingSoon(ctx, run) {
 		// A step is published (for this agent, or for another: then
 		// none is this agent's now), or nothing will be soon.
 		return mine(cur, agent)
@@ -438,7 +439,7 @@ func (g *gateway) settle(ctx context.Context, run, agent string) *external.Step 
 	deadline := time.Now().Add(SettleWait)
 	for {
 		cur, changed = g.live(run)
-		if cur != nil || !g.s.runner.Executing(run) {
+		if cur != nil || !g.s.executingSoon(ctx, run) {
 			return mine(cur, agent)
 		}
 		var t *time.Timer

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/openplaybook/openplaybook/store"
 )
 
 // ReplicaHeader names, on every answer of a replica, the replica that
@@ -56,6 +58,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	owner, addr, alive, err := rs.c.RunOwner(ctx, run)
 	cancel()
+	if err == nil && owner != "" && !alive && owner != m.ID() && strings.HasPrefix(r.URL.Path, "/mcp/runs/") {
+		owner, addr, alive, err = s.awaitAdoption(r.Context(), run, owner, addr)
+	}
 	if err == nil && owner != "" && alive && strings.HasPrefix(r.URL.Path, "/mcp/runs/") {
 		if opened := staleSession(r, owner); opened != "" {
 			// Answered here, at once, without a hop: the session is not
@@ -93,6 +98,48 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
 	}
 	p.ServeHTTP(w, r)
 	return true
+}
+
+// awaitAdoption is, for an agent's request of a run that is running under
+// a dead owner, the run's owner once a replica has adopted it: the
+// survivors adopt such a run within an adoption round
+// ([ReplicaOptions.AdoptEvery]), and until then no replica executes it,
+// so a call answered here at once would find no step to run it in. It
+// waits, for at most three rounds (or until ctx ends), for the run's
+// owner to change, reading it again on each of the run's events and
+// every 100 ms; then it returns the run's owner as it is (the dead one,
+// when none adopted it: the request is served here, as before). A run
+// that is not running (it waits: the request resumes it here) is not
+// waited for.
+func (s *Server) awaitAdoption(ctx context.Context, run, owner, addr string) (string, string, bool, error) {
+	if r, err := s.st.GetRun(ctx, run); err != nil || r.Status != store.RunRunning {
+		return owner, addr, false, err
+	}
+	ch, unsubscribe := s.events.Subscribe(run)
+	defer unsubscribe()
+	rs := s.replicas
+	ctx, cancel := context.WithTimeout(ctx, 3*rs.opt.AdoptEvery)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return owner, addr, false, nil
+		case <-ch:
+		case <-tick.C:
+		}
+		o, a, alive, err := rs.c.RunOwner(ctx, run)
+		if err != nil {
+			if ctx.Err() != nil {
+				return owner, addr, false, nil
+			}
+			return o, a, alive, err
+		}
+		if o != owner || alive {
+			return o, a, alive, nil
+		}
+	}
 }
 
 // peerTransport is the transport of forwarded requests: a peer that does

@@ -263,3 +263,29 @@ func (h *heldLock) store() store.Store {
 	}
 	return h
 }
+
+// executingSoon reports whether run executes here or is about to: this
+// replica adopted it (it is running, owned by this replica's id) and
+// resumes it in its adoption round, within [ReplicaOptions.AdoptEvery]
+// (a resume refused because the dead owner's run lock has not lapsed yet
+// is tried again the round after). Without replicas, whether it executes
+// here. A store error counts as not.
+func (s *Server) executingSoon(ctx context.Context, run string) bool {
+	if s.runner.Executing(run) {
+		return true
+	}
+	rs := s.replicas
+	if rs == nil {
+		return false
+	}
+	m := rs.member()
+	if m == nil {
+		return false
+	}
+	owner, _, _, err := rs.c.RunOwner(ctx, run)
+	if err != nil || owner != m.ID() {
+		return false
+	}
+	r, err := s.st.GetRun(ctx, run)
+	return err == nil && r.Status == store.RunRunning && m.Alive() == nil
+}
