@@ -17,14 +17,38 @@ import (
 // need that a test machine has not ("# needs a Kubernetes cluster ...",
 // "# needs a container engine ...").
 func operateBlocks(t *testing.T) (blocks []string, lines []int) {
+	return docBlocks(t, "operate.md", "")
+}
+
+// docBlocks returns the sh code blocks of docs/NAME (of its section
+// headed exactly section, up to the next heading of the same or a
+// higher level, when section is not ""), as operateBlocks does.
+func docBlocks(t *testing.T, name, section string) (blocks []string, lines []int) {
 	t.Helper()
-	src, err := os.ReadFile("../../../docs/operate.md")
+	src, err := os.ReadFile("../../../docs/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var cur []string
 	in, start := false, 0
+	level := 0 // of the section, while in it; -1 before it; 0 when no section is asked for
+	if section != "" {
+		level = -1
+	}
 	for i, l := range strings.Split(string(src), "\n") {
+		if !in && section != "" && strings.HasPrefix(l, "#") {
+			hashes := len(l) - len(strings.TrimLeft(l, "#"))
+			switch {
+			case level == -1 && strings.TrimSpace(l[hashes:]) == section:
+				level = hashes
+				continue
+			case level > 0 && hashes <= level:
+				level = -2 // past it
+			}
+		}
+		if level < 0 {
+			continue
+		}
 		switch {
 		case !in && l == "```sh":
 			in, start, cur = true, i+2, nil
@@ -111,21 +135,7 @@ func TestOperateDocRuns(t *testing.T) {
 		}
 	}
 
-	var script strings.Builder
-	script.WriteString("set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n")
-	for i, b := range blocks {
-		fmt.Fprintf(&script, "echo '== docs/operate.md:%d' >&2\n%s\n", lines[i], b)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	c := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-c", script.String())
-	c.Dir = work
-	c.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+gobin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OPENPLAYBOOK_OPERATOR_TOKEN", "OPENPLAYBOOK_HARNESS"} {
-		c.Env = append(c.Env, k+"=")
-	}
-	c.WaitDelay = 10 * time.Second
-	out, err := c.CombinedOutput()
+	out, err := runDocBlocks(t, "operate.md", blocks, lines, "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n", work, 8*time.Minute, bin, gobin)
 	if err != nil {
 		t.Fatalf("docs/operate.md does not run as written: %v\n%s", err, out)
 	}
@@ -135,6 +145,31 @@ func TestOperateDocRuns(t *testing.T) {
 			t.Errorf("docs/operate.md's commands printed no %s:\n%s", want, out)
 		}
 	}
+}
+
+// runDocBlocks runs the blocks of docs/name (lines: where each starts)
+// in order, in one bash with errexit, nounset and pipefail, after
+// prelude, in dir, with path's directories first on the PATH and none of
+// the environment variables that would point the commands elsewhere; it
+// returns what they printed, stdout and stderr together, and ends them
+// after timeout.
+func runDocBlocks(t *testing.T, name string, blocks []string, lines []int, prelude, dir string, timeout time.Duration, path ...string) ([]byte, error) {
+	t.Helper()
+	var script strings.Builder
+	script.WriteString("set -euo pipefail\n" + prelude)
+	for i, b := range blocks {
+		fmt.Fprintf(&script, "echo '== docs/%s:%d' >&2\n%s\n", name, lines[i], b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-c", script.String())
+	c.Dir = dir
+	c.Env = append(os.Environ(), "PATH="+strings.Join(append(path, os.Getenv("PATH")), string(os.PathListSeparator)))
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OPENPLAYBOOK_OPERATOR_TOKEN", "OPENPLAYBOOK_HARNESS", "OPENPLAYBOOK_DATABASE_URL"} {
+		c.Env = append(c.Env, k+"=")
+	}
+	c.WaitDelay = 10 * time.Second
+	return c.CombinedOutput()
 }
 
 func goEnv(t *testing.T, key string) string {
