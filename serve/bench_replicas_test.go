@@ -212,23 +212,33 @@ func (r *benchRig) calls() int {
 	return n
 }
 
-// cpuOf is the CPU time, in seconds, process pid and its reaped children
-// used (utime, stime, cutime and cstime of /proc/PID/stat).
-func cpuOf(pid int) float64 {
+// cpuOf is the CPU time, in seconds, process pid used (utime and stime
+// of /proc/PID/stat) and its reaped children did (cutime and cstime):
+// for a replica, its tool servers.
+func cpuOf(pid int) (self, children float64) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	var ticks float64
-	for _, i := range []int{11, 12, 13, 14} { // fields 14-17, after pid and comm
-		if i < len(f) {
-			v, _ := strconv.ParseFloat(f[i], 64)
-			ticks += v
-		}
+	if len(f) < 15 {
+		return 0, 0
 	}
-	return ticks / 100 // USER_HZ
+	tick := func(i int) float64 { // fields 14-17 are f[11:15], after pid and comm
+		v, _ := strconv.ParseFloat(f[i], 64)
+		return v / 100 // USER_HZ
+	}
+	return tick(11) + tick(12), tick(13) + tick(14)
+}
+
+// cpuOfAll is cpuOf summed over pids.
+func cpuOfAll(pids []int) (self, children float64) {
+	for _, pid := range pids {
+		s, c := cpuOf(pid)
+		self, children = self+s, children+c
+	}
+	return self, children
 }
 
 // benchClient is an HTTP client for many concurrent requests to the
@@ -347,12 +357,13 @@ func TestBenchmarkReplicasRuns(t *testing.T) {
 	if _, err := runToEnd(ctx, hc, baseA, r.doc); err != nil {
 		t.Fatal(err)
 	}
-	round := func(bases []string, pids []int) (float64, float64) {
+	type roundResult struct {
+		runsPerSec      float64
+		cpuRun, cpuKids float64 // CPU seconds per run: the replicas', their tool servers'
+	}
+	round := func(bases []string, pids []int) roundResult {
 		before := r.calls()
-		cpu0 := 0.0
-		for _, pid := range pids {
-			cpu0 += cpuOf(pid)
-		}
+		self0, kids0 := cpuOfAll(pids)
 		var wg sync.WaitGroup
 		var done atomic.Int64
 		errs := make(chan error, len(bases)*clients)
@@ -376,25 +387,22 @@ func TestBenchmarkReplicasRuns(t *testing.T) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		cpu := -cpu0
-		for _, pid := range pids {
-			cpu += cpuOf(pid)
-		}
+		self1, kids1 := cpuOfAll(pids)
 		n := done.Load()
 		if got := r.calls() - before; got != int(n)*10 {
 			t.Fatalf("%d runs completed and the tool server counted %d calls, want %d", n, got, n*10)
 		}
-		return float64(n) / el.Seconds(), cpu / float64(n)
+		return roundResult{float64(n) / el.Seconds(), (self1 - self0) / float64(n), (kids1 - kids0) / float64(n)}
 	}
 	t.Logf("load average at start: %s", loadavg())
 	var one, three, ratios []float64
 	for i := range rounds {
-		var r1, r3, c1, c3 float64
-		do1 := func() { r1, c1 = round([]string{baseA}, []int{a.cmd.Process.Pid}) }
+		var r1, r3 roundResult
+		do1 := func() { r1 = round([]string{baseA}, []int{a.cmd.Process.Pid}) }
 		do3 := func() {
 			b, baseB := r.replica()
 			c, baseC := r.replica()
-			r3, c3 = round([]string{baseA, baseB, baseC}, []int{a.cmd.Process.Pid, b.cmd.Process.Pid, c.cmd.Process.Pid})
+			r3 = round([]string{baseA, baseB, baseC}, []int{a.cmd.Process.Pid, b.cmd.Process.Pid, c.cmd.Process.Pid})
 			b.stop()
 			c.stop()
 		}
@@ -405,8 +413,10 @@ func TestBenchmarkReplicasRuns(t *testing.T) {
 			do3()
 			do1()
 		}
-		one, three, ratios = append(one, r1), append(three, r3), append(ratios, r3/r1)
-		t.Logf("round %d: 1 replica %.1f runs/s (serve CPU %.0f ms/run), 3 replicas %.1f runs/s (%.0f ms/run): ratio %.2f; load %s", i+1, r1, c1*1000, r3, c3*1000, r3/r1, loadavg())
+		ratio := r3.runsPerSec / r1.runsPerSec
+		one, three, ratios = append(one, r1.runsPerSec), append(three, r3.runsPerSec), append(ratios, ratio)
+		t.Logf("round %d: 1 replica %.1f runs/s (CPU per run: serve %.0f ms, its tool servers %.0f ms), 3 replicas %.1f runs/s (%.0f ms, %.0f ms): ratio %.2f; load %s",
+			i+1, r1.runsPerSec, r1.cpuRun*1000, r1.cpuKids*1000, r3.runsPerSec, r3.cpuRun*1000, r3.cpuKids*1000, ratio, loadavg())
 	}
 	t.Logf("runs/s, %d clients per replica, %d runs each: 1 replica median %.1f, 3 replicas median %.1f; ratio per round %s, median %.2f (target >= 2.4)",
 		clients, perClient, median(one), median(three), fmtRatios(ratios), median(ratios))
@@ -647,7 +657,7 @@ func (r *benchRig) listenChannel() string {
 // 2025-11-25, OPENPLAYBOOK_BENCH_SESSIONS of them, default 1 and 4 in
 // turn, each one call at a time) calls mcp.bench.read through A's
 // gateway, the tool answering at once (DELAY 0), for
-// OPENPLAYBOOK_BENCH_CALLS calls (default 300). serve has no switch for
+// OPENPLAYBOOK_BENCH_CALLS calls (default 600). serve has no switch for
 // its fan-out: every replica always LISTENs for the others' wake-ups,
 // and each call's progress line goes to the run's subscribers. So "on"
 // is two event streams of the run open on each replica (B's and C's
@@ -659,15 +669,15 @@ func (r *benchRig) listenChannel() string {
 // be none: no notification per tool call).
 func TestBenchmarkReplicasFanOut(t *testing.T) {
 	rounds := benchReplicas(t, 6)
-	calls := benchEnvInt("OPENPLAYBOOK_BENCH_CALLS", 300)
+	calls := benchEnvInt("OPENPLAYBOOK_BENCH_CALLS", 600)
 	sessionCounts := []int{1, 4}
 	if v := benchEnvInt("OPENPLAYBOOK_BENCH_SESSIONS", 0); v > 0 {
 		sessionCounts = []int{v}
 	}
 	r := newBenchRig(t, "{driver: mcp}", "0s", nil)
-	_, baseA := r.replica()
-	_, baseB := r.replica()
-	_, baseC := r.replica()
+	a, baseA := r.replica()
+	b, baseB := r.replica()
+	c, baseC := r.replica()
 	ctx := context.Background()
 	run, token := r.agentRun(baseA)
 	var sessions []*mcp.ClientSession
@@ -701,7 +711,16 @@ func TestBenchmarkReplicasFanOut(t *testing.T) {
 	defer func() { stopListen(); <-listened }()
 
 	hc := benchClient()
-	round := func(n int, on bool) (float64, int64, []int64) {
+	// fanRound is one round's calls/s, the notifications seen during
+	// its calls, the progress events each stream read, and the CPU per
+	// call of A and of B and C together, in µs.
+	type fanRound struct {
+		rate        float64
+		notes       int64
+		seen        []int64
+		cpuA, cpuBC float64
+	}
+	round := func(n int, on bool) fanRound {
 		var streams []io.Closer
 		var counts []*atomic.Int64
 		var wg sync.WaitGroup
@@ -730,6 +749,8 @@ func TestBenchmarkReplicasFanOut(t *testing.T) {
 		}
 		before := r.calls()
 		n0 := notified.Load()
+		a0, _ := cpuOf(a.cmd.Process.Pid)
+		bc0, _ := cpuOfAll([]int{b.cmd.Process.Pid, c.cmd.Process.Pid})
 		var next atomic.Int64
 		errs := make(chan error, n)
 		start := time.Now()
@@ -747,6 +768,8 @@ func TestBenchmarkReplicasFanOut(t *testing.T) {
 		}
 		cw.Wait()
 		el := time.Since(start)
+		a1, _ := cpuOf(a.cmd.Process.Pid)
+		bc1, _ := cpuOfAll([]int{b.cmd.Process.Pid, c.cmd.Process.Pid})
 		close(errs)
 		for err := range errs {
 			t.Fatal(err)
@@ -764,26 +787,25 @@ func TestBenchmarkReplicasFanOut(t *testing.T) {
 		for _, c := range counts {
 			got = append(got, c.Load())
 		}
-		return float64(calls) / el.Seconds(), nn, got
+		return fanRound{float64(calls) / el.Seconds(), nn, got, (a1 - a0) * 1e6 / float64(calls), (bc1 - bc0) * 1e6 / float64(calls)}
 	}
 	t.Logf("load average at start: %s", loadavg())
 	round(1, false) // warm up
 	for _, n := range sessionCounts {
 		var ons, offs, ratios []float64
 		for i := range rounds {
-			var on, off float64
-			var non, noff int64
-			var seenBy []int64
+			var on, off fanRound
 			if i%2 == 0 {
-				on, non, seenBy = round(n, true)
-				off, noff, _ = round(n, false)
+				on = round(n, true)
+				off = round(n, false)
 			} else {
-				off, noff, _ = round(n, false)
-				on, non, seenBy = round(n, true)
+				off = round(n, false)
+				on = round(n, true)
 			}
-			ons, offs, ratios = append(ons, on), append(offs, off), append(ratios, on/off)
-			t.Logf("%d sessions, round %d: fan-out on %.0f calls/s, off %.0f calls/s: ratio %.3f; notifications during the calls: on %d, off %d; progress events each stream read: %v; load %s",
-				n, i+1, on, off, on/off, non, noff, seenBy, loadavg())
+			ratio := on.rate / off.rate
+			ons, offs, ratios = append(ons, on.rate), append(offs, off.rate), append(ratios, ratio)
+			t.Logf("%d sessions, round %d: fan-out on %.0f calls/s, off %.0f calls/s: ratio %.3f; CPU per call on/off: A %.0f/%.0f µs, B+C %.0f/%.0f µs; notifications during the calls: on %d, off %d; progress events each stream read: %v; load %s",
+				n, i+1, on.rate, off.rate, ratio, on.cpuA, off.cpuA, on.cpuBC, off.cpuBC, on.notes, off.notes, on.seen, loadavg())
 		}
 		t.Logf("%d sessions, %d calls a round: on median %.0f calls/s, off median %.0f; ratio per round %s, median %.3f (target >= 0.9)",
 			n, calls, median(ons), median(offs), fmtRatios(ratios), median(ratios))
