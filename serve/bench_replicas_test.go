@@ -232,6 +232,12 @@ func cpuOf(pid int) (self, children float64) {
 	return tick(11) + tick(12), tick(13) + tick(14)
 }
 
+// selfCPU is the CPU time, in seconds, this process has used.
+func selfCPU() float64 {
+	self, _ := cpuOf(os.Getpid())
+	return self
+}
+
 // cpuOfAll is cpuOf summed over pids.
 func cpuOfAll(pids []int) (self, children float64) {
 	for _, pid := range pids {
@@ -239,6 +245,57 @@ func cpuOfAll(pids []int) (self, children float64) {
 		self, children = self+s, children+c
 	}
 	return self, children
+}
+
+// pgCPU is the CPU time, in seconds, of each process the PostgreSQL
+// server of the rig's schema runs now (the postmaster's children:
+// backends, writers), by pid.
+func (r *benchRig) pgCPU() map[int]float64 {
+	r.t.Helper()
+	var backend int
+	if err := r.db.QueryRow(context.Background(), `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		r.t.Fatal(err)
+	}
+	postmaster := parentOf(backend)
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out := map[int]float64{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || parentOf(pid) != postmaster {
+			continue
+		}
+		out[pid], _ = cpuOf(pid)
+	}
+	return out
+}
+
+// pgUsed is the CPU time the PostgreSQL processes of after used since
+// before (all of it for one started since); a process that exited in
+// between is not counted.
+func pgUsed(before, after map[int]float64) float64 {
+	total := 0.0
+	for pid, c := range after {
+		total += c - before[pid]
+	}
+	return total
+}
+
+// parentOf is the parent process id of pid (0 when it cannot be read).
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 // benchClient is an HTTP client for many concurrent requests to the
@@ -360,10 +417,12 @@ func TestBenchmarkReplicasRuns(t *testing.T) {
 	type roundResult struct {
 		runsPerSec      float64
 		cpuRun, cpuKids float64 // CPU seconds per run: the replicas', their tool servers'
+		cpuPG, cpuTest  float64 // and PostgreSQL's, the benchmark's (its clients)
 	}
 	round := func(bases []string, pids []int) roundResult {
 		before := r.calls()
 		self0, kids0 := cpuOfAll(pids)
+		pg0, test0 := r.pgCPU(), selfCPU()
 		var wg sync.WaitGroup
 		var done atomic.Int64
 		errs := make(chan error, len(bases)*clients)
@@ -388,11 +447,13 @@ func TestBenchmarkReplicasRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		self1, kids1 := cpuOfAll(pids)
+		pg1, test1 := r.pgCPU(), selfCPU()
 		n := done.Load()
 		if got := r.calls() - before; got != int(n)*10 {
 			t.Fatalf("%d runs completed and the tool server counted %d calls, want %d", n, got, n*10)
 		}
-		return roundResult{float64(n) / el.Seconds(), (self1 - self0) / float64(n), (kids1 - kids0) / float64(n)}
+		per := func(a, b float64) float64 { return (b - a) / float64(n) }
+		return roundResult{float64(n) / el.Seconds(), per(self0, self1), per(kids0, kids1), pgUsed(pg0, pg1) / float64(n), per(test0, test1)}
 	}
 	t.Logf("load average at start: %s", loadavg())
 	var one, three, ratios []float64
@@ -415,8 +476,11 @@ func TestBenchmarkReplicasRuns(t *testing.T) {
 		}
 		ratio := r3.runsPerSec / r1.runsPerSec
 		one, three, ratios = append(one, r1.runsPerSec), append(three, r3.runsPerSec), append(ratios, ratio)
-		t.Logf("round %d: 1 replica %.1f runs/s (CPU per run: serve %.0f ms, its tool servers %.0f ms), 3 replicas %.1f runs/s (%.0f ms, %.0f ms): ratio %.2f; load %s",
-			i+1, r1.runsPerSec, r1.cpuRun*1000, r1.cpuKids*1000, r3.runsPerSec, r3.cpuRun*1000, r3.cpuKids*1000, ratio, loadavg())
+		ms := func(x roundResult) string {
+			return fmt.Sprintf("serve %.0f, tool servers %.0f, PostgreSQL %.0f, clients %.0f ms", x.cpuRun*1000, x.cpuKids*1000, x.cpuPG*1000, x.cpuTest*1000)
+		}
+		t.Logf("round %d: 1 replica %.1f runs/s (CPU per run: %s), 3 replicas %.1f runs/s (%s): ratio %.2f; load %s",
+			i+1, r1.runsPerSec, ms(r1), r3.runsPerSec, ms(r3), ratio, loadavg())
 	}
 	t.Logf("runs/s, %d clients per replica, %d runs each: 1 replica median %.1f, 3 replicas median %.1f; ratio per round %s, median %.2f (target >= 2.4)",
 		clients, perClient, median(one), median(three), fmtRatios(ratios), median(ratios))
