@@ -393,7 +393,9 @@ func pct(ds []time.Duration, p int) time.Duration {
 // runs/s is runs over that. Rounds alternate 1 and 3 replicas (the
 // order swapped every other round); B and C are started before and
 // stopped after each 3-replica round, so a 1-replica round has A alone.
-// The tool server's count must equal runs × 10 each round.
+// The tool server's count must equal runs × 10 each round. The CPU per
+// run of the replicas, their tool servers, PostgreSQL and the clients
+// (from /proc) is logged with each round.
 func TestBenchmarkReplicasRuns(t *testing.T) {
 	rounds := benchReplicas(t, 6)
 	clients := benchEnvInt("OPENPLAYBOOK_BENCH_CLIENTS", 4)
@@ -730,7 +732,8 @@ func (r *benchRig) listenChannel() string {
 // calls/s is calls over the time from the first call to the last
 // answer. A LISTEN of the benchmark's own counts PostgreSQL's
 // notifications on the replicas' channel during the calls (there should
-// be none: no notification per tool call).
+// be none: no notification per tool call); the CPU per call of A and of
+// B and C (from /proc) is logged with each round.
 func TestBenchmarkReplicasFanOut(t *testing.T) {
 	rounds := benchReplicas(t, 6)
 	calls := benchEnvInt("OPENPLAYBOOK_BENCH_CALLS", 600)
