@@ -108,12 +108,7 @@ func newCrashServeWith(t *testing.T, agent, transcript, delay string) (*killable
 	t.Helper()
 	root := mcptest.RepoRoot(t)
 	dir := t.TempDir()
-	server := filepath.Join(dir, "crashserver")
-	build := exec.Command("go", "build", "-o", server, "./runtime/testdata/crash/server")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the crash server: %v\n%s", err, out)
-	}
+	server := buildProgram(t, dir, "crashserver", "./runtime/testdata/crash/server")
 	count, pids := filepath.Join(dir, "count.txt"), filepath.Join(dir, "pids")
 	if err := os.Mkdir(pids, 0o755); err != nil {
 		t.Fatal(err)
