@@ -305,6 +305,14 @@ func (s *Session) Create(ctx context.Context, input jsontext.Value) (string, err
 		if err != nil {
 			return err
 		}
+		// Owned from the creating commit (store.CreateClaimer): a
+		// replica that dies before it executes the run leaves it to be
+		// adopted.
+		if c, ok := store.As[store.CreateClaimer](s.opt.Store); ok {
+			if err := c.ClaimCreated(tx, run.ID); err != nil {
+				return err
+			}
+		}
 		if err := s.append(tx, run.ID, "", "", RunCreated{Playbook: run.PlaybookID, Version: run.PlaybookVersion, DocumentDigest: run.DocumentDigest, HarnessDigest: s.opt.HarnessDigest, InputDigest: digest(run.Input)}); err != nil {
 			return err
 		}

@@ -283,9 +283,10 @@ type crashRunStatus struct {
 	Status  string `json:"status"`
 	Reason  string `json:"reason"`
 	Waiting []struct {
-		Kind string `json:"kind"`
-		ID   string `json:"id"`
-		Tool string `json:"tool"`
+		Kind      string             `json:"kind"`
+		ID        string             `json:"id"`
+		Tool      string             `json:"tool"`
+		Arguments encjson.RawMessage `json:"arguments"`
 	} `json:"waiting"`
 }
 

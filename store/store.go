@@ -112,6 +112,16 @@ type Queued interface {
 	Done() <-chan struct{}
 }
 
+// CreateClaimer is a store view through which one owner (a replica)
+// executes runs, as [store/replica.Owned] is. [runtime.Session.Create]
+// calls ClaimCreated in the transaction that creates a run (after
+// [Tx.CreateRun]), so that the run has an owner from the commit that
+// creates it: an owner that dies before it executes the run leaves it to
+// be adopted, never running under no one. Find it with [As].
+type CreateClaimer interface {
+	ClaimCreated(tx Tx, run string) error
+}
+
 // Tx is one function's view of a write transaction: its changes and the
 // reads that must see them. Its reads see its own writes and those of
 // the functions committed before it in the same commit. Its methods are

@@ -20,6 +20,9 @@ import (
 //     run claimed through this view still having owner and that epoch
 //     ([store.Tx.Fence]): once another replica has claimed it, they fail with
 //     [store.ErrFenced] and keep nothing.
+//   - ClaimCreated claims a run in the transaction that creates it
+//     ([store.CreateClaimer]), so that a replica that dies before it
+//     executes a run it created leaves it to be adopted.
 //   - alive, when not nil, is called before every Tx and Queue: an error
 //     from it (the replica lost its liveness, see docs/store.md,
 //     "Replicas") fails the function with store.ErrFenced before anything is
@@ -70,6 +73,14 @@ func (o *owned) LockRun(run string) (func(), error) {
 	o.epochs[run] = epoch
 	o.mu.Unlock()
 	return unlock, nil
+}
+
+// ClaimCreated claims run, created in tx, for the view's owner
+// ([store.CreateClaimer]): epoch 1 from the commit that creates it. The
+// view does not fence on it: the execution's LockRun claims it again.
+func (o *owned) ClaimCreated(tx store.Tx, run string) error {
+	_, err := tx.ClaimRun(run, o.owner)
+	return err
 }
 
 // Epoch returns the epoch the view claimed run at (0 when it did not).

@@ -20,6 +20,14 @@
 // With PID_DIR set, the server creates an empty file named by its process
 // id there when it starts, so the test can wait for it to be gone after a
 // kill.
+//
+// With CALL_LOG set, every call appends a line to that file when it
+// arrives, "start <key> <ppid>", and another just before its answer is
+// sent, "answer <key> <ppid>": the key is the append's id, or "read:"
+// and the read's tag; ppid is the process id of the server's parent (the
+// runtime that called it). Each line is one write to a file opened for
+// appending, so lines of several servers (and a test's own) keep the
+// order they were written in.
 package main
 
 import (
@@ -68,6 +76,24 @@ func main() {
 		}
 	}
 
+	logCall := func(event, key string) {}
+	if name := os.Getenv("CALL_LOG"); name != "" {
+		ppid := os.Getppid()
+		logCall = func(event, key string) {
+			f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+			if err != nil {
+				log.Fatalf("CALL_LOG: %v", err)
+			}
+			_, err = fmt.Fprintf(f, "%s %s %d\n", event, key, ppid)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				log.Fatalf("CALL_LOG: %v", err)
+			}
+		}
+	}
+
 	var mu sync.Mutex // one append at a time
 	yes := true
 	server := mcp.NewServer(&mcp.Implementation{Name: "crash", Version: "1.0.0"}, nil)
@@ -84,6 +110,8 @@ func main() {
 		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || args.ID == "" {
 			return failure("append needs {\"id\": string}"), nil
 		}
+		logCall("start", args.ID)
+		defer logCall("answer", args.ID)
 		mu.Lock()
 		defer mu.Unlock()
 		time.Sleep(delay / 2)
@@ -119,6 +147,12 @@ func main() {
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"lines":{"type":"integer"}},"required":["lines"]}`),
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args struct {
+			Tag string `json:"tag"`
+		}
+		_ = json.Unmarshal(req.Params.Arguments, &args)
+		logCall("start", "read:"+args.Tag)
+		defer logCall("answer", "read:"+args.Tag)
 		b, err := os.ReadFile(countFile)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return failure("%v", err), nil
