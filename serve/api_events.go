@@ -94,20 +94,14 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, run string
 			if ev.Type != "progress" && ev.Type != "status" {
 				continue // not a name this stream documents
 			}
-			ev.Text = s.redact(ev.Text)
 			if ev.Type == "status" {
+				ev.Text = s.redact(ev.Text)
 				if !statusEvent(ev) {
 					return
 				}
 				continue
 			}
-			data, err := json.Marshal(ev)
-			if err != nil {
-				continue
-			}
-			// Encoded JSON has no raw line break (a string's are
-			// escaped), so the data is one field line.
-			if !write(fmt.Sprintf("event: %s\ndata: %s\n\n", ev.Type, data)) {
+			if frame := s.progressFrame(ev); frame != "" && !write(frame) {
 				return
 			}
 		}
@@ -123,4 +117,26 @@ func oneLine(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// progressFrame is the event stream frame of progress event ev, its text
+// redacted: made once for every stream of this process when the broker
+// published ev ([Event.frame]); "" when ev cannot be encoded.
+func (s *Server) progressFrame(ev Event) string {
+	encode := func() string {
+		ev.Text = s.redact(ev.Text)
+		ev.frame = nil
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return ""
+		}
+		// Encoded JSON has no raw line break (a string's are escaped),
+		// so the data is one field line.
+		return "event: " + ev.Type + "\ndata: " + string(data) + "\n\n"
+	}
+	if ev.frame == nil {
+		return encode()
+	}
+	ev.frame.once.Do(func() { ev.frame.text = encode() })
+	return ev.frame.text
 }

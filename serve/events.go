@@ -12,6 +12,17 @@ type Event struct {
 	Type string `json:"type"`
 	Run  string `json:"run"`
 	Text string `json:"text,omitempty"`
+
+	// frame is the event as an event stream sends it, encoded once for
+	// all of this process's streams (set by [Broker.Publish] for progress
+	// events; nil: each stream encodes it).
+	frame *sseFrame
+}
+
+// sseFrame is an event's server-sent-event frame, made once.
+type sseFrame struct {
+	once sync.Once
+	text string // "" when the event could not be encoded
 }
 
 // Broker fans events out to subscribers. A subscriber that does not keep
@@ -66,6 +77,9 @@ func (b *Broker) Nudge() {
 // publish is Publish to this process's subscribers only.
 func (b *Broker) publish(run string, ev Event) {
 	ev.Run = run
+	if ev.Type == "progress" {
+		ev.frame = &sseFrame{}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, key := range []string{run, ""} {
