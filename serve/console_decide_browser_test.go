@@ -180,6 +180,30 @@ func TestConsoleDecisionBrowser(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
+	// clickGone clicks button and waits until gone is not on the page.
+	// The page redraws its list as the runs' events come, so the button
+	// found may be replaced before the click reaches it (chromedp: "Could
+	// not find node with given id"): nothing was clicked then, and it is
+	// found and clicked again.
+	clickGone := func(what, button, gone string) {
+		t.Helper()
+		for try := 1; ; try++ {
+			c, cancel := context.WithTimeout(bctx, 30*time.Second)
+			_, err := chromedp.Run(c, chromedp.Click(chromedp.CSS(button)))
+			if err == nil {
+				_, err = chromedp.Run(c, chromedp.WaitNotPresent(chromedp.CSS(gone)))
+				cancel()
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				return
+			}
+			cancel()
+			if !strings.Contains(err.Error(), "Could not find node") || try == 3 {
+				t.Fatalf("%s: %v", what, err)
+			}
+		}
+	}
 	clickLoad := func(what, sel string) {
 		t.Helper()
 		c, cancel := context.WithTimeout(bctx, 30*time.Second)
@@ -447,7 +471,7 @@ func TestConsoleDecisionBrowser(t *testing.T) {
 	}
 
 	// Approve the gate; then the other pages.
-	do("approve the gate", chromedp.Click(chromedp.CSS(`.pending.kind-gate button[value="approve"]`)), chromedp.WaitNotPresent(chromedp.CSS(".pending.kind-gate")))
+	clickGone("approve the gate", `.pending.kind-gate button[value="approve"]`, ".pending.kind-gate")
 	// The gate no longer waits: the run goes on to wrapup (running with
 	// its agent, or waiting for it if the agent's session is not counted
 	// yet), never back at the gate.
