@@ -385,7 +385,9 @@ func pct(ds []time.Duration, p int) time.Duration {
 // each 20 ms at the tool server (the tool server is a process per run, as
 // a stdio server is). The offered load follows the replicas, as behind a
 // load balancer with more clients: each replica has the same number of
-// closed-loop clients (OPENPLAYBOOK_BENCH_CLIENTS, default 4), each
+// closed-loop clients (OPENPLAYBOOK_BENCH_CLIENTS, default 2: on a
+// 2-CPU machine 3 replicas of 4 clients each are bound by the CPU, a run
+// taking 680 ms for its 200 ms of tools, no longer by the tools), each
 // starting a run through its replica (POST /api/v1/runs), waiting on the
 // run's event stream until it completed, and starting the next, for
 // OPENPLAYBOOK_BENCH_RUNS runs (default 8). The clock starts before the
@@ -398,7 +400,7 @@ func pct(ds []time.Duration, p int) time.Duration {
 // (from /proc) is logged with each round.
 func TestBenchmarkReplicasRuns(t *testing.T) {
 	rounds := benchReplicas(t, 6)
-	clients := benchEnvInt("OPENPLAYBOOK_BENCH_CLIENTS", 4)
+	clients := benchEnvInt("OPENPLAYBOOK_BENCH_CLIENTS", 2)
 	perClient := benchEnvInt("OPENPLAYBOOK_BENCH_RUNS", 8)
 	var steps []map[string]any
 	for i := range 10 {
