@@ -73,15 +73,21 @@ type attemptRows struct {
 	held  map[int]store.Call
 }
 
+// newCallMerge returns the merge of ch, a chain about to be walked, with
+// the calls of run, of which there are count (CallCount), read through p.
+func newCallMerge(ctx context.Context, p store.CallPager, runID string, count int, ch *chain) *callMerge {
+	ch.unordered = true
+	ch.keep, ch.kept = map[callKey]bool{}, map[callKey]*chainCall{}
+	return &callMerge{ctx: ctx, p: p, run: runID, count: count, ch: ch, rows: map[attemptKey]*attemptRows{}}
+}
+
 // reconcilePaged is reconcileOnce with the calls merged ([callMerge]);
 // ok is false when the merge gave up (nothing is concluded: compare the
 // run whole). count is the run's number of calls (CallCount).
-func reconcilePaged(ctx context.Context, st store.Store, p store.CallPager, runID string, count int) (out []Disagreement, ok bool, err error) {
+func reconcilePaged(ctx context.Context, rd rowReads, p store.CallPager, walk logWalk, runID string, count int) (out []Disagreement, ok bool, err error) {
 	ch := newChain()
-	ch.unordered = true
-	ch.keep, ch.kept = map[callKey]bool{}, map[callKey]*chainCall{}
-	m := &callMerge{ctx: ctx, p: p, run: runID, count: count, ch: ch, rows: map[attemptKey]*attemptRows{}}
-	err = store.EachAudit(ctx, st, runID, func(r audit.Record) error {
+	m := newCallMerge(ctx, p, runID, count, ch)
+	err = walk(func(r audit.Record) error {
 		ch.add(&r)
 		return m.walked()
 	})
@@ -94,12 +100,20 @@ func reconcilePaged(ctx context.Context, st store.Store, p store.CallPager, runI
 	if err != nil {
 		return nil, false, err
 	}
-	run, err := st.GetRun(ctx, runID)
+	out, err = compareMerged(ctx, rd, ch, runID)
+	return out, true, err
+}
+
+// compareMerged compares the rows of the run other than its calls with
+// ch, a walk of its whole log whose calls a merge found to agree.
+func compareMerged(ctx context.Context, rd rowReads, ch *chain, runID string) ([]Disagreement, error) {
+	var out []Disagreement
+	run, err := rd.GetRun(ctx, runID)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	reconcileRun(&out, ch, run)
-	return out, true, reconcileRest(ctx, st, &out, ch, runID)
+	return out, reconcileRest(ctx, rd, &out, ch, runID)
 }
 
 // walked takes the chain's last record.

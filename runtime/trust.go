@@ -41,7 +41,8 @@ type recordData struct {
 
 func dataOf(r audit.Record) recordData {
 	var d recordData
-	if len(r.Data) > 0 {
+	if len(r.Data) > 0 && !d.decodePlain(r.Data) {
+		d = recordData{}
 		_ = json.Unmarshal(r.Data, &d)
 	}
 	return d
