@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 
 	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/store"
@@ -30,6 +31,17 @@ func (s *Store) ReadSnapshot(ctx context.Context, fn func(store.Snapshot) error)
 	if err := q.queryRow(ctx, `SELECT count(*) FROM runs WHERE id = ''`).Scan(&one); err != nil {
 		return fmt.Errorf("store: beginning a read: %w", err)
 	}
+	// A snapshot's reads are mostly one pass over a run's rows, each
+	// page read once: SQLite's page cache (2 MB by default, per
+	// connection) is kept small while it lasts.
+	var cache int64
+	if err := tx.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&cache); err != nil {
+		return fmt.Errorf("store: beginning a read: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `PRAGMA cache_size = -256`); err != nil {
+		return fmt.Errorf("store: beginning a read: %w", err)
+	}
+	defer tx.ExecContext(context.Background(), `PRAGMA cache_size = `+strconv.FormatInt(cache, 10))
 	return fn(snapshot{q})
 }
 
