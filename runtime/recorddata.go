@@ -10,7 +10,7 @@ package runtime
 // result. A long log's records are decoded once each: this skips the
 // reflection of the general decoder.
 func (d *recordData) decodePlain(data []byte) bool {
-	var names [32]string
+	var names [32][]byte
 	n := 0
 	i := skipSpace(data, 0)
 	if i == len(data) || data[i] != '{' {
@@ -21,16 +21,17 @@ func (d *recordData) decodePlain(data []byte) bool {
 		return skipSpace(data, i+1) == len(data)
 	}
 	for {
-		name, j, ok := plainString(data, i)
+		nb, j, ok := plainString(data, i)
 		if !ok || n == len(names) {
 			return false
 		}
 		for _, seen := range names[:n] {
-			if seen == name {
+			if string(seen) == string(nb) {
 				return false
 			}
 		}
-		names[n] = name
+		names[n] = nb
+		name := nb // compared, not kept: no string is made of it
 		n++
 		i = skipSpace(data, j)
 		if i == len(data) || data[i] != ':' {
@@ -52,15 +53,15 @@ func (d *recordData) decodePlain(data []byte) bool {
 					return false // a string where a number or boolean goes
 				}
 			} else {
-				*f = v
+				*f = string(v)
 			}
 			i = j
 		case c == 't' || c == 'f':
 			v, j, ok := literal(data, i)
-			if !ok || (name != "sideEffecting" && (d.stringField(name) != nil || d.otherField(name))) {
+			if !ok || (string(name) != "sideEffecting" && (d.stringField(name) != nil || d.otherField(name))) {
 				return false
 			}
-			if name == "sideEffecting" {
+			if string(name) == "sideEffecting" {
 				d.SideEffecting = v
 			}
 			i = j
@@ -69,7 +70,7 @@ func (d *recordData) decodePlain(data []byte) bool {
 			if !ok {
 				return false
 			}
-			switch name {
+			switch string(name) {
 			case "attempt":
 				d.Attempt = &v
 			case "index":
@@ -100,8 +101,8 @@ func (d *recordData) decodePlain(data []byte) bool {
 
 // stringField returns the string member of d named name, nil when it has
 // none.
-func (d *recordData) stringField(name string) *string {
-	switch name {
+func (d *recordData) stringField(name []byte) *string {
+	switch string(name) {
 	case "approval":
 		return &d.Approval
 	case "argsDigest":
@@ -137,8 +138,12 @@ func (d *recordData) stringField(name string) *string {
 }
 
 // otherField reports whether name is a member of d that is not a string.
-func (d *recordData) otherField(name string) bool {
-	return name == "sideEffecting" || name == "attempt" || name == "index"
+func (d *recordData) otherField(name []byte) bool {
+	switch string(name) {
+	case "sideEffecting", "attempt", "index":
+		return true
+	}
+	return false
 }
 
 func skipSpace(b []byte, i int) int {
@@ -149,20 +154,20 @@ func skipSpace(b []byte, i int) int {
 }
 
 // plainString reads the string at b[i] (a '"'), printable ASCII without
-// a backslash, and returns it and the index after it.
-func plainString(b []byte, i int) (string, int, bool) {
+// a backslash, and returns its bytes (in b) and the index after it.
+func plainString(b []byte, i int) ([]byte, int, bool) {
 	if i >= len(b) || b[i] != '"' {
-		return "", i, false
+		return nil, i, false
 	}
 	for j := i + 1; j < len(b); j++ {
 		switch c := b[j]; {
 		case c == '"':
-			return string(b[i+1 : j]), j + 1, true
+			return b[i+1 : j], j + 1, true
 		case c < 0x20 || c > 0x7e || c == '\\':
-			return "", i, false
+			return nil, i, false
 		}
 	}
-	return "", i, false
+	return nil, i, false
 }
 
 // literal reads true or false at b[i].
