@@ -47,18 +47,13 @@ func (d *recordData) decodePlain(data []byte) bool {
 			if !ok {
 				return false
 			}
-			f := d.stringField(name)
-			if f == nil {
-				if d.otherField(name) {
-					return false // a string where a number or boolean goes
-				}
-			} else {
-				*f = string(v)
+			if !d.setString(name, v) && d.otherField(name) {
+				return false // a string where a number or boolean goes
 			}
 			i = j
 		case c == 't' || c == 'f':
 			v, j, ok := literal(data, i)
-			if !ok || (string(name) != "sideEffecting" && (d.stringField(name) != nil || d.otherField(name))) {
+			if !ok || (string(name) != "sideEffecting" && (isStringField(name) || d.otherField(name))) {
 				return false
 			}
 			if string(name) == "sideEffecting" {
@@ -76,7 +71,7 @@ func (d *recordData) decodePlain(data []byte) bool {
 			case "index":
 				d.Index = &v
 			default:
-				if d.stringField(name) != nil || d.otherField(name) {
+				if isStringField(name) || d.otherField(name) {
 					return false
 				}
 			}
@@ -99,42 +94,52 @@ func (d *recordData) decodePlain(data []byte) bool {
 	}
 }
 
-// stringField returns the string member of d named name, nil when it has
-// none.
-func (d *recordData) stringField(name []byte) *string {
+// setString sets the string member of d named name to v and reports
+// whether d has one (a setter, not a pointer to the member, so that d
+// can stay on its caller's stack).
+func (d *recordData) setString(name, v []byte) bool {
 	switch string(name) {
 	case "approval":
-		return &d.Approval
+		d.Approval = string(v)
 	case "argsDigest":
-		return &d.ArgsDigest
+		d.ArgsDigest = string(v)
 	case "storedArgsDigest":
-		return &d.StoredArgsDigest
+		d.StoredArgsDigest = string(v)
 	case "bindDigest":
-		return &d.BindDigest
+		d.BindDigest = string(v)
 	case "defDigest":
-		return &d.DefDigest
+		d.DefDigest = string(v)
 	case "playbook":
-		return &d.Playbook
+		d.Playbook = string(v)
 	case "version":
-		return &d.Version
+		d.Version = string(v)
 	case "documentDigest":
-		return &d.DocumentDigest
+		d.DocumentDigest = string(v)
 	case "harnessDigest":
-		return &d.HarnessDigest
+		d.HarnessDigest = string(v)
 	case "inputDigest":
-		return &d.InputDigest
+		d.InputDigest = string(v)
 	case "resultDigest":
-		return &d.ResultDigest
+		d.ResultDigest = string(v)
 	case "outputDigest":
-		return &d.OutputDigest
+		d.OutputDigest = string(v)
 	case "code":
-		return &d.Code
+		d.Code = string(v)
 	case "reason":
-		return &d.Reason
+		d.Reason = string(v)
 	case "by":
-		return &d.By
+		d.By = string(v)
+	default:
+		return false
 	}
-	return nil
+	return true
+}
+
+// isStringField reports whether recordData has a string member named
+// name.
+func isStringField(name []byte) bool {
+	var d recordData
+	return d.setString(name, nil)
 }
 
 // otherField reports whether name is a member of d that is not a string.

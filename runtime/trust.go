@@ -42,8 +42,9 @@ type recordData struct {
 func dataOf(r audit.Record) recordData {
 	var d recordData
 	if len(r.Data) > 0 && !d.decodePlain(r.Data) {
-		d = recordData{}
-		_ = json.Unmarshal(r.Data, &d)
+		var g recordData // apart from d, which stays on the stack
+		_ = json.Unmarshal(r.Data, &g)
+		return g
 	}
 	return d
 }
