@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/store"
@@ -66,11 +68,11 @@ type endedCall struct {
 
 // attemptRows is the reading of one step attempt's calls, in index
 // order: after is the last index read, held the rows read whose call
-// the merge has not compared yet.
+// the merge has not compared yet, in index order.
 type attemptRows struct {
 	after int
 	end   bool
-	held  map[int]store.Call
+	held  []store.Call
 }
 
 // newCallMerge returns the merge of ch, a chain about to be walked, with
@@ -192,7 +194,7 @@ func (m *callMerge) row(k callKey) (store.Call, bool, error) {
 	ak := attemptKey{k.step, k.attempt}
 	r := m.rows[ak]
 	if r == nil {
-		r = &attemptRows{after: -1, held: map[int]store.Call{}}
+		r = &attemptRows{after: -1}
 		m.rows[ak] = r
 	}
 	for !r.end && r.after < k.index {
@@ -206,11 +208,22 @@ func (m *callMerge) row(k callKey) (store.Call, bool, error) {
 					errIrregular, k.step, k.attempt, r.after, c.Index, c.Step, c.Attempt)
 			}
 			r.after = c.Index
-			r.held[c.Index] = c
 		}
+		r.held = append(r.held, page...)
 		r.end = len(page) < callPageSize
 	}
-	c, ok := r.held[k.index]
-	delete(r.held, k.index)
-	return c, ok, nil
+	// The calls are mostly compared in index order: the row is mostly
+	// the first held.
+	i, ok := slices.BinarySearchFunc(r.held, k.index, func(c store.Call, index int) int { return cmp.Compare(c.Index, index) })
+	if !ok {
+		return store.Call{}, false, nil
+	}
+	c := r.held[i]
+	if i == 0 {
+		r.held[0] = store.Call{}
+		r.held = r.held[1:]
+	} else {
+		r.held = slices.Delete(r.held, i, i+1)
+	}
+	return c, true, nil
 }
