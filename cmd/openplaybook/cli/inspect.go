@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -263,7 +262,6 @@ not.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: c.completeRuns,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			defer softMemoryLimit()()
 			st, _, err := c.storeFor(harnessPath)
 			if err != nil {
 				return err
@@ -327,26 +325,6 @@ not.`,
 	cmd.Flags().BoolVar(&verify, "verify", false, "prove the hash chain; exit 1 and name the record when it is broken")
 	formatFlag(cmd, format, "output format: text or json")
 	return cmd
-}
-
-// auditMemoryLimit is the Go runtime's soft memory limit while `audit`
-// runs, in bytes: the log streams through a page at a time, so the heap
-// needs a few MiB, and without the limit the collector lets it grow (and
-// keeps what it freed) past what the run needs; with it, a run of a
-// million records peaks at about 59 MB instead of 62-66 (BENCHMARKS.md,
-// issue 20). A run whose rows disagree is compared whole and needs more:
-// it is then collected often (at most half the CPU, the runtime's cap).
-const auditMemoryLimit = 16 << 20
-
-// softMemoryLimit sets auditMemoryLimit, unless GOMEMLIMIT sets a limit
-// of its own or the limit in force is lower, and returns what puts the
-// one before back.
-func softMemoryLimit() (restore func()) {
-	if os.Getenv("GOMEMLIMIT") != "" || debug.SetMemoryLimit(-1) <= auditMemoryLimit {
-		return func() {}
-	}
-	before := debug.SetMemoryLimit(auditMemoryLimit)
-	return func() { debug.SetMemoryLimit(before) }
 }
 
 // appendAuditText appends r as `audit` prints it to b: the seq (right
