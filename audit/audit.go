@@ -70,23 +70,31 @@ func (r Record) canonicalEncoded() ([]byte, error) {
 // the general path through the JSON encoder; TestCanonicalPlainMatches
 // holds the two to the same bytes.
 func (r Record) canonicalPlain() (_ []byte, ok bool) {
+	var data jsontext.Value
+	return r.appendPlain(nil, &data)
+}
+
+// appendPlain is canonicalPlain appending to b, canonicalizing the data
+// in *data (room reused from one record to the next).
+func (r *Record) appendPlain(b []byte, data *jsontext.Value) (_ []byte, ok bool) {
 	for _, s := range [...]string{r.Run, r.Time, r.Kind, r.Step, r.Tool, r.Prev} {
 		if !plain(s) {
 			return nil, false
 		}
 	}
-	var data jsontext.Value
 	if r.Data != nil {
-		data = r.Data.Clone()
-		if data.Canonicalize() != nil || data.Kind() != '{' || len(data) == 2 {
+		*data = append((*data)[:0], r.Data...)
+		if data.Canonicalize() != nil || data.Kind() != '{' || len(*data) == 2 {
 			return nil, false
 		}
 	}
-	b := make([]byte, 0, 192+len(r.Run)+len(r.Kind)+len(r.Step)+len(r.Tool)+len(data))
+	if b == nil {
+		b = make([]byte, 0, 192+len(r.Run)+len(r.Kind)+len(r.Step)+len(r.Tool)+len(*data))
+	}
 	b = append(b, '{')
-	if data != nil {
+	if r.Data != nil {
 		b = append(b, `"data":`...)
-		b = append(b, data...)
+		b = append(b, *data...)
 		b = append(b, ',')
 	}
 	b = appendString(b, "kind", r.Kind)
@@ -168,6 +176,8 @@ type Verifier struct {
 	prev    string // the hash of the record before the next one ("" before the first: Genesis)
 	prevSeq int64
 	n       int64
+	buf     []byte         // the last record's canonical form
+	data    jsontext.Value // the last record's data, canonicalized
 }
 
 // Add checks the next record of the log.
@@ -193,12 +203,27 @@ func (v *Verifier) Add(r Record) {
 	if r.Prev != prev && !gap {
 		v.probs = append(v.probs, Problem{r.Seq, fmt.Sprintf("record %d does not follow the record before it: its prev is %s, the hash before it is %s", r.Seq, short(r.Prev), short(prev))})
 	}
-	sealed, err := Seal(r, r.Prev)
+	// What Seal(r, r.Prev) would give, its canonical form written in
+	// room kept from the record before (a long log is checked without
+	// allocating per record).
+	c, ok := r.appendPlain(v.buf[:0], &v.data)
+	var err error
+	if ok {
+		v.buf = c
+	} else {
+		c, err = r.canonicalEncoded()
+	}
+	var sum [sha256.Size]byte
+	var hash [2 * sha256.Size]byte
+	if err == nil {
+		sum = sha256.Sum256(c)
+		hex.Encode(hash[:], sum[:])
+	}
 	switch {
 	case err != nil:
 		v.probs = append(v.probs, Problem{r.Seq, fmt.Sprintf("record %d cannot be hashed: %v", r.Seq, err)})
-	case sealed.Hash != r.Hash:
-		v.probs = append(v.probs, Problem{r.Seq, fmt.Sprintf("record %d was altered: its content hashes to %s but it says %s", r.Seq, short(sealed.Hash), short(r.Hash))})
+	case string(hash[:]) != r.Hash:
+		v.probs = append(v.probs, Problem{r.Seq, fmt.Sprintf("record %d was altered: its content hashes to %s but it says %s", r.Seq, short(string(hash[:])), short(r.Hash))})
 	}
 	v.prev, v.prevSeq = r.Hash, r.Seq
 }
@@ -222,6 +247,18 @@ func (v *Verifier) End(lastSeq int64, lastHash string) []Problem {
 		case v.prevSeq > lastSeq || prev != lastHash:
 			probs = append(probs, Problem{v.prevSeq, fmt.Sprintf("the log ends at record %d (%s) but the run's head is record %d (%s): the log or the head was changed", v.prevSeq, short(prev), lastSeq, short(lastHash))})
 		}
+	}
+	return probs
+}
+
+// EndHead is [Verifier.End] for a head read from the store's run row,
+// where a run without records has head 0: a zero head with records
+// after it is a head that was reset, a problem too (End skips the head
+// check for a zero head).
+func (v *Verifier) EndHead(lastSeq int64, lastHash string) []Problem {
+	probs := v.End(lastSeq, lastHash)
+	if lastSeq == 0 && v.n > 0 {
+		probs = append(probs, Problem{v.n, fmt.Sprintf("the run's head says it has no records but the log has %d: the head was reset", v.n)})
 	}
 	return probs
 }

@@ -141,6 +141,7 @@ func shown(s string) string {
 }
 
 func reconcileOnce(ctx context.Context, st store.Store, runID string) ([]Disagreement, error) {
+	walk := storeWalk(ctx, st, runID)
 	if p, ok := store.As[store.CallPager](st); ok {
 		n, err := p.CallCount(ctx, runID)
 		if err != nil {
@@ -149,54 +150,79 @@ func reconcileOnce(ctx context.Context, st store.Store, runID string) ([]Disagre
 		// A run of a few pages of calls is read whole: one read instead
 		// of one (or more) per step attempt, in bounded memory anyway.
 		if n > wholeCalls {
-			out, ok, err := reconcilePaged(ctx, st, p, runID, n)
+			out, ok, err := reconcilePaged(ctx, st, p, walk, runID, n)
 			if err != nil || ok {
 				return out, err
 			}
 		}
 	}
-	return reconcileWhole(ctx, st, runID)
+	return reconcileWhole(ctx, st, walk, runID)
+}
+
+// rowReads is what reconciliation reads of a run's rows: a
+// [store.Store], or a [store.Snapshot] of one.
+type rowReads interface {
+	GetRun(ctx context.Context, id string) (store.Run, error)
+	Steps(ctx context.Context, run string) ([]store.Step, error)
+	Calls(ctx context.Context, run string, f store.CallFilter) ([]store.Call, error)
+	Approvals(ctx context.Context, run string) ([]store.Approval, error)
+	Gates(ctx context.Context, run string) ([]store.Gate, error)
+}
+
+// logWalk calls fn with each record of a run's log, in seq order, and
+// returns fn's error or the read's.
+type logWalk func(fn func(audit.Record) error) error
+
+// storeWalk walks run's log in st with [store.EachAudit].
+func storeWalk(ctx context.Context, st store.Store, runID string) logWalk {
+	return func(fn func(audit.Record) error) error { return store.EachAudit(ctx, st, runID, fn) }
 }
 
 // reconcileWhole is reconcileOnce with every call of the run read at
 // once and compared once the chain is walked.
-func reconcileWhole(ctx context.Context, st store.Store, runID string) ([]Disagreement, error) {
-	var out []Disagreement
+func reconcileWhole(ctx context.Context, rd rowReads, walk logWalk, runID string) ([]Disagreement, error) {
 	// The log is walked as it is read, a page at a time: what is kept is
 	// what each row must hold, not the records.
 	ch := newChain()
-	if err := store.EachAudit(ctx, st, runID, func(r audit.Record) error {
+	if err := walk(func(r audit.Record) error {
 		ch.add(&r)
 		return nil
 	}); err != nil {
 		return nil, err
 	}
-	run, err := st.GetRun(ctx, runID)
+	return compareWhole(ctx, rd, ch, runID)
+}
+
+// compareWhole compares every row of the run with ch, a walk of its
+// whole log, reading the calls at once.
+func compareWhole(ctx context.Context, rd rowReads, ch *chain, runID string) ([]Disagreement, error) {
+	var out []Disagreement
+	run, err := rd.GetRun(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
 	reconcileRun(&out, ch, run)
-	calls, err := st.Calls(ctx, runID, store.CallFilter{})
+	calls, err := rd.Calls(ctx, runID, store.CallFilter{})
 	if err != nil {
 		return nil, err
 	}
 	reconcileCalls(&out, ch, calls, true)
-	return out, reconcileRest(ctx, st, &out, ch, runID)
+	return out, reconcileRest(ctx, rd, &out, ch, runID)
 }
 
 // reconcileRest compares the run's approvals, gates and steps with ch.
-func reconcileRest(ctx context.Context, st store.Store, out *[]Disagreement, ch *chain, runID string) error {
-	apr, err := st.Approvals(ctx, runID)
+func reconcileRest(ctx context.Context, rd rowReads, out *[]Disagreement, ch *chain, runID string) error {
+	apr, err := rd.Approvals(ctx, runID)
 	if err != nil {
 		return err
 	}
 	reconcileApprovals(out, ch, apr, true)
-	gates, err := st.Gates(ctx, runID)
+	gates, err := rd.Gates(ctx, runID)
 	if err != nil {
 		return err
 	}
 	reconcileGates(out, ch, gates)
-	steps, err := st.Steps(ctx, runID)
+	steps, err := rd.Steps(ctx, runID)
 	if err != nil {
 		return err
 	}

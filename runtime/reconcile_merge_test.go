@@ -147,7 +147,7 @@ func TestMergedCallsAsWhole(t *testing.T) {
 				m.calls[i].Error = "x"
 			}
 		}
-		whole, err := reconcileWhole(ctx, m, "run_x")
+		whole, err := reconcileWhole(ctx, m, storeWalk(ctx, m, "run_x"), "run_x")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func TestMergedCallsAsWhole(t *testing.T) {
 		if !reflect.DeepEqual(got, whole) {
 			t.Fatalf("round %d (window %d): merged\n%v\nwhole\n%v\nlog %v\nrows %+v", round, mergeWindow, got, whole, m.recs, m.calls)
 		}
-		_, ok, err := reconcilePaged(ctx, m, memPager{m}, "run_x", len(m.calls))
+		_, ok, err := reconcilePaged(ctx, m, memPager{m}, storeWalk(ctx, m, "run_x"), "run_x", len(m.calls))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/store"
@@ -66,22 +68,28 @@ type endedCall struct {
 
 // attemptRows is the reading of one step attempt's calls, in index
 // order: after is the last index read, held the rows read whose call
-// the merge has not compared yet.
+// the merge has not compared yet, in index order.
 type attemptRows struct {
 	after int
 	end   bool
-	held  map[int]store.Call
+	held  []store.Call
+}
+
+// newCallMerge returns the merge of ch, a chain about to be walked, with
+// the calls of run, of which there are count (CallCount), read through p.
+func newCallMerge(ctx context.Context, p store.CallPager, runID string, count int, ch *chain) *callMerge {
+	ch.unordered = true
+	ch.keep, ch.kept = map[callKey]bool{}, map[callKey]*chainCall{}
+	return &callMerge{ctx: ctx, p: p, run: runID, count: count, ch: ch, rows: map[attemptKey]*attemptRows{}}
 }
 
 // reconcilePaged is reconcileOnce with the calls merged ([callMerge]);
 // ok is false when the merge gave up (nothing is concluded: compare the
 // run whole). count is the run's number of calls (CallCount).
-func reconcilePaged(ctx context.Context, st store.Store, p store.CallPager, runID string, count int) (out []Disagreement, ok bool, err error) {
+func reconcilePaged(ctx context.Context, rd rowReads, p store.CallPager, walk logWalk, runID string, count int) (out []Disagreement, ok bool, err error) {
 	ch := newChain()
-	ch.unordered = true
-	ch.keep, ch.kept = map[callKey]bool{}, map[callKey]*chainCall{}
-	m := &callMerge{ctx: ctx, p: p, run: runID, count: count, ch: ch, rows: map[attemptKey]*attemptRows{}}
-	err = store.EachAudit(ctx, st, runID, func(r audit.Record) error {
+	m := newCallMerge(ctx, p, runID, count, ch)
+	err = walk(func(r audit.Record) error {
 		ch.add(&r)
 		return m.walked()
 	})
@@ -94,12 +102,20 @@ func reconcilePaged(ctx context.Context, st store.Store, p store.CallPager, runI
 	if err != nil {
 		return nil, false, err
 	}
-	run, err := st.GetRun(ctx, runID)
+	out, err = compareMerged(ctx, rd, ch, runID)
+	return out, true, err
+}
+
+// compareMerged compares the rows of the run other than its calls with
+// ch, a walk of its whole log whose calls a merge found to agree.
+func compareMerged(ctx context.Context, rd rowReads, ch *chain, runID string) ([]Disagreement, error) {
+	var out []Disagreement
+	run, err := rd.GetRun(ctx, runID)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	reconcileRun(&out, ch, run)
-	return out, true, reconcileRest(ctx, st, &out, ch, runID)
+	return out, reconcileRest(ctx, rd, &out, ch, runID)
 }
 
 // walked takes the chain's last record.
@@ -178,7 +194,7 @@ func (m *callMerge) row(k callKey) (store.Call, bool, error) {
 	ak := attemptKey{k.step, k.attempt}
 	r := m.rows[ak]
 	if r == nil {
-		r = &attemptRows{after: -1, held: map[int]store.Call{}}
+		r = &attemptRows{after: -1}
 		m.rows[ak] = r
 	}
 	for !r.end && r.after < k.index {
@@ -192,11 +208,22 @@ func (m *callMerge) row(k callKey) (store.Call, bool, error) {
 					errIrregular, k.step, k.attempt, r.after, c.Index, c.Step, c.Attempt)
 			}
 			r.after = c.Index
-			r.held[c.Index] = c
 		}
+		r.held = append(r.held, page...)
 		r.end = len(page) < callPageSize
 	}
-	c, ok := r.held[k.index]
-	delete(r.held, k.index)
-	return c, ok, nil
+	// The calls are mostly compared in index order: the row is mostly
+	// the first held.
+	i, ok := slices.BinarySearchFunc(r.held, k.index, func(c store.Call, index int) int { return cmp.Compare(c.Index, index) })
+	if !ok {
+		return store.Call{}, false, nil
+	}
+	c := r.held[i]
+	if i == 0 {
+		r.held[0] = store.Call{}
+		r.held = r.held[1:]
+	} else {
+		r.held = slices.Delete(r.held, i, i+1)
+	}
+	return c, true, nil
 }

@@ -39,6 +39,21 @@ func (p *pageCounter) CallCount(ctx context.Context, run string) (int, error) {
 // reconciliation reads every call at once, as it did before pages.
 type wholeOnly struct{ store.Store }
 
+// longRun runs a playbook of one step making n calls, which fill three
+// pages of calls (store.CallPageSize; more than a run compared whole may
+// have) and four of the log, to its end.
+func longRun(t *testing.T, name string) (r *rig, run string, n int) {
+	n = 2*store.CallPageSize + 3
+	r = newRig(t, rigConfig{maxToolCalls: n + 1}, buildDoc(t, name, agentStep("act", "ops", []string{"customer.get"}, "")))
+	calls := make([]tcall, n)
+	for i := range calls {
+		calls[i] = tcall{"customer.get", map[string]any{"customerId": fmt.Sprintf("cus_%d", i)}}
+	}
+	out, err := r.engine(0, map[string]string{"ops": transcriptOf(map[string][]tcall{"act": calls})}, nil, nil).Start(context.Background(), nil)
+	wantOutcome(t, "start", out, err, runtime.Completed)
+	return r, out.Run, n
+}
+
 // TestReconcileCallsAcrossPages: a run whose calls fill three pages
 // (store.CallPageSize; more than a run compared whole may have) is
 // compared with its chain a page at a time (no read of every call), and a call row changed, missing or extra on
@@ -46,16 +61,8 @@ type wholeOnly struct{ store.Store }
 // in the same order, as when every call is read at once; on both
 // engines.
 func TestReconcileCallsAcrossPages(t *testing.T) {
-	n := 2*store.CallPageSize + 3
-	r := newRig(t, rigConfig{maxToolCalls: n + 1}, buildDoc(t, "paged", agentStep("act", "ops", []string{"customer.get"}, "")))
+	r, run, n := longRun(t, "paged")
 	ctx := context.Background()
-	calls := make([]tcall, n)
-	for i := range calls {
-		calls[i] = tcall{"customer.get", map[string]any{"customerId": fmt.Sprintf("cus_%d", i)}}
-	}
-	out, err := r.engine(0, map[string]string{"ops": transcriptOf(map[string][]tcall{"act": calls})}, nil, nil).Start(ctx, nil)
-	wantOutcome(t, "start", out, err, runtime.Completed)
-	run := out.Run
 	rows := r.calls(run)
 	if len(rows) != n {
 		t.Fatalf("setup: %d calls, want %d", len(rows), n)

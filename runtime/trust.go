@@ -41,8 +41,10 @@ type recordData struct {
 
 func dataOf(r audit.Record) recordData {
 	var d recordData
-	if len(r.Data) > 0 {
-		_ = json.Unmarshal(r.Data, &d)
+	if len(r.Data) > 0 && !d.decodePlain(r.Data) {
+		var g recordData // apart from d, which stays on the stack
+		_ = json.Unmarshal(r.Data, &g)
+		return g
 	}
 	return d
 }

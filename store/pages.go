@@ -52,6 +52,13 @@ func EachAuditAfter(ctx context.Context, st Store, run string, after int64, fn f
 		}
 		return nil
 	}
+	return EachAuditPage(ctx, p, run, after, fn)
+}
+
+// EachAuditPage is [EachAuditAfter] through p, a page of
+// [AuditPageSize] records at a time: a [Snapshot] reads the log so from
+// one state of the store.
+func EachAuditPage(ctx context.Context, p AuditPager, run string, after int64, fn func(audit.Record) error) error {
 	for {
 		page, err := p.AuditPage(ctx, run, after, AuditPageSize)
 		if err != nil {
@@ -81,7 +88,9 @@ func EachAuditAfter(ctx context.Context, st Store, run string, after int64, fn f
 type CallPager interface {
 	// CallPage returns at most limit (at least 1) of the calls of run's
 	// attempt attempt at step step whose index is above after (-1: from
-	// index 0), in index order; fewer than limit (none) at the end.
+	// index 0), in index order; fewer than limit (none) at the end. Their
+	// Started and Finished are zero: the columns the chain records are
+	// read, not the times (which it does not).
 	CallPage(ctx context.Context, run, step string, attempt, after, limit int) ([]Call, error)
 	// CallCount returns the number of run's calls, of every step: 0 for
 	// a run with none (or no such run).
@@ -91,3 +100,32 @@ type CallPager interface {
 // CallPageSize is the number of calls a reader of [CallPager] pages
 // asks for at a time.
 const CallPageSize = 512
+
+// Snapshot is reads of a store that all see one state of it (one
+// read-only transaction), so that a reader that makes several of them,
+// as `openplaybook audit --verify` does, needs no check that the run did
+// not change between them. Its methods are the [Store] methods of the
+// same names, [AuditPager]'s and [CallPager]'s, as that state holds
+// them. It is valid only while the function given to
+// [Snapshotter.ReadSnapshot] runs.
+type Snapshot interface {
+	GetRun(ctx context.Context, id string) (Run, error)
+	Steps(ctx context.Context, run string) ([]Step, error)
+	Calls(ctx context.Context, run string, f CallFilter) ([]Call, error)
+	Approvals(ctx context.Context, run string) ([]Approval, error)
+	Gates(ctx context.Context, run string) ([]Gate, error)
+	AuditHead(ctx context.Context, run string) (seq int64, hash string, err error)
+	AuditPager
+	CallPager
+}
+
+// Snapshotter is what an engine implements beside [Store] to read from
+// one snapshot. It is optional: a reader of an engine without it reads
+// the [Store] and compares the run's head before and after.
+type Snapshotter interface {
+	// ReadSnapshot calls fn with reads that all see the store as it was
+	// when ReadSnapshot was called, and returns fn's error (or the
+	// error of beginning the read). The Snapshot must not be used after
+	// fn returns.
+	ReadSnapshot(ctx context.Context, fn func(Snapshot) error) error
+}

@@ -230,14 +230,22 @@ func (s *Store) PendingApprovals(ctx context.Context, run string) ([]store.Appro
 
 // Approvals returns every approval of a run, oldest first.
 func (s *Store) Approvals(ctx context.Context, run string) ([]store.Approval, error) {
-	return s.approvals(ctx, `WHERE run = $1 ORDER BY created_at, id`, run)
+	return runApprovals(ctx, s.pool, run)
+}
+
+func runApprovals(ctx context.Context, q reader, run string) ([]store.Approval, error) {
+	return listApprovals(ctx, q, `WHERE run = $1 ORDER BY created_at, id`, run)
 }
 
 const approvalCols = `id, kind, run, step, tool, def_digest, args_digest, call_attempt, call_idx,
 	status, reason, decided_by, created_at, expires_at, decided_at, used_at`
 
 func (s *Store) approvals(ctx context.Context, where string, args ...any) ([]store.Approval, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+approvalCols+` FROM approvals `+where, args...)
+	return listApprovals(ctx, s.pool, where, args...)
+}
+
+func listApprovals(ctx context.Context, q reader, where string, args ...any) ([]store.Approval, error) {
+	rows, err := q.Query(ctx, `SELECT `+approvalCols+` FROM approvals `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading approvals: %w", err)
 	}
@@ -324,7 +332,11 @@ const gateQuery = `SELECT run, step, attempt, status, reason, decided_by, opened
 // Gates returns a run's gates (every run's when run is "") in the order
 // they opened.
 func (s *Store) Gates(ctx context.Context, run string) ([]store.Gate, error) {
-	rows, err := s.pool.Query(ctx, gateQuery+` WHERE ($1 = '' OR run = $1) ORDER BY opened_at, rowid`, run)
+	return runGates(ctx, s.pool, run)
+}
+
+func runGates(ctx context.Context, q reader, run string) ([]store.Gate, error) {
+	rows, err := q.Query(ctx, gateQuery+` WHERE ($1 = '' OR run = $1) ORDER BY opened_at, rowid`, run)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading gates: %w", err)
 	}

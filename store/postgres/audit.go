@@ -175,7 +175,11 @@ func scanAudit(rows pgx.Rows) ([]audit.Record, error) {
 // AuditHead returns the seq and hash of a run's last audit record as the
 // run row records them.
 func (s *Store) AuditHead(ctx context.Context, run string) (seq int64, hash string, err error) {
-	err = s.pool.QueryRow(ctx, `SELECT audit_last_seq, audit_last_hash FROM runs WHERE id = $1`, run).Scan(&seq, &hash)
+	return auditHead(ctx, s.pool, run)
+}
+
+func auditHead(ctx context.Context, q reader, run string) (seq int64, hash string, err error) {
+	err = q.QueryRow(ctx, `SELECT audit_last_seq, audit_last_hash FROM runs WHERE id = $1`, run).Scan(&seq, &hash)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, "", fmt.Errorf("%w: run %q", store.ErrNotFound, run)
 	}
@@ -228,22 +232,21 @@ func verifyRows(rows pgx.Rows, run string) ([]audit.Problem, error) {
 	if !found {
 		return nil, fmt.Errorf("%w: run %q", store.ErrNotFound, run)
 	}
-	probs := v.End(seq, hash)
-	if n := v.Records(); seq == 0 && n > 0 {
-		probs = append(probs, audit.Problem{Seq: n, Message: fmt.Sprintf(
-			"the run's head says it has no records but the log has %d: the head was reset", n)})
-	}
-	return probs, nil
+	return v.EndHead(seq, hash), nil
 }
 
 // AuditPage returns at most limit of a run's records whose seq is above
 // after, in seq order ([store.AuditPager]): none past the end. A limit
 // below 1 is an error.
 func (s *Store) AuditPage(ctx context.Context, run string, after int64, limit int) ([]audit.Record, error) {
+	return auditPage(ctx, s.pool, run, after, limit)
+}
+
+func auditPage(ctx context.Context, q reader, run string, after int64, limit int) ([]audit.Record, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("store: reading audit: a page of %d records (at least 1)", limit)
 	}
-	rows, err := s.pool.Query(ctx, auditPageQuery, run, after, limit)
+	rows, err := q.Query(ctx, auditPageQuery, run, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading audit: %w", err)
 	}

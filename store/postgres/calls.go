@@ -332,8 +332,12 @@ func (t *tx) Calls(run string, f store.CallFilter) ([]store.Call, error) {
 
 // Calls returns a run's calls that match f, in the order they started.
 func (s *Store) Calls(ctx context.Context, run string, f store.CallFilter) ([]store.Call, error) {
+	return listCalls(ctx, s.pool, run, f)
+}
+
+func listCalls(ctx context.Context, r reader, run string, f store.CallFilter) ([]store.Call, error) {
 	q, args := callsQuery(run, f)
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := r.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading calls: %w", err)
 	}
@@ -372,22 +376,30 @@ func callsQuery(run string, f store.CallFilter) (string, []any) {
 // run whose index is above after, in index order ([store.CallPager]):
 // none past the end. A limit below 1 is an error.
 func (s *Store) CallPage(ctx context.Context, run, step string, attempt, after, limit int) ([]store.Call, error) {
+	return callPage(ctx, s.pool, run, step, attempt, after, limit)
+}
+
+func callPage(ctx context.Context, q reader, run, step string, attempt, after, limit int) ([]store.Call, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("store: reading calls: a page of %d calls (at least 1)", limit)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT run, step, attempt, idx, tool, def_digest, args, args_digest, decision, code, reason, state, side_effecting,
-		result, error, started_at, finished_at FROM calls WHERE run = $1 AND step = $2 AND attempt = $3 AND idx > $4 ORDER BY idx LIMIT $5`,
+	rows, err := q.Query(ctx, `SELECT run, step, attempt, idx, tool, def_digest, args, args_digest, decision, code, reason, state, side_effecting,
+		result, error, NULL::text, NULL::text FROM calls WHERE run = $1 AND step = $2 AND attempt = $3 AND idx > $4 ORDER BY idx LIMIT $5`,
 		run, step, attempt, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading calls: %w", err)
 	}
-	return scanCalls(rows)
+	return scanCalls(rows) // the times are not read ([store.CallPager])
 }
 
 // CallCount returns the number of a run's calls ([store.CallPager]).
 func (s *Store) CallCount(ctx context.Context, run string) (int, error) {
+	return callCount(ctx, s.pool, run)
+}
+
+func callCount(ctx context.Context, q reader, run string) (int, error) {
 	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM calls WHERE run = $1`, run).Scan(&n); err != nil {
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM calls WHERE run = $1`, run).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: counting calls: %w", err)
 	}
 	return n, nil

@@ -106,7 +106,11 @@ const runCols = `id, playbook_id, playbook_version, document_digest, %s, harness
 
 // GetRun returns the run with the given id, or [store.ErrNotFound].
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+fmt.Sprintf(runCols, "document")+` FROM runs WHERE id = $1`, id)
+	return getRun(ctx, s.pool, id)
+}
+
+func getRun(ctx context.Context, q reader, id string) (store.Run, error) {
+	rows, err := q.Query(ctx, `SELECT `+fmt.Sprintf(runCols, "document")+` FROM runs WHERE id = $1`, id)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("store: reading run: %w", err)
 	}
@@ -277,7 +281,11 @@ func (t *tx) stepStateError(run, step string, attempt int, what string) error {
 
 // Steps returns a run's step attempts in the order they started.
 func (s *Store) Steps(ctx context.Context, run string) ([]store.Step, error) {
-	rows, err := s.pool.Query(ctx, `SELECT run, step, attempt, status, output, error, started_at, finished_at
+	return listSteps(ctx, s.pool, run)
+}
+
+func listSteps(ctx context.Context, q reader, run string) ([]store.Step, error) {
+	rows, err := q.Query(ctx, `SELECT run, step, attempt, status, output, error, started_at, finished_at
 		FROM steps WHERE run = $1 ORDER BY started_at, rowid`, run)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading steps: %w", err)

@@ -380,6 +380,13 @@ type queryer interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// reader is what the reads run on: the pool, or a read-only
+// transaction's connection ([Store.ReadSnapshot]).
+type reader interface {
+	queryer
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 func readVersion(ctx context.Context, q queryer) (int, error) {
 	var v int
 	if err := q.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_version`).Scan(&v); err != nil {

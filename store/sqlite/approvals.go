@@ -229,7 +229,11 @@ func (s *Store) PendingApprovals(ctx context.Context, run string) ([]store.Appro
 
 // Approvals returns every approval of a run, oldest first.
 func (s *Store) Approvals(ctx context.Context, run string) ([]store.Approval, error) {
-	return listApprovals(ctx, s.pool(), `WHERE run = ? ORDER BY created_at, id`, run)
+	return runApprovals(ctx, s.pool(), run)
+}
+
+func runApprovals(ctx context.Context, q querier, run string) ([]store.Approval, error) {
+	return listApprovals(ctx, q, `WHERE run = ? ORDER BY created_at, id`, run)
 }
 
 // Approvals returns every approval of a run, oldest first, as this
@@ -238,7 +242,7 @@ func (t *Tx) Approvals(run string) ([]store.Approval, error) {
 	if t.done {
 		return nil, store.ErrTxDone
 	}
-	return listApprovals(context.Background(), t, `WHERE run = ? ORDER BY created_at, id`, run)
+	return runApprovals(context.Background(), t, run)
 }
 
 func listApprovals(ctx context.Context, q querier, where string, args ...any) ([]store.Approval, error) {
@@ -319,7 +323,11 @@ func (t *Tx) DecideGate(run, step string, attempt int, approve bool, reason, dec
 // they opened. To list what waits for a person, keep those with status
 // waiting.
 func (s *Store) Gates(ctx context.Context, run string) ([]store.Gate, error) {
-	return listGates(ctx, s.pool(), `WHERE (?1 = '' OR run = ?1) ORDER BY opened_at, rowid`, run)
+	return runGates(ctx, s.pool(), run)
+}
+
+func runGates(ctx context.Context, q querier, run string) ([]store.Gate, error) {
+	return listGates(ctx, q, `WHERE (?1 = '' OR run = ?1) ORDER BY opened_at, rowid`, run)
 }
 
 func listGates(ctx context.Context, q querier, where string, args ...any) ([]store.Gate, error) {

@@ -315,22 +315,35 @@ func (t *Tx) Calls(run string, f store.CallFilter) ([]store.Call, error) {
 // run whose index is above after, in index order ([store.CallPager]):
 // none past the end. A limit below 1 is an error.
 func (s *Store) CallPage(ctx context.Context, run, step string, attempt, after, limit int) ([]store.Call, error) {
+	return callPage(ctx, s.pool(), run, step, attempt, after, limit)
+}
+
+func callPage(ctx context.Context, q querier, run, step string, attempt, after, limit int) ([]store.Call, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("store: reading calls: a page of %d calls (at least 1)", limit)
 	}
-	rows, err := s.pool().query(ctx, `SELECT run, step, attempt, idx, tool, def_digest, args, args_digest, decision, code, reason, state, side_effecting,
-		result, error, started_at, finished_at FROM calls WHERE run = ? AND step = ? AND attempt = ? AND idx > ? ORDER BY idx LIMIT ?`,
-		run, step, attempt, after, limit)
+	rows, err := q.query(ctx, callPageQuery, run, step, attempt, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading calls: %w", err)
 	}
-	return scanCalls(rows)
+	return scanCallsOf(rows, &store.CallKey{Run: run, Step: step, Attempt: attempt}, min(limit, 1024))
 }
+
+// callPageQuery reads a page of one step attempt's calls: without the
+// key's first three columns, which are the query's, and the times, 12
+// columns of 17 (a long run's calls are read a page at a time by
+// `audit --verify`).
+const callPageQuery = `SELECT idx, tool, def_digest, args, args_digest, decision, code, reason, state, side_effecting,
+	result, error FROM calls WHERE run = ? AND step = ? AND attempt = ? AND idx > ? ORDER BY idx LIMIT ?`
 
 // CallCount returns the number of a run's calls ([store.CallPager]).
 func (s *Store) CallCount(ctx context.Context, run string) (int, error) {
+	return callCount(ctx, s.pool(), run)
+}
+
+func callCount(ctx context.Context, q querier, run string) (int, error) {
 	var n int
-	if err := s.pool().queryRow(ctx, `SELECT count(*) FROM calls WHERE run = ?`, run).Scan(&n); err != nil {
+	if err := q.queryRow(ctx, `SELECT count(*) FROM calls WHERE run = ?`, run).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: counting calls: %w", err)
 	}
 	return n, nil
@@ -367,16 +380,30 @@ func listCalls(ctx context.Context, q querier, run string, f store.CallFilter) (
 }
 
 // scanCalls reads call rows (the columns of listCalls) and closes rows.
-func scanCalls(rows *sql.Rows) ([]store.Call, error) {
+func scanCalls(rows *sql.Rows) ([]store.Call, error) { return scanCallsOf(rows, nil, 0) }
+
+// scanCallsOf reads calls whose rows begin with run, step and attempt,
+// or, when key is not nil, with idx and end before the times (the calls
+// are then all of key's step attempt, their times zero); size is the
+// room to make for them.
+func scanCallsOf(rows *sql.Rows, key *store.CallKey, size int) ([]store.Call, error) {
 	defer rows.Close()
-	var out []store.Call
+	out := make([]store.Call, 0, size)
+	var c store.Call
+	var tool, args, result []byte
+	var decision, state string
+	var started, finished sql.NullString
+	dest := []any{&c.Run, &c.Step, &c.Attempt, &c.Index, &tool, &c.DefDigest, &args, &c.ArgsDigest, &decision,
+		&c.Code, &c.Reason, &state, &c.SideEffecting, &result, &c.Error, &started, &finished}
+	if key != nil {
+		dest = dest[3 : len(dest)-2]
+	}
 	for rows.Next() {
-		var c store.Call
-		var tool, args, result []byte
-		var decision, state string
-		var started, finished sql.NullString
-		if err := rows.Scan(&c.Run, &c.Step, &c.Attempt, &c.Index, &tool, &c.DefDigest, &args, &c.ArgsDigest, &decision,
-			&c.Code, &c.Reason, &state, &c.SideEffecting, &result, &c.Error, &started, &finished); err != nil {
+		c = store.Call{}
+		if key != nil {
+			c.Run, c.Step, c.Attempt = key.Run, key.Step, key.Attempt
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("store: reading calls: %w", err)
 		}
 		c.Tool = string(tool)

@@ -259,7 +259,11 @@ func (t *Tx) runOpen(run string) error {
 
 // Steps returns a run's step attempts in the order they started.
 func (s *Store) Steps(ctx context.Context, run string) ([]store.Step, error) {
-	rows, err := s.pool().query(ctx, `SELECT run, step, attempt, status, output, error, started_at, finished_at
+	return listSteps(ctx, s.pool(), run)
+}
+
+func listSteps(ctx context.Context, q querier, run string) ([]store.Step, error) {
+	rows, err := q.query(ctx, `SELECT run, step, attempt, status, output, error, started_at, finished_at
 		FROM steps WHERE run = ? ORDER BY started_at, rowid`, run)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading steps: %w", err)

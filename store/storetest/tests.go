@@ -1296,7 +1296,7 @@ func testAuditPages(t *testing.T, openTest Opener) {
 
 // testCallPages: an engine that reads a run's calls in pages
 // ([store.CallPager], optional) gives, for one step attempt, exactly the
-// calls [store.Store.Calls] gives for it, in index order, page by page
+// calls [store.Store.Calls] gives for it (without their times), in index order, page by page
 // across page boundaries, and counts the run's calls of every step; other
 // runs' and other steps' calls are not in its pages.
 func testCallPages(t *testing.T, openTest Opener) {
@@ -1336,6 +1336,12 @@ func testCallPages(t *testing.T, openTest Opener) {
 	want, err := s.Calls(bg, run, store.CallFilter{Step: "work", Attempt: attempt})
 	if err != nil || len(want) != n {
 		t.Fatalf("Calls = %d calls, %v; want %d", len(want), err, n)
+	}
+	for i := range want {
+		if want[i].Started.IsZero() || want[i].Finished.IsZero() {
+			t.Fatalf("Calls gave call %d without its times", i)
+		}
+		want[i].Started, want[i].Finished = time.Time{}, time.Time{} // a page does not read them
 	}
 	for _, limit := range []int{1, 7, n, n + 1} {
 		var got []store.Call

@@ -271,43 +271,35 @@ not.`,
 			if _, err := st.GetRun(ctx, args[0]); err != nil {
 				return &exitError{code: ExitProblems, err: runError(err, args[0], harnessPath)}
 			}
-			// The log is checked, then printed as it is read, a page at a
-			// time: memory stays bounded however long it is.
-			var probs []audit.Problem
-			if verify {
-				if probs, err = st.VerifyAudit(ctx, args[0]); err != nil {
-					return ioError(err)
-				}
-				// The rows (run, steps, calls, approvals, gates) must say
-				// what the chain recorded.
-				rows, err := runtime.Disagreements(ctx, st, args[0])
-				if err != nil {
-					return ioError(err)
-				}
-				for _, d := range rows {
-					probs = append(probs, audit.Problem{Seq: d.Seq, Message: "the store disagrees with the audit log: " + d.Message})
-				}
-			}
 			w := bufio.NewWriterSize(c.stdout(), 64<<10)
-			n, head := 0, audit.Genesis
+			var probs []audit.Problem
 			if format.value == "json" {
+				// The problems come before the records in the object:
+				// the log is verified, then read again to print it.
+				if verify {
+					if probs, err = runtime.VerifyRun(ctx, st, args[0], nil); err != nil {
+						return ioError(err)
+					}
+				}
 				err = writeAuditJSON(ctx, w, st, args[0], verify, probs)
 			} else {
-				err = store.EachAudit(ctx, st, args[0], func(r audit.Record) error {
+				// Each record is printed as it is read, a page at a time
+				// (with --verify also checked and compared with the rows,
+				// in the same read): memory stays bounded however long
+				// the log.
+				n, head := 0, audit.Genesis
+				var line []byte
+				show := func(r audit.Record) error {
 					n, head = n+1, r.Hash
-					line := fmt.Sprintf("%4d %s %-22s", r.Seq, r.Time, r.Kind)
-					if r.Step != "" {
-						line += " step=" + textsafe.Line(r.Step)
-					}
-					if r.Tool != "" {
-						line += " tool=" + strconv.QuoteToASCII(r.Tool)
-					}
-					if len(r.Data) > 0 {
-						line += " " + textsafe.Line(string(r.Data))
-					}
-					_, err := fmt.Fprintf(w, "%s\n     hash %s\n", line, r.Hash)
+					line = appendAuditText(line[:0], &r)
+					_, err := w.Write(line)
 					return err
-				})
+				}
+				if verify {
+					probs, err = runtime.VerifyRun(ctx, st, args[0], show)
+				} else {
+					err = store.EachAudit(ctx, st, args[0], show)
+				}
 				if err == nil && verify {
 					for _, p := range probs {
 						fmt.Fprintf(w, "TAMPERED: %s\n", p.Message)
@@ -333,6 +325,52 @@ not.`,
 	cmd.Flags().BoolVar(&verify, "verify", false, "prove the hash chain; exit 1 and name the record when it is broken")
 	formatFlag(cmd, format, "output format: text or json")
 	return cmd
+}
+
+// appendAuditText appends r as `audit` prints it to b: the seq (right
+// aligned in 4 columns), time, kind (left aligned in 22), step (made
+// safe, textsafe.Line), tool (quoted, ASCII) and data (made safe) on one
+// line, then "     hash " and the hash on the next.
+func appendAuditText(b []byte, r *audit.Record) []byte {
+	var num [20]byte
+	seq := strconv.AppendInt(num[:0], r.Seq, 10)
+	for i := len(seq); i < 4; i++ {
+		b = append(b, ' ')
+	}
+	b = append(b, seq...)
+	b = append(b, ' ')
+	b = append(b, r.Time...)
+	b = append(b, ' ')
+	b = append(b, r.Kind...)
+	for i := utf8.RuneCountInString(r.Kind); i < 22; i++ {
+		b = append(b, ' ')
+	}
+	if r.Step != "" {
+		b = append(b, " step="...)
+		b = appendSafeLine(b, r.Step)
+	}
+	if r.Tool != "" {
+		b = append(b, " tool="...)
+		b = strconv.AppendQuoteToASCII(b, r.Tool)
+	}
+	if len(r.Data) > 0 {
+		b = append(b, ' ')
+		b = appendSafeLine(b, r.Data)
+	}
+	b = append(b, "\n     hash "...)
+	b = append(b, r.Hash...)
+	return append(b, '\n')
+}
+
+// appendSafeLine appends textsafe.Line(s) to b, without converting s
+// when it is printable ASCII (which Line leaves as it is).
+func appendSafeLine[T ~string | ~[]byte](b []byte, s T) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e {
+			return append(b, textsafe.Line(string(s))...)
+		}
+	}
+	return append(b, s...)
 }
 
 // writeAuditJSON writes `audit --format json`'s object, its records
