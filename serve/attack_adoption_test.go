@@ -1,0 +1,79 @@
+//go:build linux
+
+package serve_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAttackReplicasAnonymousNotHeld: a request without any credential
+// for the MCP URL of a run whose owner (replica A) was killed, sent
+// through replica B before any replica adopted the run, is answered 401
+// at once. It is not held for the adoption (three rounds, 3 s, reading
+// the run's owner from PostgreSQL every 100 ms): that wait runs before
+// authentication, so anyone who knows a run's id could hold a
+// connection and some thirty queries of B per request while a failover
+// lasts. The run's row is locked here for the test's length, so no
+// replica adopts it (Adopt skips locked rows) and a held request would
+// wait all three rounds.
+func TestAttackReplicasAnonymousNotHeld(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two programs; skipped with -short")
+	}
+	m := newMCPReplicas(t)
+	run, tok := m.startRun(m.baseA)
+	// An agent's call makes the run run at A (its agent step open).
+	cs := connectAgent(t, m.baseA, run, tok)
+	if text, isErr := callTool(t, cs, "mcp__crash__append", map[string]any{"id": "before"}); isErr {
+		t.Fatalf("append before the kill: %s", text)
+	}
+	waitRecorded(t, m.baseA, run, "call.succeeded")
+	ctx := context.Background()
+	tx, err := m.db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var status, owner string
+	if err := tx.QueryRow(ctx, `SELECT status, owner FROM runs WHERE id = $1 FOR UPDATE`, run).Scan(&status, &owner); err != nil {
+		t.Fatal(err)
+	}
+	if status != "running" || owner != m.idA {
+		t.Fatalf("run %s is %s under %q; want running under A (%s)", run, status, owner, m.idA)
+	}
+	_ = m.a.cmd.Process.Kill()
+	<-m.a.done
+	// Well under the three rounds a held request waits; a 401 takes
+	// milliseconds.
+	client := &http.Client{Timeout: 2 * time.Second}
+	killed := time.Now()
+	for {
+		req, _ := http.NewRequest("POST", m.baseB+"/mcp/runs/"+run, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("anonymous request through B while run %s's owner is dead and not adopted: %v (held for the adoption)", run, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		// Until PostgreSQL has seen A's connections close, A's liveness
+		// lock is held and B forwards to A: 502.
+		if resp.StatusCode == http.StatusBadGateway && time.Since(killed) < 5*time.Second {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("anonymous request through B: %d %s; want 401", resp.StatusCode, body)
+		}
+		break
+	}
+	if err := tx.QueryRow(ctx, `SELECT owner FROM runs WHERE id = $1`, run).Scan(&owner); err != nil || owner != m.idA {
+		t.Fatalf("run %s's owner is %q (%v); want A's (%s): the test's lock should have kept it from being adopted", run, owner, err, m.idA)
+	}
+}
