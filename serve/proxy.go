@@ -58,7 +58,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	owner, addr, alive, err := rs.c.RunOwner(ctx, run)
 	cancel()
-	if err == nil && owner != "" && !alive && owner != m.ID() && strings.HasPrefix(r.URL.Path, "/mcp/runs/") {
+	if err == nil && owner != "" && !alive && owner != m.ID() && strings.HasPrefix(r.URL.Path, "/mcp/runs/") && s.agentOf(r, run) {
 		owner, addr, alive, err = s.awaitAdoption(r.Context(), run, owner, addr)
 	}
 	if err == nil && owner != "" && alive && strings.HasPrefix(r.URL.Path, "/mcp/runs/") {
@@ -98,6 +98,22 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
 	}
 	p.ServeHTTP(w, r)
 	return true
+}
+
+// agentOf reports whether r carries a bearer token of run's agents: only
+// such a request is held for the run's adoption ([Server.awaitAdoption]),
+// since forward runs before authentication; any other is served here at
+// once (the gateway answers it 401).
+func (s *Server) agentOf(r *http.Request, run string) bool {
+	_, err := s.agentBearer(r.Context(), run, bearerOf(r))
+	return err == nil
+}
+
+// bearerOf is the token of r's Authorization header ("Bearer ..."), or
+// the header as it is when it names no scheme.
+func bearerOf(r *http.Request) string {
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return tok
 }
 
 // awaitAdoption is, for an agent's request of a run that is running under
