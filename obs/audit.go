@@ -285,7 +285,8 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 	rt = o.runTraceLocked(ctx, r.Run, d, t)
 	// A record that begins or ends no span of its own is an event of the
 	// run's span (the others are their spans: an event each would cost
-	// every call two, past the SDK's limit of 128 events a span).
+	// every call two, past the SDK's limit of 128 events a span), and so
+	// is a decision whose span is not open here.
 	event := func() {
 		rt.run.AddEvent(r.Kind, trace.WithTimestamp(t), trace.WithAttributes(attribute.Int64("openplaybook.audit.seq", r.Seq)))
 	}
@@ -383,12 +384,19 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 			attribute.String("openplaybook.approval.id", d.Approval), attribute.String("gen_ai.tool.name", r.Tool)))
 		rt.other[r.Step+"\x00approval\x00"+d.Approval] = sp
 	case "approval.approved", "approval.denied", "approval.voided":
+		ended := false
 		for k, sp := range rt.other {
 			if len(k) > len(d.Approval) && k[len(k)-len(d.Approval):] == d.Approval && d.Approval != "" {
 				sp.SetAttributes(attribute.String("openplaybook.approval.outcome", r.Kind[len("approval."):]))
 				sp.End(trace.WithTimestamp(t))
 				delete(rt.other, k)
+				ended = true
 			}
+		}
+		if !ended {
+			// Its span ended with an earlier execution's (the run
+			// waited): the decision is an event of this one.
+			event()
 		}
 	case "gate.waiting":
 		st := step()
@@ -400,6 +408,8 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 			sp.SetAttributes(attribute.String("openplaybook.gate.outcome", r.Kind[len("gate."):]))
 			sp.End(trace.WithTimestamp(t))
 			delete(rt.other, r.Step+"\x00gate")
+		} else {
+			event() // as an approval's decision without its span
 		}
 	case "run.completed", "run.failed", "run.rejected", "run.cancelled", "run.waiting":
 		event()
