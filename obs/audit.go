@@ -292,26 +292,39 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 	}
 
 	step := func() *stepTrace { return o.stepLocked(ctx, rt, r.Run, r.Step, d.Attempt, t) }
-	endStep := func(status codes.Code, desc string) {
-		if st := rt.steps[r.Step]; st != nil {
-			prefix := r.Step + "\x00"
-			for k, sp := range rt.other {
-				if strings.HasPrefix(k, prefix) {
+	// endStep ends the step's span and the spans under it; false when
+	// none is open here.
+	endStep := func(status codes.Code, desc string) bool {
+		st := rt.steps[r.Step]
+		if st == nil {
+			return false
+		}
+		prefix := r.Step + "\x00"
+		for k, sp := range rt.other {
+			if strings.HasPrefix(k, prefix) {
+				sp.End(trace.WithTimestamp(t))
+				delete(rt.other, k)
+			}
+		}
+		for k, sps := range rt.live {
+			if strings.HasPrefix(k, prefix) {
+				for _, sp := range sps {
 					sp.End(trace.WithTimestamp(t))
-					delete(rt.other, k)
 				}
+				delete(rt.live, k)
 			}
-			for k, sps := range rt.live {
-				if strings.HasPrefix(k, prefix) {
-					for _, sp := range sps {
-						sp.End(trace.WithTimestamp(t))
-					}
-					delete(rt.live, k)
-				}
-			}
-			st.span.SetStatus(status, desc)
-			st.span.End(trace.WithTimestamp(t))
-			delete(rt.steps, r.Step)
+		}
+		st.span.SetStatus(status, desc)
+		st.span.End(trace.WithTimestamp(t))
+		delete(rt.steps, r.Step)
+		return true
+	}
+	// stepEnded is a step's end: without its span open here (it ended
+	// with an earlier execution's, the run having waited, as for a
+	// cancel), an event of the run's span.
+	stepEnded := func(status codes.Code, desc string) {
+		if !endStep(status, desc) {
+			event()
 		}
 	}
 	ck := callKey(r.Step, d.Attempt, d.Index)
@@ -344,12 +357,12 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 		endStep(codes.Unset, "")
 		step()
 	case "step.finished":
-		endStep(codes.Ok, "")
+		stepEnded(codes.Ok, "")
 	case "step.failed":
 		// Not the reason: it may quote a tool's error (argument values).
-		endStep(codes.Error, "failed")
+		stepEnded(codes.Error, "failed")
 	case "step.retried":
-		endStep(codes.Error, "retried")
+		stepEnded(codes.Error, "retried")
 	case "call.started":
 		callSpan(step())
 	case "call.waiting":
