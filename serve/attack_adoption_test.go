@@ -77,3 +77,81 @@ func TestAttackReplicasAnonymousNotHeld(t *testing.T) {
 		t.Fatalf("run %s's owner is %q (%v); want A's (%s): the test's lock should have kept it from being adopted", run, owner, err, m.idA)
 	}
 }
+
+// TestAttackReplicasAgentWaitsShareReads: forty concurrent requests of a
+// run's agent (a valid token) through replica B, while the run's owner
+// is dead and the run not adopted, cost B's PostgreSQL far fewer than
+// forty times the reads of one: waiting for the adoption, each request
+// reads the run's owner every 100 ms for three rounds (some thirty
+// queries), so an agent with its token multiplies B's load on
+// PostgreSQL by the requests it holds open, and keeps doing so for as
+// long as no replica can adopt the run (here, the run's row is locked;
+// in production, every survivor at --max-adopt). Counted as the
+// transactions PostgreSQL committed (pg_stat_database, flushed by every
+// backend within ten seconds), less those of an idle window as long.
+func TestAttackReplicasAgentWaitsShareReads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two programs; skipped with -short")
+	}
+	m := newMCPReplicas(t)
+	run, tok := m.startRun(m.baseA)
+	cs := connectAgent(t, m.baseA, run, tok)
+	if text, isErr := callTool(t, cs, "mcp__crash__append", map[string]any{"id": "before"}); isErr {
+		t.Fatalf("append before the kill: %s", text)
+	}
+	waitRecorded(t, m.baseA, run, "call.succeeded")
+	ctx := context.Background()
+	tx, err := m.db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, run); err != nil {
+		t.Fatal(err)
+	}
+	_ = m.a.cmd.Process.Kill()
+	<-m.a.done
+	list := func() int {
+		req, _ := http.NewRequest("POST", m.baseB+"/mcp/runs/"+run, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for killed := time.Now(); list() == http.StatusBadGateway && time.Since(killed) < 5*time.Second; {
+		time.Sleep(20 * time.Millisecond) // A's liveness lock not released yet
+	}
+	commits := func() int64 {
+		time.Sleep(11 * time.Second) // every backend flushes its counts
+		var n int64
+		if _, err := tx.Exec(ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	c0 := commits()
+	idle := commits() - c0
+	c1 := commits()
+	const n = 40
+	done := make(chan int, n)
+	for range n {
+		go func() { done <- list() }()
+	}
+	for range n {
+		<-done
+	}
+	busy := commits() - c1
+	t.Logf("PostgreSQL committed %d transactions in an idle window, %d in one as long with %d agent requests held for the adoption", idle, busy, n)
+	if extra := busy - idle; extra > 10*n {
+		t.Errorf("%d agent requests held for the adoption cost %d transactions more than an idle window (%d a request); want them to share their reads of the run's owner", n, extra, extra/n)
+	}
+}
