@@ -9,7 +9,39 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
+
+// unadoptedAfterKill starts a run at replica A that runs (its agent made
+// a call), locks the run's row in a transaction it returns (Adopt skips
+// locked rows: no replica adopts the run while it is open) and kills A.
+func unadoptedAfterKill(t *testing.T) (m *mcpReplicas, run, token string, tx pgx.Tx) {
+	t.Helper()
+	m = newMCPReplicas(t)
+	run, token = m.startRun(m.baseA)
+	cs := connectAgent(t, m.baseA, run, token)
+	if text, isErr := callTool(t, cs, "mcp__crash__append", map[string]any{"id": "before"}); isErr {
+		t.Fatalf("append before the kill: %s", text)
+	}
+	waitRecorded(t, m.baseA, run, "call.succeeded")
+	ctx := context.Background()
+	tx, err := m.db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(ctx) })
+	var status, owner string
+	if err := tx.QueryRow(ctx, `SELECT status, owner FROM runs WHERE id = $1 FOR UPDATE`, run).Scan(&status, &owner); err != nil {
+		t.Fatal(err)
+	}
+	if status != "running" || owner != m.idA {
+		t.Fatalf("run %s is %s under %q; want running under A (%s)", run, status, owner, m.idA)
+	}
+	_ = m.a.cmd.Process.Kill()
+	<-m.a.done
+	return m, run, token, tx
+}
 
 // TestAttackReplicasAnonymousNotHeld: a request without any credential
 // for the MCP URL of a run whose owner (replica A) was killed, sent
@@ -25,29 +57,9 @@ func TestAttackReplicasAnonymousNotHeld(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two programs; skipped with -short")
 	}
-	m := newMCPReplicas(t)
-	run, tok := m.startRun(m.baseA)
-	// An agent's call makes the run run at A (its agent step open).
-	cs := connectAgent(t, m.baseA, run, tok)
-	if text, isErr := callTool(t, cs, "mcp__crash__append", map[string]any{"id": "before"}); isErr {
-		t.Fatalf("append before the kill: %s", text)
-	}
-	waitRecorded(t, m.baseA, run, "call.succeeded")
+	m, run, _, tx := unadoptedAfterKill(t)
 	ctx := context.Background()
-	tx, err := m.db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	var status, owner string
-	if err := tx.QueryRow(ctx, `SELECT status, owner FROM runs WHERE id = $1 FOR UPDATE`, run).Scan(&status, &owner); err != nil {
-		t.Fatal(err)
-	}
-	if status != "running" || owner != m.idA {
-		t.Fatalf("run %s is %s under %q; want running under A (%s)", run, status, owner, m.idA)
-	}
-	_ = m.a.cmd.Process.Kill()
-	<-m.a.done
+	var owner string
 	// Well under the three rounds a held request waits; a 401 takes
 	// milliseconds.
 	client := &http.Client{Timeout: 2 * time.Second}
@@ -95,24 +107,8 @@ func TestAttackReplicasAgentWaitsShareReads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two programs; skipped with -short")
 	}
-	m := newMCPReplicas(t)
-	run, tok := m.startRun(m.baseA)
-	cs := connectAgent(t, m.baseA, run, tok)
-	if text, isErr := callTool(t, cs, "mcp__crash__append", map[string]any{"id": "before"}); isErr {
-		t.Fatalf("append before the kill: %s", text)
-	}
-	waitRecorded(t, m.baseA, run, "call.succeeded")
+	m, run, tok, tx := unadoptedAfterKill(t)
 	ctx := context.Background()
-	tx, err := m.db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, run); err != nil {
-		t.Fatal(err)
-	}
-	_ = m.a.cmd.Process.Kill()
-	<-m.a.done
 	list := func() int {
 		req, _ := http.NewRequest("POST", m.baseB+"/mcp/runs/"+run, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		req.Header.Set("Authorization", "Bearer "+tok)
