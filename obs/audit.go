@@ -285,32 +285,46 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 	rt = o.runTraceLocked(ctx, r.Run, d, t)
 	// A record that begins or ends no span of its own is an event of the
 	// run's span (the others are their spans: an event each would cost
-	// every call two, past the SDK's limit of 128 events a span).
+	// every call two, past the SDK's limit of 128 events a span), and so
+	// is a decision whose span is not open here.
 	event := func() {
 		rt.run.AddEvent(r.Kind, trace.WithTimestamp(t), trace.WithAttributes(attribute.Int64("openplaybook.audit.seq", r.Seq)))
 	}
 
 	step := func() *stepTrace { return o.stepLocked(ctx, rt, r.Run, r.Step, d.Attempt, t) }
-	endStep := func(status codes.Code, desc string) {
-		if st := rt.steps[r.Step]; st != nil {
-			prefix := r.Step + "\x00"
-			for k, sp := range rt.other {
-				if strings.HasPrefix(k, prefix) {
+	// endStep ends the step's span and the spans under it; false when
+	// none is open here.
+	endStep := func(status codes.Code, desc string) bool {
+		st := rt.steps[r.Step]
+		if st == nil {
+			return false
+		}
+		prefix := r.Step + "\x00"
+		for k, sp := range rt.other {
+			if strings.HasPrefix(k, prefix) {
+				sp.End(trace.WithTimestamp(t))
+				delete(rt.other, k)
+			}
+		}
+		for k, sps := range rt.live {
+			if strings.HasPrefix(k, prefix) {
+				for _, sp := range sps {
 					sp.End(trace.WithTimestamp(t))
-					delete(rt.other, k)
 				}
+				delete(rt.live, k)
 			}
-			for k, sps := range rt.live {
-				if strings.HasPrefix(k, prefix) {
-					for _, sp := range sps {
-						sp.End(trace.WithTimestamp(t))
-					}
-					delete(rt.live, k)
-				}
-			}
-			st.span.SetStatus(status, desc)
-			st.span.End(trace.WithTimestamp(t))
-			delete(rt.steps, r.Step)
+		}
+		st.span.SetStatus(status, desc)
+		st.span.End(trace.WithTimestamp(t))
+		delete(rt.steps, r.Step)
+		return true
+	}
+	// stepEnded is a step's end: without its span open here (it ended
+	// with an earlier execution's, the run having waited, as for a
+	// cancel), an event of the run's span.
+	stepEnded := func(status codes.Code, desc string) {
+		if !endStep(status, desc) {
+			event()
 		}
 	}
 	ck := callKey(r.Step, d.Attempt, d.Index)
@@ -343,12 +357,12 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 		endStep(codes.Unset, "")
 		step()
 	case "step.finished":
-		endStep(codes.Ok, "")
+		stepEnded(codes.Ok, "")
 	case "step.failed":
 		// Not the reason: it may quote a tool's error (argument values).
-		endStep(codes.Error, "failed")
+		stepEnded(codes.Error, "failed")
 	case "step.retried":
-		endStep(codes.Error, "retried")
+		stepEnded(codes.Error, "retried")
 	case "call.started":
 		callSpan(step())
 	case "call.waiting":
@@ -383,12 +397,19 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 			attribute.String("openplaybook.approval.id", d.Approval), attribute.String("gen_ai.tool.name", r.Tool)))
 		rt.other[r.Step+"\x00approval\x00"+d.Approval] = sp
 	case "approval.approved", "approval.denied", "approval.voided":
+		ended := false
 		for k, sp := range rt.other {
 			if len(k) > len(d.Approval) && k[len(k)-len(d.Approval):] == d.Approval && d.Approval != "" {
 				sp.SetAttributes(attribute.String("openplaybook.approval.outcome", r.Kind[len("approval."):]))
 				sp.End(trace.WithTimestamp(t))
 				delete(rt.other, k)
+				ended = true
 			}
+		}
+		if !ended {
+			// Its span ended with an earlier execution's (the run
+			// waited): the decision is an event of this one.
+			event()
 		}
 	case "gate.waiting":
 		st := step()
@@ -400,6 +421,8 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 			sp.SetAttributes(attribute.String("openplaybook.gate.outcome", r.Kind[len("gate."):]))
 			sp.End(trace.WithTimestamp(t))
 			delete(rt.other, r.Step+"\x00gate")
+		} else {
+			event() // as an approval's decision without its span
 		}
 	case "run.completed", "run.failed", "run.rejected", "run.cancelled", "run.waiting":
 		event()

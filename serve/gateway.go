@@ -173,7 +173,7 @@ func (g *gateway) revoked(run string, tokens []string) {
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	run := r.PathValue("run")
-	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	tok := bearerOf(r)
 	rec, err := g.s.agentBearer(ctx, run, tok)
 	if err != nil {
 		if status, ended := endedRun(ctx, g.s, rec, run); ended {

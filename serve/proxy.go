@@ -58,7 +58,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	owner, addr, alive, err := rs.c.RunOwner(ctx, run)
 	cancel()
-	if err == nil && owner != "" && !alive && owner != m.ID() && strings.HasPrefix(r.URL.Path, "/mcp/runs/") {
+	if err == nil && owner != "" && !alive && owner != m.ID() && strings.HasPrefix(r.URL.Path, "/mcp/runs/") && s.agentOf(r, run) {
 		owner, addr, alive, err = s.awaitAdoption(r.Context(), run, owner, addr)
 	}
 	if err == nil && owner != "" && alive && strings.HasPrefix(r.URL.Path, "/mcp/runs/") {
@@ -100,26 +100,82 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// agentOf reports whether r carries a bearer token of run's agents: only
+// such a request is held for the run's adoption ([Server.awaitAdoption]),
+// since forward runs before authentication; any other is served here at
+// once (the gateway answers it 401).
+func (s *Server) agentOf(r *http.Request, run string) bool {
+	_, err := s.agentBearer(r.Context(), run, bearerOf(r))
+	return err == nil
+}
+
+// bearerOf is the token of r's Authorization header ("Bearer ..."), or
+// the header as it is when it names no scheme.
+func bearerOf(r *http.Request) string {
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return tok
+}
+
 // awaitAdoption is, for an agent's request of a run that is running under
 // a dead owner, the run's owner once a replica has adopted it: the
 // survivors adopt such a run within an adoption round
 // ([ReplicaOptions.AdoptEvery]), and until then no replica executes it,
 // so a call answered here at once would find no step to run it in. It
 // waits, for at most three rounds (or until ctx ends), for the run's
-// owner to change, reading it again on each of the run's events and
-// every 100 ms; then it returns the run's owner as it is (the dead one,
+// owner to change; then it returns the run's owner as it is (the dead one,
 // when none adopted it: the request is served here, as before). A run
 // that is not running (it waits: the request resumes it here) is not
-// waited for.
+// waited for. The requests of one run that wait at once share one
+// reading of its owner ([Server.pollAdoption]), so that the agent's
+// requests held open do not multiply the reads.
 func (s *Server) awaitAdoption(ctx context.Context, run, owner, addr string) (string, string, bool, error) {
+	s.adoptMu.Lock()
+	w := s.adoptWaits[run]
+	if w == nil {
+		w = &adoptionWait{done: make(chan struct{})}
+		if s.adoptWaits == nil {
+			s.adoptWaits = map[string]*adoptionWait{}
+		}
+		s.adoptWaits[run] = w
+		go func() {
+			w.owner, w.addr, w.alive, w.err = s.pollAdoption(run, owner, addr)
+			s.adoptMu.Lock()
+			delete(s.adoptWaits, run)
+			s.adoptMu.Unlock()
+			close(w.done)
+		}()
+	}
+	s.adoptMu.Unlock()
+	select {
+	case <-w.done:
+		return w.owner, w.addr, w.alive, w.err
+	case <-ctx.Done():
+		return owner, addr, false, nil
+	}
+}
+
+// adoptionWait is one wait for a run's adoption and, once done is
+// closed, its result.
+type adoptionWait struct {
+	done        chan struct{}
+	owner, addr string
+	alive       bool
+	err         error
+}
+
+// pollAdoption reads the run's owner on each of the run's events and
+// every 100 ms, for at most three adoption rounds (or until the server
+// closes), until it is another or alive; then it returns it, or owner
+// and addr (not alive) when it did not change.
+func (s *Server) pollAdoption(run, owner, addr string) (string, string, bool, error) {
+	rs := s.replicas
+	ctx, cancel := context.WithTimeout(s.runner.ctx, 3*rs.opt.AdoptEvery)
+	defer cancel()
 	if r, err := s.st.GetRun(ctx, run); err != nil || r.Status != store.RunRunning {
 		return owner, addr, false, err
 	}
 	ch, unsubscribe := s.events.Subscribe(run)
 	defer unsubscribe()
-	rs := s.replicas
-	ctx, cancel := context.WithTimeout(ctx, 3*rs.opt.AdoptEvery)
-	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {

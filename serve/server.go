@@ -107,6 +107,9 @@ type Server struct {
 	peer     http.RoundTripper // forwarded requests' transport (peerTransport)
 
 	replicas *replicas // nil unless StartReplicas joined a shared store
+
+	adoptMu    sync.Mutex
+	adoptWaits map[string]*adoptionWait // runs whose adoption requests wait for (awaitAdoption)
 }
 
 // consoleSession is a logged-in console.

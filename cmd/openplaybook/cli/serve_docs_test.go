@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -85,5 +86,13 @@ trap cleanup EXIT
 		if !strings.Contains(string(out), want) {
 			t.Errorf("docs/serve.md's failover walkthrough printed no %s:\n%s", want, out)
 		}
+	}
+	// The events stream asked of the second was answered by the first:
+	// the replica the survivor adopted the run from (the second names
+	// itself on what it serves, so "rep_" alone would pass unforwarded).
+	answered := regexp.MustCompile(`(?i)x-openplaybook-replica: (rep_[0-9a-f]+)`).FindSubmatch(out)
+	adopted := regexp.MustCompile(`replica (rep_[0-9a-f]+) adopted run run_[0-9a-f]+ from (rep_[0-9a-f]+)`).FindSubmatch(out)
+	if answered == nil || adopted == nil || string(answered[1]) != string(adopted[2]) || string(answered[1]) == string(adopted[1]) {
+		t.Errorf("the events stream asked of the second replica was answered by %q; want the first, which the second adopted the run from (%q):\n%s", answered, adopted, out)
 	}
 }

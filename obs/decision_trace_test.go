@@ -1,0 +1,78 @@
+package obs
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/openplaybook/openplaybook/audit"
+)
+
+// keptSpans is an in-memory exporter whose spans outlive Shutdown.
+type keptSpans struct{ *tracetest.InMemoryExporter }
+
+func (keptSpans) Shutdown(context.Context) error { return nil }
+
+// TestTraceDecisionAfterWaiting: a gate and an approval that a person
+// decides after the run went waiting (their spans ended with the run's
+// span, as still waiting) have their decision in the trace of the
+// execution that goes on: the gate.approved and approval.denied records
+// are events of the resumed run's span, as any record without a span of
+// its own is, and are not dropped; so is the step.failed record a
+// cancel writes for the step of a waiting run.
+func TestTraceDecisionAfterWaiting(t *testing.T) {
+	exp := keptSpans{tracetest.NewInMemoryExporter()}
+	o, err := New(context.Background(), Config{Stderr: &bytes.Buffer{}, LogLevel: "error", SpanExporter: exp,
+		Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	at := func(i int) string { return now.Add(time.Duration(i) * time.Millisecond).Format(time.RFC3339Nano) }
+	o.observe(context.Background(), []audit.Record{
+		{Run: "run_g", Seq: 1, Kind: "run.created", Time: at(1)},
+		{Run: "run_g", Seq: 2, Kind: "step.started", Step: "check", Time: at(2), Data: []byte(`{"attempt":1}`)},
+		{Run: "run_g", Seq: 3, Kind: "gate.waiting", Step: "check", Time: at(3), Data: []byte(`{"attempt":1}`)},
+		{Run: "run_g", Seq: 4, Kind: "step.started", Step: "pay", Time: at(4), Data: []byte(`{"attempt":1}`)},
+		{Run: "run_g", Seq: 5, Kind: "approval.requested", Step: "pay", Tool: "charge.create", Time: at(5), Data: []byte(`{"attempt":1,"approval":"apr_1"}`)},
+		{Run: "run_g", Seq: 6, Kind: "run.waiting", Time: at(6)},
+		{Run: "run_g", Seq: 7, Kind: "run.resumed", Time: at(7)},
+		{Run: "run_g", Seq: 8, Kind: "gate.approved", Step: "check", Time: at(8), Data: []byte(`{"attempt":1}`)},
+		{Run: "run_g", Seq: 9, Kind: "approval.denied", Step: "pay", Tool: "charge.create", Time: at(9), Data: []byte(`{"attempt":1,"approval":"apr_1"}`)},
+		{Run: "run_g", Seq: 10, Kind: "run.completed", Time: at(10)},
+		// Cancelled while it waits: the step's failure is written by
+		// the cancel, with no step span open.
+		{Run: "run_c", Seq: 1, Kind: "run.created", Time: at(1)},
+		{Run: "run_c", Seq: 2, Kind: "step.started", Step: "check", Time: at(2), Data: []byte(`{"attempt":1}`)},
+		{Run: "run_c", Seq: 3, Kind: "gate.waiting", Step: "check", Time: at(3), Data: []byte(`{"attempt":1}`)},
+		{Run: "run_c", Seq: 4, Kind: "run.waiting", Time: at(4)},
+		{Run: "run_c", Seq: 5, Kind: "step.failed", Step: "check", Time: at(5), Data: []byte(`{"attempt":1}`)},
+		{Run: "run_c", Seq: 6, Kind: "run.cancelled", Time: at(6)},
+		{Run: "run_c", Seq: 7, Kind: "run.failed", Time: at(7)},
+	})
+	if err := o.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, s := range exp.GetSpans() {
+		for _, e := range s.Events {
+			found[e.Name] = true
+		}
+		for _, a := range s.Attributes {
+			if a.Key == "openplaybook.gate.outcome" && a.Value.AsString() == "approved" {
+				found["gate.approved"] = true
+			}
+			if a.Key == "openplaybook.approval.outcome" && a.Value.AsString() == "denied" {
+				found["approval.denied"] = true
+			}
+		}
+	}
+	for _, k := range []string{"gate.approved", "approval.denied", "step.failed"} {
+		if !found[k] {
+			t.Errorf("the %s record written after the run waited is nowhere in the trace (events and outcomes seen: %v)", k, found)
+		}
+	}
+}
