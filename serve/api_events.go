@@ -123,9 +123,10 @@ func oneLine(s string) string {
 // redacted: made once for every stream of this process when the broker
 // published ev ([Event.frame]); "" when ev cannot be encoded.
 func (s *Server) progressFrame(ev Event) string {
+	frame := ev.frame
+	ev.frame = nil
 	encode := func() string {
 		ev.Text = s.redact(ev.Text)
-		ev.frame = nil
 		data, err := json.Marshal(ev)
 		if err != nil {
 			return ""
@@ -134,9 +135,9 @@ func (s *Server) progressFrame(ev Event) string {
 		// so the data is one field line.
 		return "event: " + ev.Type + "\ndata: " + string(data) + "\n\n"
 	}
-	if ev.frame == nil {
+	if frame == nil {
 		return encode()
 	}
-	ev.frame.once.Do(func() { ev.frame.text = encode() })
-	return ev.frame.text
+	frame.once.Do(func() { frame.text = encode() })
+	return frame.text
 }
