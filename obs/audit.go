@@ -27,6 +27,45 @@ type instruments struct {
 	sessions  metric.Int64Counter     // openplaybook.agent.sessions
 	txLatency metric.Float64Histogram // openplaybook.store.tx.duration{op,outcome}, s
 	requests  metric.Int64Counter     // openplaybook.http.requests{route,code}
+
+	callOpts, refusalOpts, requestOpts *optCache
+	txOK, txFailed, txQueued           metric.MeasurementOption
+}
+
+// optCache keeps the measurement options of label sets that repeat (a
+// route and status class, a tool and outcome), so that a request or a
+// call does not build and sort its attribute set again. It holds at most
+// optCacheMax sets; past that, options are built each time.
+type optCache struct {
+	keys [2]string // the attribute keys; a set with one key leaves keys[1] ""
+	mu   sync.RWMutex
+	m    map[[2]string]metric.MeasurementOption
+}
+
+const optCacheMax = 4096
+
+func (c *optCache) get(v0, v1 string) metric.MeasurementOption {
+	k := [2]string{v0, v1}
+	c.mu.RLock()
+	o, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return o
+	}
+	as := []attribute.KeyValue{attribute.String(c.keys[0], v0)}
+	if c.keys[1] != "" {
+		as = append(as, attribute.String(c.keys[1], v1))
+	}
+	o = metric.WithAttributeSet(attribute.NewSet(as...))
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[[2]string]metric.MeasurementOption{}
+	}
+	if len(c.m) < optCacheMax {
+		c.m[k] = o
+	}
+	c.mu.Unlock()
+	return o
 }
 
 func newInstruments(m metric.Meter) instruments {
@@ -38,6 +77,12 @@ func newInstruments(m metric.Meter) instruments {
 	in.runs, _ = m.Int64Counter("openplaybook.runs", metric.WithDescription("Run transitions by status reached (created, resumed, waiting, completed, failed, rejected, cancelled)."), metric.WithUnit("{run}"))
 	in.sessions, _ = m.Int64Counter("openplaybook.agent.sessions", metric.WithDescription("External agent sessions attached to a run."), metric.WithUnit("{session}"))
 	in.txLatency, _ = m.Float64Histogram("openplaybook.store.tx.duration", metric.WithDescription("Store write transaction latency."), metric.WithUnit("s"))
+	in.callOpts = &optCache{keys: [2]string{"tool", "outcome"}}
+	in.refusalOpts = &optCache{keys: [2]string{"code", ""}}
+	in.requestOpts = &optCache{keys: [2]string{"route", "code"}}
+	in.txOK = metric.WithAttributes(attribute.String("op", "tx"), attribute.Bool("ok", true))
+	in.txFailed = metric.WithAttributes(attribute.String("op", "tx"), attribute.Bool("ok", false))
+	in.txQueued = metric.WithAttributes(attribute.String("op", "queue"))
 	in.requests, _ = m.Int64Counter("openplaybook.http.requests", metric.WithDescription("HTTP requests answered, by route and status class."), metric.WithUnit("{request}"))
 	return in
 }
@@ -149,10 +194,13 @@ var (
 )
 
 func (o *Obs) meterRecord(ctx context.Context, r audit.Record, d recordData, t time.Time) {
+	if !o.metering {
+		return
+	}
 	if out, ok := callOutcome[r.Kind]; ok {
-		o.m.calls.Add(ctx, 1, metric.WithAttributes(attribute.String("tool", r.Tool), attribute.String("outcome", out)))
+		o.m.calls.Add(ctx, 1, o.m.callOpts.get(r.Tool, out))
 		if r.Kind == "call.refused" {
-			o.m.refusals.Add(ctx, 1, metric.WithAttributes(attribute.String("code", d.Code)))
+			o.m.refusals.Add(ctx, 1, o.m.refusalOpts.get(d.Code, ""))
 		}
 	}
 	if st, ok := runStatus[r.Kind]; ok {

@@ -12,7 +12,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -205,13 +204,23 @@ func (o *Obs) Middleware(h http.Handler, proxies Proxies, route func(*http.Reque
 			}
 			span.End()
 		}
-		o.m.requests.Add(ctx, 1, metric.WithAttributes(attribute.String("route", rt), attribute.String("code", strconv.Itoa(sw.status/100)+"xx")))
+		if o.metering {
+			o.m.requests.Add(ctx, 1, o.m.requestOpts.get(rt, statusClass(sw.status)))
+		}
 		if o.Log.Enabled(ctx, slog.LevelInfo) {
 			o.Log.LogAttrs(ctx, slog.LevelInfo, "http", slog.String("method", r.Method), slog.String("path", r.URL.Path),
 				slog.Int("status", sw.status), slog.Int64("bytes", sw.n), slog.Float64("ms", float64(d.Microseconds())/1000),
 				slog.String("client", client), slog.String("scheme", scheme))
 		}
 	})
+}
+
+// statusClass is a status code's class: "2xx" for 200.
+func statusClass(code int) string {
+	if c := code / 100; c >= 1 && c <= 5 {
+		return [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}[c-1]
+	}
+	return strconv.Itoa(code/100) + "xx"
 }
 
 // statusWriter records the status and size of an answer. It keeps

@@ -82,14 +82,16 @@ type Obs struct {
 
 	tracer  trace.Tracer
 	tracing bool
-	tp      *sdktrace.TracerProvider
-	mp      *sdkmetric.MeterProvider
-	prom    http.Handler
-	prop    propagation.TextMapPropagator
-	m       instruments
-	redact  atomic.Pointer[func(string) string]
-	runs    runSpans
-	closeMu sync.Mutex
+	// metering: an exporter reads the metrics (else nothing is counted).
+	metering bool
+	tp       *sdktrace.TracerProvider
+	mp       *sdkmetric.MeterProvider
+	prom     http.Handler
+	prop     propagation.TextMapPropagator
+	m        instruments
+	redact   atomic.Pointer[func(string) string]
+	runs     runSpans
+	closeMu  sync.Mutex
 
 	// The delivery order of committed records (store.go).
 	dmu        sync.Mutex
@@ -221,6 +223,7 @@ func New(ctx context.Context, cfg Config) (*Obs, error) {
 		}
 		if len(readers) > 0 {
 			o.mp = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
+			o.metering = true
 			meter = o.mp.Meter("github.com/openplaybook/openplaybook")
 		}
 	}

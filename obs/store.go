@@ -4,9 +4,6 @@ import (
 	"context"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
-
 	"github.com/openplaybook/openplaybook/audit"
 	"github.com/openplaybook/openplaybook/builtin"
 	"github.com/openplaybook/openplaybook/store"
@@ -78,7 +75,13 @@ func (s *obsStore) Tx(ctx context.Context, fn func(store.Tx) error) error {
 	c := &collector{o: s.o, ctx: ctx}
 	t0 := time.Now()
 	err := s.Store.Tx(ctx, s.wrapFn(c, fn))
-	s.o.m.txLatency.Record(ctx, time.Since(t0).Seconds(), metric.WithAttributes(attribute.String("op", "tx"), attribute.Bool("ok", err == nil)))
+	if s.o.metering {
+		opt := s.o.m.txOK
+		if err != nil {
+			opt = s.o.m.txFailed
+		}
+		s.o.m.txLatency.Record(ctx, time.Since(t0).Seconds(), opt)
+	}
 	if c.e != nil {
 		c.e.ok = err == nil
 		close(c.e.done)
@@ -95,7 +98,9 @@ func (s *obsStore) Queue(ctx context.Context, fn func(store.Tx) error) store.Que
 		// Wait is not called here (it would take the outcome from a
 		// later Flush): the records of a function that succeeded are
 		// reported once its outcome is known.
-		s.o.m.txLatency.Record(context.Background(), time.Since(t0).Seconds(), metric.WithAttributes(attribute.String("op", "queue")))
+		if s.o.metering {
+			s.o.m.txLatency.Record(context.Background(), time.Since(t0).Seconds(), s.o.m.txQueued)
+		}
 		if c.e != nil {
 			c.e.ok = true
 			close(c.e.done)
