@@ -345,12 +345,46 @@ func (h *redactHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h *redactHandler) Handle(ctx context.Context, r slog.Record) error {
+	// Most lines hold no secret: when the redactor leaves the message and
+	// every string value as they are, the record is written as it came
+	// (the same bytes, without copying it); else a copy with the
+	// redacted values is.
+	same := h.o.redactString(r.Message) == r.Message
+	if same {
+		r.Attrs(func(a slog.Attr) bool {
+			same = h.unchanged(a)
+			return same
+		})
+	}
+	if same {
+		return h.inner.Handle(ctx, r)
+	}
 	nr := slog.NewRecord(r.Time, r.Level, h.o.redactString(r.Message), r.PC)
 	r.Attrs(func(a slog.Attr) bool {
 		nr.AddAttrs(h.redactAttr(a))
 		return true
 	})
 	return h.inner.Handle(ctx, nr)
+}
+
+// unchanged reports whether redactAttr would return a as it is: a value
+// that is not a string (or a group of them) is taken as changed.
+func (h *redactHandler) unchanged(a slog.Attr) bool {
+	switch a.Value.Kind() {
+	case slog.KindString:
+		s := a.Value.String()
+		return h.o.redactString(s) == s
+	case slog.KindGroup:
+		for _, x := range a.Value.Group() {
+			if !h.unchanged(x) {
+				return false
+			}
+		}
+		return true
+	case slog.KindAny, slog.KindLogValuer:
+		return false
+	}
+	return true
 }
 
 func (h *redactHandler) redactAttr(a slog.Attr) slog.Attr {
