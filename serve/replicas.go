@@ -90,6 +90,7 @@ func (s *Server) startReplicas(ctx context.Context, o ReplicaOptions) error {
 		return fmt.Errorf("joining the replicas: %w", err)
 	}
 	rs := &replicas{c: c, opt: o, log: s.opt.Log, mem: m, refused: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
+	fmt.Fprintf(rs.log, "serve: joined the replicas as %s, advertised at %s\n", m.ID(), o.AdvertiseURL)
 	s.replicas = rs
 	s.runner.replicas = rs
 	s.events.setRemote(func(run string) { c.Wake(run) })

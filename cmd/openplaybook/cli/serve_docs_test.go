@@ -81,6 +81,7 @@ trap cleanup EXIT
 		" adopted run run_",
 		`{"note":{`, // the agent's call after the failover ran
 		`[{"kind":"gate","id":"review"}]`,
+		`{"decided":{"kind":"gate","id":"review"}}`, // the gate decided on the survivor
 		"\ntrue\n", // the audit log verifies
 	} {
 		if !strings.Contains(string(out), want) {
@@ -94,5 +95,9 @@ trap cleanup EXIT
 	adopted := regexp.MustCompile(`replica (rep_[0-9a-f]+) adopted run run_[0-9a-f]+ from (rep_[0-9a-f]+)`).FindSubmatch(out)
 	if answered == nil || adopted == nil || string(answered[1]) != string(adopted[2]) || string(answered[1]) == string(adopted[1]) {
 		t.Errorf("the events stream asked of the second replica was answered by %q; want the first, which the second adopted the run from (%q):\n%s", answered, adopted, out)
+	}
+	// The first replica's log names its id as the one the header gave.
+	if joined := regexp.MustCompile(`joined the replicas as (rep_[0-9a-f]+)`).FindSubmatch(out); joined == nil || answered == nil || string(joined[1]) != string(answered[1]) {
+		t.Errorf("the first replica's log names %q; want the id the events stream's header gave (%q):\n%s", joined, answered, out)
 	}
 }
