@@ -25,7 +25,7 @@ type instruments struct {
 	tokens    metric.Int64Counter     // gen_ai.client.token.usage-like: openplaybook.model.tokens{provider,model,type}
 	runs      metric.Int64Counter     // openplaybook.runs{status}
 	sessions  metric.Int64Counter     // openplaybook.agent.sessions
-	txLatency metric.Float64Histogram // openplaybook.store.tx.duration{op,outcome}, s
+	txLatency metric.Float64Histogram // openplaybook.store.tx.duration{op,ok}, s
 	requests  metric.Int64Counter     // openplaybook.http.requests{route,code}
 
 	callOpts, refusalOpts, requestOpts *optCache

@@ -22,7 +22,11 @@ done
 # What was installed is recorded as the lock file's SHA-256 (a fresh
 # clone's lock file is newer than any install, so times would reinstall
 # every clone); a different lock file installs again.
-lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
+if command -v sha256sum >/dev/null 2>&1; then
+  lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
+else
+  lock_sum=$(shasum -a 256 package-lock.json | cut -d' ' -f1) # macOS
+fi
 [ "$(cat node_modules/.openplaybook-lock.sha256 2>/dev/null)" = "$lock_sum" ] || need_npm=1
 if [ -n "$need_npm" ]; then
   if [ -L node_modules ]; then
