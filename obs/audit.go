@@ -127,16 +127,19 @@ func (o *Obs) observeOne(ctx context.Context, r audit.Record) {
 	if err != nil {
 		t = time.Now()
 	}
-	o.logRecord(ctx, r, d)
-	o.meterRecord(ctx, r, d, t)
+	var tid trace.TraceID
 	if o.tracing {
-		o.traceRecord(ctx, r, d, t)
+		tid = o.traceRecord(ctx, r, d, t)
 	}
+	o.logRecord(ctx, r, d, tid)
+	o.meterRecord(ctx, r, d, t)
 }
 
 // logRecord writes one decision line per record: refusals and failures
-// at warn, the rest at info.
-func (o *Obs) logRecord(ctx context.Context, r audit.Record, d recordData) {
+// at warn, the rest at info. Its trace_id is tid, the trace of the run's
+// spans the record went into, when valid; else that of ctx's span (an
+// HTTP request's), when there is one.
+func (o *Obs) logRecord(ctx context.Context, r audit.Record, d recordData, tid trace.TraceID) {
 	lvl := slog.LevelInfo
 	switch r.Kind {
 	case "call.refused", "call.failed", "call.output-invalid", "call.outcome-unknown", "step.failed", "run.failed", "run.rejected", "approval.denied", "gate.rejected", "agent.rejected", "step.call-limit":
@@ -176,10 +179,13 @@ func (o *Obs) logRecord(ctx context.Context, r audit.Record, d recordData) {
 	if r.Kind == "model.usage" {
 		as = append(as, slog.String("model", d.Model), slog.Int64("inputTokens", d.InputTokens), slog.Int64("outputTokens", d.OutputTokens))
 	}
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		as = append(as, slog.String("trace_id", sc.TraceID().String()))
+	if !tid.IsValid() {
+		tid = trace.SpanContextFromContext(ctx).TraceID()
 	}
-	o.Log.LogAttrs(ctx, lvl, r.Kind, as...)
+	if tid.IsValid() {
+		as = append(as, slog.String("trace_id", tid.String()))
+	}
+	o.logAttrs(ctx, lvl, r.Kind, as)
 }
 
 var (
@@ -321,16 +327,18 @@ func (rt *runTrace) endAll(t time.Time, why string) {
 //	    gate <step>           gate.waiting .. gate.approved|rejected
 //
 // A run's spans are one trace per process that executes it; the span of
-// the transaction that began a span (an HTTP request's) is linked.
-func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t time.Time) {
+// the transaction that began a span (an HTTP request's) is linked. It
+// returns the run's trace (invalid for a record outside an execution).
+func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t time.Time) trace.TraceID {
 	rs := &o.runs
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rt := rs.runs[r.Run]
 	if rt == nil && (r.Kind == "agent.token-issued" || r.Kind == "agent.token-revoked" || r.Kind == "agent.rejected") {
-		return // not an execution of the run
+		return trace.TraceID{} // not an execution of the run
 	}
 	rt = o.runTraceLocked(ctx, r.Run, d, t)
+	tid := rt.run.SpanContext().TraceID()
 	// A record that begins or ends no span of its own is an event of the
 	// run's span (the others are their spans: an event each would cost
 	// every call two, past the SDK's limit of 128 events a span), and so
@@ -497,4 +505,5 @@ func (o *Obs) traceRecord(ctx context.Context, r audit.Record, d recordData, t t
 			step().last = t
 		}
 	}
+	return tid
 }

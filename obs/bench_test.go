@@ -18,8 +18,9 @@ import (
 
 // BenchmarkCallPath is what obs adds to one read call through the
 // gateway, without the call: the request's middleware (access line,
-// request count, server span), TraceCall, and the report of the call's
-// two committed records (decision lines, call count, the span's end).
+// request count; an /mcp request has no HTTP span by default), TraceCall,
+// and the report of the call's two committed records (decision lines,
+// call count, the span's end).
 // Sub-benchmarks: logs at info only; logs, metrics and traces. The
 // end-to-end ratio is serve's TestBenchmarkOperate (BENCHMARKS.md).
 func BenchmarkCallPath(b *testing.B) {

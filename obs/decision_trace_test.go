@@ -3,6 +3,7 @@ package obs
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -74,5 +75,60 @@ func TestTraceDecisionAfterWaiting(t *testing.T) {
 		if !found[k] {
 			t.Errorf("the %s record written after the run waited is nowhere in the trace (events and outcomes seen: %v)", k, found)
 		}
+	}
+}
+
+// TestDecisionLinesNameTheRunsTrace: with tracing on, each decision line
+// carries the trace_id of the run's spans its record went into (the
+// trace an operator opens from the line), also when no HTTP span is on
+// the context (an agent's /mcp request has none by default); a record
+// outside an execution (an agent token issued before the run's first
+// span here) carries none.
+func TestDecisionLinesNameTheRunsTrace(t *testing.T) {
+	exp := keptSpans{tracetest.NewInMemoryExporter()}
+	var logs bytes.Buffer
+	o, err := New(context.Background(), Config{Stderr: &logs, LogFormat: "json", SpanExporter: exp,
+		Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	o.observe(context.Background(), []audit.Record{
+		{Run: "run_l", Seq: 1, Kind: "agent.token-issued", Time: now},
+		{Run: "run_l", Seq: 2, Kind: "run.created", Time: now},
+		{Run: "run_l", Seq: 3, Kind: "step.started", Step: "s", Time: now, Data: []byte(`{"attempt":1}`)},
+		{Run: "run_l", Seq: 4, Kind: "call.refused", Step: "s", Tool: "x.y", Time: now, Data: []byte(`{"attempt":1,"index":0,"code":"not-allowed"}`)},
+		{Run: "run_l", Seq: 5, Kind: "run.completed", Time: now},
+	})
+	if err := o.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var runTrace string
+	for _, s := range exp.GetSpans() {
+		if s.Name == "run run_l" {
+			runTrace = s.SpanContext.TraceID().String()
+		}
+	}
+	if runTrace == "" {
+		t.Fatal("no span of the run")
+	}
+	lines := 0
+	for _, l := range bytes.Split(bytes.TrimSpace(logs.Bytes()), []byte("\n")) {
+		var m map[string]any
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		lines++
+		got, _ := m["trace_id"].(string)
+		want := runTrace
+		if m["msg"] == "agent.token-issued" {
+			want = ""
+		}
+		if got != want {
+			t.Errorf("line %s: trace_id %q, want %q", l, got, want)
+		}
+	}
+	if lines != 5 {
+		t.Errorf("%d lines, want 5: %s", lines, logs.String())
 	}
 }

@@ -143,10 +143,19 @@ func (p Proxies) Client(r *http.Request) (addr, scheme string) {
 // whose peer is not a trusted proxy (so nothing behind it can be misled
 // by them), begins a server span for the request (continuing a W3C
 // traceparent the client sent, to which the spans begun for what the
-// request does also link; an agent's request to /mcp begins a trace of
-// its own, linked to the agent's span), counts it, and logs one access
-// line:
+// request does also link), counts it, and logs one access line:
 // method, path (without the query), status, bytes, duration, client.
+//
+// An agent's request to /mcp (route "/mcp...") gets no HTTP span of its
+// own unless OPENPLAYBOOK_TRACE_MCP_HTTP=true: what it does is traced at
+// the MCP level (a tool call's execute_tool span, in the run's trace),
+// which links to the traceparent the request carried, as the
+// OpenTelemetry MCP conventions have it (the MCP span is the operation;
+// HTTP spans of the transport are optional, "Recording MCP transport").
+// With the setting, its server span begins a trace of the server's own,
+// linked to the agent's span, so that no agent chooses the trace the
+// server's spans and lines go in.
+//
 // route names the request's kind for the metrics (a function of the
 // path with no identifiers in it); nil uses the first path segment.
 func (o *Obs) Middleware(h http.Handler, proxies Proxies, route func(*http.Request) string) http.Handler {
@@ -168,28 +177,33 @@ func (o *Obs) Middleware(h http.Handler, proxies Proxies, route func(*http.Reque
 		}
 		client, scheme := proxies.Client(r)
 		rt := route(r)
-		ctx := r.Context()
 		var span trace.Span
 		if o.tracing {
-			ctx = o.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
-			remote := trace.SpanContextFromContext(ctx) // the client's traceparent, when valid
-			opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
-			if strings.HasPrefix(rt, "/mcp") && remote.IsValid() {
-				// An agent's request is not continued: its span begins a
-				// trace of the server's own, linked to the agent's span,
-				// so that no agent chooses the trace the server's spans
-				// and lines for a run's calls go in.
-				opts = append(opts, trace.WithNewRoot(), trace.WithLinks(trace.Link{SpanContext: remote,
-					Attributes: []attribute.KeyValue{attribute.String("openplaybook.link.source", "http.traceparent")}}))
+			ctx := r.Context()
+			remote := trace.SpanContextFromContext(o.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))) // the client's traceparent, when valid
+			agent := strings.HasPrefix(rt, "/mcp")
+			if !agent || o.mcpHTTPSpans {
+				opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+					attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
+					attribute.String("url.scheme", scheme), attribute.String("client.address", client), attribute.String("http.route", rt))}
+				parent := ctx
+				if agent {
+					// An agent's request is not continued: its span begins
+					// a trace of the server's own, linked to the agent's.
+					opts = append(opts, trace.WithNewRoot())
+					if remote.IsValid() {
+						opts = append(opts, trace.WithLinks(trace.Link{SpanContext: remote.WithTraceState(trace.TraceState{}),
+							Attributes: []attribute.KeyValue{attribute.String("openplaybook.link.source", "http.traceparent")}}))
+					}
+				} else if remote.IsValid() {
+					parent = trace.ContextWithRemoteSpanContext(ctx, remote)
+				}
+				ctx, span = o.tracer.Start(parent, r.Method+" "+rt, opts...)
+				o.prop.Inject(ctx, propagation.HeaderCarrier(w.Header()))
 			}
-			ctx, span = o.tracer.Start(ctx, r.Method+" "+rt, append(opts, trace.WithAttributes(
-				attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
-				attribute.String("url.scheme", scheme), attribute.String("client.address", client), attribute.String("http.route", rt)))...)
-			o.prop.Inject(ctx, propagation.HeaderCarrier(w.Header()))
 			// What the request does links to the client's span too (a
 			// tool call's execute_tool span, in the run's own trace).
-			ctx = withLink(ctx, remote, "http.traceparent")
-			r = r.WithContext(ctx)
+			r = r.WithContext(withLink(ctx, remote, "http.traceparent"))
 		}
 		sw := &statusWriter{ResponseWriter: w}
 		h.ServeHTTP(sw, r)
@@ -205,12 +219,12 @@ func (o *Obs) Middleware(h http.Handler, proxies Proxies, route func(*http.Reque
 			span.End()
 		}
 		if o.metering {
-			o.m.requests.Add(ctx, 1, o.m.requestOpts.get(rt, statusClass(sw.status)))
+			o.m.requests.Add(r.Context(), 1, o.m.requestOpts.get(rt, statusClass(sw.status)))
 		}
-		if o.Log.Enabled(ctx, slog.LevelInfo) {
-			o.Log.LogAttrs(ctx, slog.LevelInfo, "http", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		if ctx := r.Context(); o.Log.Enabled(ctx, slog.LevelInfo) {
+			o.logAttrs(ctx, slog.LevelInfo, "http", []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path),
 				slog.Int("status", sw.status), slog.Int64("bytes", sw.n), slog.Float64("ms", float64(d.Microseconds())/1000),
-				slog.String("client", client), slog.String("scheme", scheme))
+				slog.String("client", client), slog.String("scheme", scheme)})
 		}
 	})
 }

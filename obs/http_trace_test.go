@@ -5,53 +5,93 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // TestAgentRequestsBeginTheirOwnTrace: an operator's API request that
 // carries a traceparent is continued (its server span in the caller's
-// trace); an agent's request to /mcp is not: its span begins a trace of
-// the server's own, linked to the agent's span, so no agent chooses the
+// trace); an agent's request to /mcp is not: by default it has no HTTP
+// span (what it does links to the agent's span), and with
+// OPENPLAYBOOK_TRACE_MCP_HTTP=true its span begins a trace of the
+// server's own, linked to the agent's span, so no agent chooses the
 // trace of the server's spans and lines.
 func TestAgentRequestsBeginTheirOwnTrace(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	o, err := New(context.Background(), Config{Stderr: &bytes.Buffer{}, LogLevel: "error", SpanExporter: keepOnShutdown{exp}, Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := o.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), Proxies{}, nil)
 	const remote = "00-11111111111111111111111111111111-2222222222222222-01"
-	for _, path := range []string{"/api/v1/runs", "/mcp/runs/run_1"} {
-		req := httptest.NewRequest("POST", path, nil)
-		req.Header.Set("traceparent", remote)
-		h.ServeHTTP(httptest.NewRecorder(), req)
-	}
-	if err := o.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	spans := exp.GetSpans()
-	if len(spans) != 2 {
-		t.Fatalf("%d spans, want 2", len(spans))
-	}
-	for _, s := range spans {
-		inCaller := s.SpanContext.TraceID().String() == "11111111111111111111111111111111"
-		switch s.Name {
-		case "POST /api":
-			if !inCaller || s.Parent.SpanID().String() != "2222222222222222" {
-				t.Errorf("the API request's span is not the caller's child: trace %s parent %s", s.SpanContext.TraceID(), s.Parent.SpanID())
+	for _, mcpHTTP := range []string{"", "true"} {
+		t.Run("OPENPLAYBOOK_TRACE_MCP_HTTP="+mcpHTTP, func(t *testing.T) {
+			exp := tracetest.NewInMemoryExporter()
+			env := map[string]string{"OPENPLAYBOOK_TRACE_MCP_HTTP": mcpHTTP}
+			o, err := New(context.Background(), Config{Stderr: &bytes.Buffer{}, LogLevel: "error", SpanExporter: keepOnShutdown{exp}, Getenv: func(k string) string { return env[k] }})
+			if err != nil {
+				t.Fatal(err)
 			}
-		case "POST /mcp":
-			if inCaller || s.Parent.IsValid() {
-				t.Errorf("the agent's request continued its trace: trace %s parent %s", s.SpanContext.TraceID(), s.Parent.SpanID())
+			// links: what the spans begun for each request's work link to.
+			links := map[string][]trace.Link{}
+			h := o.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				links[r.URL.Path] = linksOf(r.Context())
+			}), Proxies{}, nil)
+			answers := map[string]http.Header{}
+			for _, path := range []string{"/api/v1/runs", "/mcp/runs/run_1"} {
+				req := httptest.NewRequest("POST", path, nil)
+				req.Header.Set("traceparent", remote)
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				answers[path] = w.Header()
 			}
-			if len(s.Links) != 1 || s.Links[0].SpanContext.TraceID().String() != "11111111111111111111111111111111" {
-				t.Errorf("the agent's request does not link to its span: %+v", s.Links)
+			if err := o.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
 			}
-		default:
-			t.Errorf("span %q", s.Name)
-		}
+			spans := exp.GetSpans()
+			want := 1
+			if mcpHTTP == "true" {
+				want = 2
+			}
+			if len(spans) != want {
+				t.Fatalf("%d spans, want %d", len(spans), want)
+			}
+			var mcpSpan trace.SpanID
+			for _, s := range spans {
+				inCaller := s.SpanContext.TraceID().String() == "11111111111111111111111111111111"
+				switch s.Name {
+				case "POST /api":
+					if !inCaller || s.Parent.SpanID().String() != "2222222222222222" {
+						t.Errorf("the API request's span is not the caller's child: trace %s parent %s", s.SpanContext.TraceID(), s.Parent.SpanID())
+					}
+				case "POST /mcp":
+					mcpSpan = s.SpanContext.SpanID()
+					if inCaller || s.Parent.IsValid() {
+						t.Errorf("the agent's request continued its trace: trace %s parent %s", s.SpanContext.TraceID(), s.Parent.SpanID())
+					}
+					if len(s.Links) != 1 || s.Links[0].SpanContext.TraceID().String() != "11111111111111111111111111111111" {
+						t.Errorf("the agent's request does not link to its span: %+v", s.Links)
+					}
+				default:
+					t.Errorf("span %q", s.Name)
+				}
+			}
+			// The agent's work links to its traceparent (and to the
+			// request's span, when there is one), never as a parent.
+			var toAgent, toSpan bool
+			for _, l := range links["/mcp/runs/run_1"] {
+				toAgent = toAgent || l.SpanContext.TraceID().String() == "11111111111111111111111111111111"
+				toSpan = toSpan || (mcpSpan.IsValid() && l.SpanContext.SpanID() == mcpSpan)
+			}
+			if !toAgent || toSpan != mcpSpan.IsValid() {
+				t.Errorf("the agent's work links to %+v: to its traceparent %v, to the request's span %v (want %v)", links["/mcp/runs/run_1"], toAgent, toSpan, mcpSpan.IsValid())
+			}
+			if tp := answers["/mcp/runs/run_1"].Get("traceparent"); (tp != "") != mcpSpan.IsValid() || strings.Contains(tp, "11111111111111111111111111111111") {
+				t.Errorf("the agent's answer carries traceparent %q", tp)
+			}
+		})
+	}
+	if _, err := New(context.Background(), Config{Stderr: &bytes.Buffer{}, Getenv: func(k string) string {
+		return map[string]string{"OPENPLAYBOOK_TRACE_MCP_HTTP": "yes"}[k]
+	}}); err == nil || !strings.Contains(err.Error(), "OPENPLAYBOOK_TRACE_MCP_HTTP") {
+		t.Errorf("OPENPLAYBOOK_TRACE_MCP_HTTP=yes: %v, want an error naming it", err)
 	}
 }
 

@@ -21,7 +21,10 @@
 //     prometheus: otlp pushes metrics over OTLP/HTTP, prometheus serves
 //     them as Prometheus text at [Obs.MetricsHandler];
 //   - OTEL_SDK_DISABLED=true turns both off; OTEL_SERVICE_NAME and
-//     OTEL_RESOURCE_ATTRIBUTES name the process.
+//     OTEL_RESOURCE_ATTRIBUTES name the process;
+//   - OPENPLAYBOOK_TRACE_MCP_HTTP=true adds an HTTP server span for each
+//     request to /mcp (off: an agent's requests are traced by the MCP
+//     operations they carry, [Obs.Middleware]).
 package obs
 
 import (
@@ -35,6 +38,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -82,6 +86,9 @@ type Obs struct {
 
 	tracer  trace.Tracer
 	tracing bool
+	// mcpHTTPSpans: /mcp requests get HTTP server spans too
+	// (OPENPLAYBOOK_TRACE_MCP_HTTP=true; [Obs.Middleware]).
+	mcpHTTPSpans bool
 	// metering: an exporter reads the metrics (else nothing is counted).
 	metering bool
 	tp       *sdktrace.TracerProvider
@@ -186,6 +193,13 @@ func New(ctx context.Context, cfg Config) (*Obs, error) {
 				return nil, fmt.Errorf("%w: the OTLP trace exporter: %v", ErrConfig, err)
 			}
 		}
+	}
+	switch v := strings.ToLower(env("OPENPLAYBOOK_TRACE_MCP_HTTP")); v {
+	case "", "false", "0":
+	case "true", "1":
+		o.mcpHTTPSpans = true
+	default:
+		return nil, fmt.Errorf("%w: OPENPLAYBOOK_TRACE_MCP_HTTP=%q: write true or false", ErrConfig, env("OPENPLAYBOOK_TRACE_MCP_HTTP"))
 	}
 	if texp != nil {
 		o.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(texp), sdktrace.WithResource(res))
@@ -292,6 +306,16 @@ func (o *Obs) SetRedact(f func(string) string) {
 }
 
 func (o *Obs) redactString(s string) string { return (*o.redact.Load())(s) }
+
+// logAttrs writes a line of o.Log's at level, without its caller's
+// program counter (no line carries a source; slog's Logger takes one per
+// line with runtime.Callers, a cost on every call's path). The caller
+// checked o.Log.Enabled.
+func (o *Obs) logAttrs(ctx context.Context, level slog.Level, msg string, attrs []slog.Attr) {
+	r := slog.NewRecord(time.Now(), level, msg, 0)
+	r.AddAttrs(attrs...)
+	_ = o.Log.Handler().Handle(ctx, r)
+}
 
 // Tracing reports whether spans are exported.
 func (o *Obs) Tracing() bool { return o != nil && o.tracing }
