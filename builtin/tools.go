@@ -50,6 +50,11 @@ type tool struct {
 	fn func(ctx context.Context, st Data, ci registry.CallInfo, a args) (registry.Result, error)
 }
 
+// InStore marks every built-in as a [registry.InStore] tool: reads read
+// the store and writes return a Commit; neither changes anything when
+// called.
+func (tool) InStore() {}
+
 func (t tool) Call(ctx context.Context, raw jsontext.Value) (registry.Result, error) {
 	var a args
 	if err := json.Unmarshal(raw, &a); err != nil {

@@ -41,6 +41,19 @@ type Result struct {
 	Commit func(tx store.Tx) (jsontext.Value, error)
 }
 
+// InStore is implemented by tools whose every effect is the Commit of the
+// [Result] their Call returns (the built-ins over the runtime's own
+// store): Call itself changes nothing, inside the process or out, and
+// may run again without harm. The runtime then runs Call before it
+// records a side-effecting call as started, and records the start, the
+// effect and the outcome in one transaction, so that after a crash all of
+// them happened or none did (docs/runtime.md, "Built-ins' effects"). Such
+// a Call sees a [CallInfo] whose Index is -1.
+type InStore interface {
+	Tool
+	InStore()
+}
+
 // Live is implemented by tools whose definition can change while a run
 // holds it (an MCP server's). Current returns the definition the provider
 // gives now, or an error when it cannot say (the server is gone, lists the

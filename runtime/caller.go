@@ -339,6 +339,11 @@ func (c *Caller) Call(ctx context.Context, call driver.Call) (driver.Result, err
 		// was recorded and resume may run it again, which a read allows.
 		return c.execute(ctx, nil, call.Name, d)
 	}
+	if _, ok := d.tool.entry.Tool.(registry.InStore); ok {
+		// A built-in's effect is a change to the store: its start, the
+		// change and its outcome are one transaction.
+		return c.executeInStore(ctx, call.Name, d)
+	}
 	// A side-effecting call is recorded as started, durably, before it
 	// runs, so a crash leaves a trace that makes resume ask a person
 	// instead of running it again.
@@ -1286,6 +1291,58 @@ func shownName(name string) string {
 // maxErrorBytes bounds the text of a tool's error that is recorded and
 // shown to the agent: a tool's error is a message, not a result.
 const maxErrorBytes = 8 << 10
+
+// executeInStore is checks 5 and 6 for a side-effecting call to a
+// [registry.InStore] tool (a built-in): its Call, which changes nothing,
+// runs first, within the call timeout; then one transaction records the
+// call as started, makes its effect (the result's Commit) and records
+// its outcome. After a crash all three happened or none did, so such a
+// call is never outcome-unknown, and one commit is made where a call that
+// leaves the process needs two (docs/runtime.md, "Built-ins' effects").
+func (c *Caller) executeInStore(ctx context.Context, name string, d Decision) (driver.Result, error) {
+	ti := d.tool
+	cctx, cancel := context.WithTimeout(ctx, c.s.opt.CallTimeout)
+	defer cancel()
+	info := registry.CallInfo{Run: c.run, Step: c.step, Attempt: c.attempt, Index: -1, Agent: c.agent, Redact: c.s.opt.Redact}
+	cctx = registry.WithCallInfo(cctx, info)
+	c.mu.Unlock()
+	if tr := c.s.opt.Tracer; tr != nil {
+		cctx = traceCall(tr, cctx, info, recordTool(c.storedName(name)), d.ArgsDigest)
+	}
+	res, err := ti.entry.Tool.Call(cctx, d.Args)
+	c.mu.Lock()
+	failure := ""
+	if err != nil {
+		failure = fmt.Sprintf("the call to %s failed: %s", quote(name), clipText(c.s.opt.Redact(err.Error()), maxErrorBytes))
+	}
+	var o outcome
+	err = c.tx(ctx, func(tx store.Tx) error {
+		key, err := c.start(tx, name, d, store.DecisionAllowed, "", "")
+		if err != nil {
+			return err
+		}
+		if res.Commit != nil && failure == "" {
+			out, cerr := res.Commit(tx)
+			f := ""
+			if cerr != nil {
+				f = fmt.Sprintf("the call to %s failed: %v", quote(name), cerr)
+			}
+			o = c.evaluate(name, ti, out, f)
+		} else {
+			o = c.evaluate(name, ti, res.Content, failure)
+		}
+		return c.record(tx, &key, key, name, d, o)
+	})
+	if err != nil {
+		return driver.Result{}, err
+	}
+	if o.failure != "" {
+		c.s.progress("  failed %s: %s", quote(name), o.failure)
+		return driver.Result{Error: c.s.opt.Redact(o.failure)}, nil
+	}
+	c.s.progress("  allowed %s", quote(name))
+	return driver.Result{Content: o.out}, nil
+}
 
 // agentText is a call's Reasoning as its approval request records it:
 // invalid UTF-8 replaced with U+FFFD, trimmed, secret values redacted

@@ -203,18 +203,20 @@ func TestStoreFailsAfterSend(t *testing.T) {
 	})
 }
 
-// TestBuiltinWriteInterruptedIsNotUnknown: a built-in's effect commits in
-// one transaction with its outcome, so a built-in write whose outcome
-// was never recorded had no effect and asks nobody. Whichever commit the
-// disk fills at, once it is freed `retry --force` (or resume) gets the
-// run to completed with no outcome-unknown decision and exactly one
-// note: the one the retried agent wrote.
+// TestBuiltinWriteInterruptedIsNotUnknown: a built-in's start, effect
+// and outcome are one transaction (registry.InStore), so whichever commit
+// the disk fills at, the note.add call is recorded whole or not at all
+// (never left started), and once the disk is freed `retry --force` (or
+// resume) gets the run to completed with no outcome-unknown decision and
+// exactly one note: the one the retried agent wrote. And the call costs
+// one commit: a run of one note.add call commits once more than a run of
+// none (counted at the store's commit).
 func TestBuiltinWriteInterruptedIsNotUnknown(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	doc := buildDoc(t, "builtinfault", agentStep("act", "ops", []string{"note.add"}, ""))
 	tr := map[string]string{"ops": transcriptOf(map[string][]tcall{"act": {{"note.add", map[string]any{"body": "once"}}}})}
-	interrupted := 0
+	faulted := 0
 	for at := int64(1); at <= 12; at++ {
 		r := newRig(t, rigConfig{}, doc)
 		var commits, fail atomic.Int64
@@ -230,9 +232,11 @@ func TestBuiltinWriteInterruptedIsNotUnknown(t *testing.T) {
 		if out.Run == "" || out.Status == runtime.Completed {
 			continue // the run was not created, or the fault came after its end
 		}
-		rows := r.calls(out.Run)
-		if len(rows) == 1 && rows[0].State == store.CallStarted {
-			interrupted++
+		faulted++
+		for _, row := range r.calls(out.Run) {
+			if row.State != store.CallSucceeded {
+				t.Errorf("disk full from commit %d: the note.add call was left %s, want recorded whole or not at all", at, row.State)
+			}
 		}
 		res, err := r.engine(0, tr, nil, nil).Resume(ctx, out.Run)
 		if err == nil && res.Status == runtime.Failed {
@@ -246,7 +250,22 @@ func TestBuiltinWriteInterruptedIsNotUnknown(t *testing.T) {
 			t.Errorf("disk full from commit %d: notes %+v, want exactly one", at, ns)
 		}
 	}
-	if interrupted == 0 {
-		t.Fatal("no fault point left the note.add call started: the test proves nothing")
+	if faulted == 0 {
+		t.Fatal("no fault point interrupted the run: the test proves nothing")
+	}
+
+	commitsOf := func(calls []tcall) int64 {
+		r := newRig(t, rigConfig{}, doc)
+		var commits atomic.Int64
+		r.sqlite().SetCommitFault(func() error { commits.Add(1); return nil })
+		out, err := r.engine(0, map[string]string{"ops": transcriptOf(map[string][]tcall{"act": calls})}, nil, nil).Start(ctx, nil)
+		if err != nil || out.Status != runtime.Completed {
+			t.Fatalf("run of %d calls: %+v %v", len(calls), out, err)
+		}
+		return commits.Load()
+	}
+	none, one := commitsOf(nil), commitsOf([]tcall{{"note.add", map[string]any{"body": "once"}}})
+	if one-none != 1 {
+		t.Errorf("a run of one note.add call made %d commits, a run of none %d: the call cost %d, want 1", one, none, one-none)
 	}
 }
