@@ -2,6 +2,7 @@ package obs
 
 import (
 	"context"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -178,6 +179,37 @@ func LinkTraceContext(ctx context.Context, meta map[string]any) context.Context 
 		return ctx
 	}
 	return withLink(ctx, tracectx.ExtractMeta(meta), "mcp._meta")
+}
+
+// serverSpanHeader is the request header through which [Obs.Middleware]
+// hands an /mcp request's own server span (with
+// OPENPLAYBOOK_TRACE_MCP_HTTP=true) to the MCP messages it carries
+// ([LinkRequest]): the MCP SDK gives a message its request's header, not
+// its context. The middleware removes it from every request first, so
+// no client sets it.
+const serverSpanHeader = "X-Openplaybook-Server-Span"
+
+// LinkRequest returns ctx linked as the HTTP request that carried an MCP
+// message says, h being that request's header (go-sdk's
+// mcp.RequestExtra.Header): its W3C traceparent (the link's
+// openplaybook.link.source is "http.traceparent") and its server span
+// when it has one. They replace the links and the span ctx had from an
+// earlier request (a session's context is its first request's), so a
+// tool call's execute_tool span links to the request that carried it,
+// not to the session's initialize. A nil h (a message that came by no
+// HTTP request), a nil o or tracing off leave ctx as it is. Only the
+// server whose handler is behind o's [Obs.Middleware] may call it.
+func (o *Obs) LinkRequest(ctx context.Context, h http.Header) context.Context {
+	if h == nil || !o.Tracing() {
+		return ctx
+	}
+	ctx = trace.ContextWithSpanContext(context.WithValue(ctx, linksKey{}, []trace.Link(nil)), trace.SpanContext{})
+	if v := h.Get(serverSpanHeader); v != "" {
+		if sc := tracectx.ExtractHeader(http.Header{"Traceparent": {v}}); sc.IsValid() {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+		}
+	}
+	return withLink(ctx, tracectx.ExtractHeader(h), "http.traceparent")
 }
 
 func withLink(ctx context.Context, sc trace.SpanContext, source string) context.Context {

@@ -170,6 +170,7 @@ func (o *Obs) Middleware(h http.Handler, proxies Proxies, route func(*http.Reque
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t0 := time.Now()
+		r.Header.Del(serverSpanHeader) // only this middleware sets it
 		if !proxies.Trusts(r.RemoteAddr) {
 			for _, k := range forwardedHeaders {
 				r.Header.Del(k)
@@ -200,6 +201,11 @@ func (o *Obs) Middleware(h http.Handler, proxies Proxies, route func(*http.Reque
 				}
 				ctx, span = o.tracer.Start(parent, r.Method+" "+rt, opts...)
 				o.prop.Inject(ctx, propagation.HeaderCarrier(w.Header()))
+				if agent {
+					// For the MCP messages the request carries ([LinkRequest]).
+					sc := span.SpanContext()
+					r.Header.Set(serverSpanHeader, "00-"+sc.TraceID().String()+"-"+sc.SpanID().String()+"-"+sc.TraceFlags().String())
+				}
 			}
 			// What the request does links to the client's span too (a
 			// tool call's execute_tool span, in the run's own trace).

@@ -599,8 +599,14 @@ func (g *gateway) dispatch(ctx context.Context, run string, as *agentServer, req
 		args = jsontext.Value("{}")
 	}
 	c := driver.Call{Name: driver.SpecName(req.Params.Name), Arguments: args}
-	// The agent's W3C trace context (_meta.traceparent): the call's
-	// execute_tool span links to it (docs/operate.md, "Traces").
+	// The agent's W3C trace contexts (its request's traceparent header,
+	// the call's _meta.traceparent): the call's execute_tool span links
+	// to them (docs/operate.md, "Traces").
+	if req.Extra != nil {
+		// The HTTP request that carried this call, not the session's
+		// first one.
+		ctx = g.s.obs.LinkRequest(ctx, req.Extra.Header)
+	}
 	ctx = obs.LinkTraceContext(ctx, req.Params.Meta)
 	deadline := time.Now().Add(g.s.opt.Harness.H.Serve.ApprovalWait)
 	var progress float64

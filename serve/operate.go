@@ -25,6 +25,7 @@ func (s *Server) Operated(o *obs.Obs, proxies obs.Proxies) http.Handler {
 	if o != nil {
 		o.SetRedact(s.redact)
 	}
+	s.obs = o
 	h := &obs.Health{O: o, Checks: append([]obs.Check{obs.StoreWritable(s.st)}, obs.MCPServersReachable(s.opt.Harness.H)...)}
 	metrics := o.MetricsHandler()
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

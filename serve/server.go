@@ -25,6 +25,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/openplaybook/openplaybook/obs"
 	"io"
 	"net"
 	"net/http"
@@ -81,6 +82,9 @@ type Options struct {
 // Server is the HTTP handler of `openplaybook serve`. Close it to stop
 // executing runs; they stay resumable.
 type Server struct {
+	// obs is what Operated was given: its middleware is in front of the
+	// server, so the headers it sets for the gateway can be believed.
+	obs      *obs.Obs
 	opt      Options
 	st       store.Store
 	x        *external.Exchange

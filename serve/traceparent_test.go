@@ -1,8 +1,10 @@
 package serve_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -166,20 +168,40 @@ agents:
 	return &traceRig{rig: r, o: o, ms: ms, stripe: rec}
 }
 
-// The agent's own trace contexts: its HTTP requests' traceparent header,
-// and the _meta.traceparent of two of its calls.
+// The agent's own trace contexts: the traceparent header of its HTTP
+// requests that carry a tools/call, that of its other requests (the
+// session's initialize, its lists), and the _meta.traceparent of two of
+// its calls.
 const (
-	agentHeaderTP = "00-11111111111111111111111111111111-2222222222222222-01"
-	agentMetaTP1  = "00-33333333333333333333333333333333-4444444444444444-01"
-	agentMetaTP2  = "00-55555555555555555555555555555555-6666666666666666-01"
+	agentHeaderTP  = "00-11111111111111111111111111111111-2222222222222222-01"
+	agentSessionTP = "00-77777777777777777777777777777777-8888888888888888-01"
+	agentMetaTP1   = "00-33333333333333333333333333333333-4444444444444444-01"
+	agentMetaTP2   = "00-55555555555555555555555555555555-6666666666666666-01"
 )
 
-// headerTP adds a traceparent header to every request.
+// headerTP adds a traceparent header to every request: agentHeaderTP to
+// one that carries a tools/call, agentSessionTP to the others. Each also
+// carries a forged X-Openplaybook-Server-Span (the header through which
+// obs's middleware hands a request's server span to the gateway), which
+// must be ignored.
 type headerTP struct{ base http.RoundTripper }
 
 func (h headerTP) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
-	req.Header.Set("traceparent", agentHeaderTP)
+	tp := agentSessionTP
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		if bytes.Contains(b, []byte(`"tools/call"`)) {
+			tp = agentHeaderTP
+		}
+	}
+	req.Header.Set("traceparent", tp)
+	req.Header.Set("X-Openplaybook-Server-Span", "00-99999999999999999999999999999999-aaaaaaaaaaaaaaaa-01")
 	return h.base.RoundTrip(req)
 }
 
@@ -354,7 +376,10 @@ func TestTraceparentCrossesGateway(t *testing.T) {
 			t.Errorf("call %d (%s): the _meta link is %q, want %q (links %v)", i, c.span.Name, got["mcp._meta"], c.meta, got)
 		}
 		if got["http.traceparent"] != agentHeaderTP {
-			t.Errorf("call %d (%s): the HTTP traceparent link is %q, want %q", i, c.span.Name, got["http.traceparent"], agentHeaderTP)
+			t.Errorf("call %d (%s): the HTTP traceparent link is %q, want %q (the request that carried the call, not the session's first)", i, c.span.Name, got["http.traceparent"], agentHeaderTP)
+		}
+		if sp, ok := got["span"]; ok {
+			t.Errorf("call %d (%s): links to a request span %s (none by default; not the forged header's)", i, c.span.Name, sp)
 		}
 	}
 	for _, s := range spans {
