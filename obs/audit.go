@@ -199,12 +199,31 @@ var (
 	}
 )
 
+// notAllowedTool is the tool label of a call refused for its name (not
+// on the step's allowedTools, for no step, or too large): such a name is
+// the agent's choice, any text, and as a label it would let an agent fill
+// the SDK's series limit (2,000, past which every new series, a real
+// tool's too, goes to the overflow series) and put what it likes in the
+// metrics. Those refusals are counted by code in openplaybook.refusals.
+const notAllowedTool = "(not allowed)"
+
+// metricTool is the tool label of a call record.
+func metricTool(r audit.Record, d recordData) string {
+	if r.Kind == "call.refused" {
+		switch d.Code {
+		case "not-allowed", "unknown-step", "too-large":
+			return notAllowedTool
+		}
+	}
+	return r.Tool
+}
+
 func (o *Obs) meterRecord(ctx context.Context, r audit.Record, d recordData, t time.Time) {
 	if !o.metering {
 		return
 	}
 	if out, ok := callOutcome[r.Kind]; ok {
-		o.m.calls.Add(ctx, 1, o.m.callOpts.get(r.Tool, out))
+		o.m.calls.Add(ctx, 1, o.m.callOpts.get(metricTool(r, d), out))
 		if r.Kind == "call.refused" {
 			o.m.refusals.Add(ctx, 1, o.m.refusalOpts.get(d.Code, ""))
 		}

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,5 +133,36 @@ func TestDecisionLinesNameTheRunsTrace(t *testing.T) {
 	}
 	if lines != 5 {
 		t.Errorf("%d lines, want 5: %s", lines, logs.String())
+	}
+}
+
+// TestRefusedNamesAreNoLabel: a call refused for its name (the agent's
+// choice of text) is counted under tool="(not allowed)", so no agent
+// fills the series limit or writes what it likes into the metrics; a
+// refusal of a tool the step allows keeps its name.
+func TestRefusedNamesAreNoLabel(t *testing.T) {
+	env := map[string]string{"OTEL_METRICS_EXPORTER": "prometheus"}
+	o, err := New(context.Background(), Config{Stderr: &bytes.Buffer{}, LogLevel: "error", Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Shutdown(context.Background())
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	var recs []audit.Record
+	for i, code := range []string{"not-allowed", "unknown-step", "too-large", "drifted"} {
+		recs = append(recs, audit.Record{Run: "run_m", Seq: int64(i + 1), Kind: "call.refused", Step: "s", Tool: "agent-text-" + code, Time: now,
+			Data: []byte(`{"attempt":1,"index":` + strconv.Itoa(i) + `,"code":"` + code + `"}`)})
+	}
+	o.observe(context.Background(), recs)
+	w := httptest.NewRecorder()
+	o.MetricsHandler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	body := w.Body.String()
+	for _, bad := range []string{"agent-text-not-allowed", "agent-text-unknown-step", "agent-text-too-large"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("/metrics holds the refused name %q", bad)
+		}
+	}
+	if !strings.Contains(body, `tool="(not allowed)"`) || !strings.Contains(body, `tool="agent-text-drifted"`) {
+		t.Errorf("/metrics lacks the (not allowed) series or the allowed tool's refusal:\n%s", body)
 	}
 }

@@ -77,9 +77,10 @@ var forwardedHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Hos
 
 // Client returns the address of the client behind r: its peer's, or,
 // when the peer is a trusted proxy, the nearest untrusted address the
-// proxies recorded (Forwarded's for=, else X-Forwarded-For), and the
-// scheme the client used (X-Forwarded-Proto or Forwarded's proto= from a
-// trusted proxy; else the connection's).
+// proxies recorded (X-Forwarded-For when there is one, else Forwarded's
+// for=), and the scheme the client used (X-Forwarded-Proto, or
+// Forwarded's proto= when there is no X-Forwarded-For, from a trusted
+// proxy; else the connection's).
 func (p Proxies) Client(r *http.Request) (addr, scheme string) {
 	addr, _, _ = net.SplitHostPort(r.RemoteAddr)
 	if addr == "" {
@@ -94,7 +95,10 @@ func (p Proxies) Client(r *http.Request) (addr, scheme string) {
 	}
 	var hops []string
 	var proto string
-	if fw := r.Header.Values("Forwarded"); len(fw) > 0 {
+	// One family of headers: X-Forwarded-* when the proxy wrote
+	// X-Forwarded-For (nginx and most ingresses append to it and pass a
+	// client's own Forwarded header through), else Forwarded (RFC 7239).
+	if fw := r.Header.Values("Forwarded"); len(fw) > 0 && len(r.Header.Values("X-Forwarded-For")) == 0 {
 		for _, v := range fw {
 			for _, el := range strings.Split(v, ",") {
 				for _, pair := range strings.Split(el, ";") {
@@ -182,10 +186,12 @@ func (o *Obs) Middleware(h http.Handler, proxies Proxies, route func(*http.Reque
 		if o.tracing {
 			ctx := r.Context()
 			remote := trace.SpanContextFromContext(o.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))) // the client's traceparent, when valid
-			agent := strings.HasPrefix(rt, "/mcp")
+			// An agent's requests: to /mcp, and the OAuth metadata its
+			// client fetches on the way (RFC 9728's well-known path).
+			agent := strings.HasPrefix(rt, "/mcp") || strings.HasPrefix(r.URL.Path, "/.well-known/")
 			if !agent || o.mcpHTTPSpans {
 				opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
-					attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
+					attribute.String("http.request.method", r.Method), attribute.String("url.path", o.redactString(r.URL.Path)),
 					attribute.String("url.scheme", scheme), attribute.String("client.address", client), attribute.String("http.route", rt))}
 				parent := ctx
 				if agent {

@@ -100,3 +100,41 @@ func TestAgentRequestsBeginTheirOwnTrace(t *testing.T) {
 type keepOnShutdown struct{ *tracetest.InMemoryExporter }
 
 func (keepOnShutdown) Shutdown(context.Context) error { return nil }
+
+// TestAgentMetadataRequestNotContinued: the OAuth metadata an agent's
+// client fetches (RFC 9728's /.well-known/oauth-protected-resource/...,
+// unauthenticated) is an agent's request too: its traceparent is not
+// continued nor echoed; and a span's url.path goes through the redactor,
+// as the access line's path does.
+func TestAgentMetadataRequestNotContinued(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	env := map[string]string{"OPENPLAYBOOK_TRACE_MCP_HTTP": "true"}
+	o, err := New(context.Background(), Config{Stderr: &bytes.Buffer{}, LogLevel: "error", SpanExporter: keepOnShutdown{exp}, Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.SetRedact(func(s string) string { return strings.ReplaceAll(s, "sekrit-123", "[redacted]") })
+	h := o.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), Proxies{}, nil)
+	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp/runs/run_1", "/api/v1/runs/sekrit-123"} {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("traceparent", "00-11111111111111111111111111111111-2222222222222222-01")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if strings.HasPrefix(path, "/.well-known/") && strings.Contains(w.Header().Get("traceparent"), "1111111111") {
+			t.Errorf("%s: the answer echoes the agent's trace: %q", path, w.Header().Get("traceparent"))
+		}
+	}
+	if err := o.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range exp.GetSpans() {
+		for _, a := range s.Attributes {
+			if a.Key == "url.path" && strings.Contains(a.Value.AsString(), "sekrit") {
+				t.Errorf("span %q: url.path %q is not redacted", s.Name, a.Value.AsString())
+			}
+		}
+		if s.Name == "GET /.well-known" && (s.Parent.IsValid() || s.SpanContext.TraceID().String() == "11111111111111111111111111111111") {
+			t.Errorf("the metadata request continued the agent's trace: parent %s", s.Parent.SpanID())
+		}
+	}
+}

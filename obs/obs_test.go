@@ -95,6 +95,9 @@ func TestProxies(t *testing.T) {
 		// An obfuscated identifier stops the walk at the last address known.
 		{"10.1.1.1:5000", http.Header{"Forwarded": {"for=_hidden, for=10.9.9.9"}}, "10.9.9.9", "http", true},
 		{"10.1.1.1:5000", http.Header{"X-Forwarded-Proto": {"gopher"}}, "10.1.1.1", "http", true},
+		// A client's own Forwarded header, passed through by a proxy
+		// that appends to X-Forwarded-For (nginx), is not believed.
+		{"10.1.1.1:5000", http.Header{"Forwarded": {`for="6.6.6.6";proto=https`}, "X-Forwarded-For": {"203.0.113.7"}, "X-Forwarded-Proto": {"http"}}, "203.0.113.7", "http", true},
 	} {
 		r := &http.Request{RemoteAddr: c.peer, Header: c.h}
 		client, scheme := p.Client(r)

@@ -304,7 +304,11 @@ func TestOperateLogsAndMetrics(t *testing.T) {
 		if out == "" {
 			continue
 		}
-		want[fmt.Sprintf("openplaybook_calls_total,tool=%s,outcome=%s", rec.Tool, out)]++
+		tool := rec.Tool
+		if d.Code == "not-allowed" || d.Code == "unknown-step" || d.Code == "too-large" {
+			tool = "(not allowed)" // the agent's choice of name is no label
+		}
+		want[fmt.Sprintf("openplaybook_calls_total,tool=%s,outcome=%s", tool, out)]++
 		if rec.Kind == "call.refused" {
 			want["openplaybook_refusals_total,code="+d.Code]++
 		}

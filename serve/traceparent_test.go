@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -209,13 +210,13 @@ func (h headerTP) RoundTrip(req *http.Request) (*http.Response, error) {
 // request with agentHeaderTP): search_nodes with agentMetaTP1 in _meta,
 // create_entities with agentMetaTP2, charge.get with a malformed one,
 // search_nodes again with a _meta.traceparent that is not a string.
-func (r *traceRig) traceScenario(t *testing.T) string {
+func (r *traceRig) traceScenario(t *testing.T, rev *mcp.ClientSessionOptions) string {
 	t.Helper()
 	ctx := context.Background()
 	run, tok := r.startAgentRun(t, "trace.json", traceDoc(t), []byte(`{"customerId":"cus_ada"}`))
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: tok.MCPURL,
-		HTTPClient: &http.Client{Transport: headerTP{bearer{tok.Token, http.DefaultTransport}}}}, nil)
+		HTTPClient: &http.Client{Transport: headerTP{bearer{tok.Token, http.DefaultTransport}}}}, rev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,9 +260,18 @@ func (keptSpans) Shutdown(context.Context) error { return nil }
 // no link or attribute carries an argument value or the agent's
 // tracestate.
 func TestTraceparentCrossesGateway(t *testing.T) {
+	// Both revisions: a 2025-11-25 session (the SDK runs its messages
+	// under the session's context, its first request's) and the
+	// sessionless 2026-07-28.
+	for _, rev := range []*mcp.ClientSessionOptions{sessionRevision, nil} {
+		t.Run(fmt.Sprintf("session=%v", rev != nil), func(t *testing.T) { testTraceparentCrossesGateway(t, rev) })
+	}
+}
+
+func testTraceparentCrossesGateway(t *testing.T, rev *mcp.ClientSessionOptions) {
 	exp := keptSpans{tracetest.NewInMemoryExporter()}
 	r := newTraceRig(t, exp)
-	run := r.traceScenario(t)
+	run := r.traceScenario(t, rev)
 	if err := r.o.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +413,7 @@ func TestTraceparentOffSendsNone(t *testing.T) {
 	if r.o.Tracing() {
 		t.Fatal("tracing is on")
 	}
-	r.traceScenario(t)
+	r.traceScenario(t, nil)
 	_, metas := r.ms.received()
 	if len(metas) != 3 {
 		t.Fatalf("the MCP server received %d tools/call, want 3", len(metas))
