@@ -1215,41 +1215,22 @@ func (c *Caller) outcomeUnknown(ctx context.Context, m *store.Call, d Decision) 
 // a Commit (a change to the store) is recorded with that change at once.
 func (c *Caller) execute(ctx context.Context, started *store.CallKey, name string, d Decision) (driver.Result, error) {
 	ti := d.tool
-	cctx, cancel := context.WithTimeout(ctx, c.s.opt.CallTimeout)
-	defer cancel()
 	key := store.CallKey{Run: c.run, Step: c.step, Attempt: c.attempt, Index: -1}
 	if started != nil {
 		key = *started
 	}
-	info := registry.CallInfo{Run: c.run, Step: c.step, Attempt: c.attempt, Index: key.Index, Agent: c.agent, Redact: c.s.opt.Redact}
-	cctx = registry.WithCallInfo(cctx, info)
-	// The tool executes without the Caller's lock: concurrent calls
-	// execute concurrently.
-	c.mu.Unlock()
-	if tr := c.s.opt.Tracer; tr != nil {
-		cctx = traceCall(tr, cctx, info, recordTool(c.storedName(name)), d.ArgsDigest)
-	}
-	res, err := ti.entry.Tool.Call(cctx, d.Args)
-	c.mu.Lock()
+	res, err := c.callTool(ctx, name, d, key.Index)
 	if err != nil && started != nil && ti.sideEff && !registry.IsDefinite(err) {
 		// Sent, and not answered in a way that says what happened: it
 		// may have taken effect. Never retried automatically.
 		return c.lost(ctx, *started, name, err)
 	}
-	var failure string
-	if err != nil {
-		failure = fmt.Sprintf("the call to %s failed: %s", quote(name), clipText(c.s.opt.Redact(err.Error()), maxErrorBytes))
-	}
+	failure := c.callFailure(name, err)
 	var o outcome
 	if res.Commit != nil && failure == "" {
 		// The change and its record are one transaction.
 		err = c.tx(ctx, func(tx store.Tx) error {
-			out, cerr := res.Commit(tx)
-			f := ""
-			if cerr != nil {
-				f = fmt.Sprintf("the call to %s failed: %v", quote(name), cerr)
-			}
-			o = c.evaluate(name, ti, out, f)
+			o = c.commitOutcome(tx, name, ti, res, failure)
 			return c.record(tx, started, key, name, d, o)
 		})
 		if err != nil {
@@ -1292,6 +1273,48 @@ func shownName(name string) string {
 // shown to the agent: a tool's error is a message, not a result.
 const maxErrorBytes = 8 << 10
 
+// callTool runs the call to d's tool within the call timeout, its
+// context carrying the call's [registry.CallInfo] (index: the call's,
+// -1 when not recorded yet) and, with a tracer, the call's span. The
+// tool executes without the Caller's lock (held on entry and on return):
+// concurrent calls execute concurrently.
+func (c *Caller) callTool(ctx context.Context, name string, d Decision, index int) (registry.Result, error) {
+	cctx, cancel := context.WithTimeout(ctx, c.s.opt.CallTimeout)
+	defer cancel()
+	info := registry.CallInfo{Run: c.run, Step: c.step, Attempt: c.attempt, Index: index, Agent: c.agent, Redact: c.s.opt.Redact}
+	cctx = registry.WithCallInfo(cctx, info)
+	c.mu.Unlock()
+	defer c.mu.Lock()
+	if tr := c.s.opt.Tracer; tr != nil {
+		cctx = traceCall(tr, cctx, info, recordTool(c.storedName(name)), d.ArgsDigest)
+	}
+	return d.tool.entry.Tool.Call(cctx, d.Args)
+}
+
+// callFailure is the recorded and shown text of a tool's error ("" for
+// none): redacted and clipped to maxErrorBytes.
+func (c *Caller) callFailure(name string, err error) string {
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf("the call to %s failed: %s", quote(name), clipText(c.s.opt.Redact(err.Error()), maxErrorBytes))
+}
+
+// commitOutcome is a call's outcome in tx, the transaction that records
+// it: with a Commit (and no failure), the change it makes, its result or
+// its error; else the result the tool returned, or failure.
+func (c *Caller) commitOutcome(tx store.Tx, name string, ti *toolInfo, res registry.Result, failure string) outcome {
+	if res.Commit == nil || failure != "" {
+		return c.evaluate(name, ti, res.Content, failure)
+	}
+	out, cerr := res.Commit(tx)
+	f := ""
+	if cerr != nil {
+		f = fmt.Sprintf("the call to %s failed: %v", quote(name), cerr)
+	}
+	return c.evaluate(name, ti, out, f)
+}
+
 // executeInStore is checks 5 and 6 for a side-effecting call to a
 // [registry.InStore] tool (a built-in): its Call, which changes nothing,
 // runs first, within the call timeout; then one transaction records the
@@ -1300,37 +1323,15 @@ const maxErrorBytes = 8 << 10
 // call is never outcome-unknown, and one commit is made where a call that
 // leaves the process needs two (docs/runtime.md, "Built-ins' effects").
 func (c *Caller) executeInStore(ctx context.Context, name string, d Decision) (driver.Result, error) {
-	ti := d.tool
-	cctx, cancel := context.WithTimeout(ctx, c.s.opt.CallTimeout)
-	defer cancel()
-	info := registry.CallInfo{Run: c.run, Step: c.step, Attempt: c.attempt, Index: -1, Agent: c.agent, Redact: c.s.opt.Redact}
-	cctx = registry.WithCallInfo(cctx, info)
-	c.mu.Unlock()
-	if tr := c.s.opt.Tracer; tr != nil {
-		cctx = traceCall(tr, cctx, info, recordTool(c.storedName(name)), d.ArgsDigest)
-	}
-	res, err := ti.entry.Tool.Call(cctx, d.Args)
-	c.mu.Lock()
-	failure := ""
-	if err != nil {
-		failure = fmt.Sprintf("the call to %s failed: %s", quote(name), clipText(c.s.opt.Redact(err.Error()), maxErrorBytes))
-	}
+	res, err := c.callTool(ctx, name, d, -1)
+	failure := c.callFailure(name, err)
 	var o outcome
 	err = c.tx(ctx, func(tx store.Tx) error {
 		key, err := c.start(tx, name, d, store.DecisionAllowed, "", "")
 		if err != nil {
 			return err
 		}
-		if res.Commit != nil && failure == "" {
-			out, cerr := res.Commit(tx)
-			f := ""
-			if cerr != nil {
-				f = fmt.Sprintf("the call to %s failed: %v", quote(name), cerr)
-			}
-			o = c.evaluate(name, ti, out, f)
-		} else {
-			o = c.evaluate(name, ti, res.Content, failure)
-		}
+		o = c.commitOutcome(tx, name, d.tool, res, failure)
 		return c.record(tx, &key, key, name, d, o)
 	})
 	if err != nil {
